@@ -1,0 +1,124 @@
+"""The dataset catalog: names, where each dataset's files live, and how to open it."""
+
+from __future__ import annotations
+
+import logging
+import os
+from dataclasses import dataclass
+from pathlib import Path
+
+from graphengine.datasets import npz, planetoid
+from graphengine.datasets.dataset import GraphDataset
+from graphengine.datasets.synthetic import SyntheticSpec, generate
+
+log = logging.getLogger(__name__)
+
+ROOT_ENV = "GRAPHENGINE_DATA"
+
+SYNTHETIC = {
+    "synthetic-small": SyntheticSpec(
+        num_nodes=8192,
+        num_edges=160_000,
+        num_features=32,
+        num_classes=8,
+        num_train=1600,
+        num_val=800,
+        median_degree=15.0,
+        noise=3.0,
+    ),
+    "synthetic-products": SyntheticSpec(
+        num_nodes=2**20,
+        num_edges=24_000_000,
+        num_features=100,
+        num_classes=47,
+        num_train=196_615,
+        num_val=39_323,
+    ),
+}
+
+
+@dataclass(frozen=True)
+class CatalogEntry:
+    name: str
+    kind: str
+    description: str
+
+    def location(self, root: Path) -> Path:
+        """Where this dataset's files are (or will be cached) under ``root``."""
+        if self.kind == "synthetic":
+            return root / self.name
+        if self.kind == "planetoid":
+            return root / planetoid.NAMES[self.name] / "raw"
+        return root / npz.FILES[self.name]
+
+
+CATALOG = {
+    "synthetic-small": CatalogEntry(
+        "synthetic-small", "synthetic", "8,192 nodes, 8 classes: the quick default"
+    ),
+    "synthetic-products": CatalogEntry(
+        "synthetic-products",
+        "synthetic",
+        "2^20 nodes, ~24M edges, 100 features, 47 classes: ogbn-products-like",
+    ),
+    "cora": CatalogEntry("cora", "planetoid", "Planetoid Cora, public split"),
+    "citeseer": CatalogEntry("citeseer", "planetoid", "Planetoid CiteSeer, public split"),
+    "pubmed": CatalogEntry("pubmed", "planetoid", "Planetoid PubMed, public split"),
+    "amazon-computers": CatalogEntry("amazon-computers", "npz", "Amazon Computers (gnn-benchmark)"),
+    "amazon-photo": CatalogEntry("amazon-photo", "npz", "Amazon Photo (gnn-benchmark)"),
+    "coauthor-cs": CatalogEntry("coauthor-cs", "npz", "Coauthor CS (gnn-benchmark)"),
+    "coauthor-physics": CatalogEntry(
+        "coauthor-physics", "npz", "Coauthor Physics (gnn-benchmark)"
+    ),
+    "cora-full": CatalogEntry("cora-full", "npz", "Cora-Full (gnn-benchmark)"),
+}
+
+
+def default_root() -> Path:
+    """``$GRAPHENGINE_DATA`` if set, else the checkout's ``datasets/`` folder when it exists,
+    else ``~/.cache/graphengine/datasets``."""
+    if os.environ.get(ROOT_ENV):
+        return Path(os.environ[ROOT_ENV])
+    checkout = Path(__file__).resolve().parents[2] / "datasets"
+    if checkout.is_dir():
+        return checkout
+    return Path.home() / ".cache" / "graphengine" / "datasets"
+
+
+def load_dataset(name: str, root: str | Path | None = None, mmap: bool = True) -> GraphDataset:
+    """Open a catalog dataset by name, or a gnn-benchmark ``.npz`` file by path.
+
+    Synthetic datasets are generated on first use and cached under ``root``; real
+    datasets are read in place from the files the user put under ``root``.
+
+    Raises:
+        ValueError: an unknown name.
+        FileNotFoundError: the dataset's files are not under ``root``.
+    """
+    root = Path(root) if root is not None else default_root()
+    if name.endswith(".npz"):
+        return npz.load_npz(name)
+    if name not in CATALOG:
+        raise ValueError(
+            f"unknown dataset {name!r}: expected one of {sorted(CATALOG)} or a path to a .npz file"
+        )
+    entry = CATALOG[name]
+    if entry.kind == "planetoid":
+        return planetoid.load_planetoid(name, root)
+    if entry.kind == "npz":
+        return npz.load_npz(entry.location(root), name=name)
+    cache = entry.location(root)
+    try:
+        return GraphDataset.load(cache, mmap=mmap)
+    except FileNotFoundError:
+        pass
+    log.info("generating %s under %s", name, cache)
+    dataset = generate(name, SYNTHETIC[name])
+    dataset.save(cache)
+    return GraphDataset.load(cache, mmap=mmap)
+
+
+def is_available(name: str, root: str | Path | None = None) -> bool:
+    """Whether catalog dataset ``name`` is on disk under ``root`` (generated or provided)."""
+    root = Path(root) if root is not None else default_root()
+    return CATALOG[name].location(root).exists()

@@ -1,0 +1,145 @@
+"""A node-classification dataset: graph, features, labels and splits, saved as ``.npy`` files."""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+import torch
+from torch_geometric.data import Data
+
+from graphengine.graph import Graph, load_array
+from samplers import check_node_ids
+
+FORMAT = "graphengine.dataset"
+FORMAT_VERSION = 1
+_MANIFEST = "dataset.json"
+SPLITS = ("train", "val", "test")
+
+
+@dataclass
+class GraphDataset:
+    """A graph with node features, labels and a train/val/test split.
+
+    Attributes:
+        name: catalog name or file stem.
+        graph: the CSC graph store.
+        x: float32 ``[num_nodes, num_features]`` (a numpy array or a read-only memmap).
+        y: int64 ``[num_nodes]`` class labels in ``[0, num_classes)``.
+        train_idx, val_idx, test_idx: int64 node ids of each split.
+        num_classes: number of classes.
+    """
+
+    name: str
+    graph: Graph
+    x: np.ndarray
+    y: np.ndarray
+    train_idx: np.ndarray
+    val_idx: np.ndarray
+    test_idx: np.ndarray
+    num_classes: int
+
+    def __post_init__(self):
+        n = self.graph.num_nodes
+        if self.x.ndim != 2 or self.x.shape[0] != n:
+            raise ValueError(f"'x' must have shape [{n}, num_features] (got {self.x.shape})")
+        if self.y.shape != (n,):
+            raise ValueError(f"'y' must have shape [{n}] (got {self.y.shape})")
+        for split in SPLITS:
+            setattr(self, f"{split}_idx", check_node_ids(getattr(self, f"{split}_idx"), n, split))
+
+    @property
+    def num_nodes(self) -> int:
+        return self.graph.num_nodes
+
+    @property
+    def num_features(self) -> int:
+        return int(self.x.shape[1])
+
+    def split(self, name: str) -> np.ndarray:
+        """The node ids of split ``name`` (``'train'``, ``'val'`` or ``'test'``)."""
+        if name not in SPLITS:
+            raise ValueError(f"'split' must be one of {SPLITS} (got {name!r})")
+        return getattr(self, f"{name}_idx")
+
+    def to_data(self) -> Data:
+        """A PyG ``Data`` with ``x``, ``y``, ``edge_index`` and boolean split masks."""
+        data = Data(
+            x=torch.from_numpy(np.array(self.x, dtype=np.float32)),
+            y=torch.from_numpy(np.array(self.y, dtype=np.int64)),
+            edge_index=self.graph.to_edge_index(),
+            num_nodes=self.num_nodes,
+        )
+        for split in SPLITS:
+            mask = torch.zeros(self.num_nodes, dtype=torch.bool)
+            mask[torch.from_numpy(self.split(split))] = True
+            data[f"{split}_mask"] = mask
+        return data
+
+    def __repr__(self) -> str:
+        return (
+            f"GraphDataset('{self.name}', num_nodes={self.num_nodes}, "
+            f"num_edges={self.graph.num_edges}, num_features={self.num_features}, "
+            f"num_classes={self.num_classes}, train/val/test="
+            f"{len(self.train_idx)}/{len(self.val_idx)}/{len(self.test_idx)})"
+        )
+
+    def save(self, path: str | Path) -> None:
+        """Write the dataset under ``path``: ``graph/``, one ``.npy`` per array, ``dataset.json``."""
+        path = Path(path)
+        path.mkdir(parents=True, exist_ok=True)
+        self.graph.save(path / "graph")
+        arrays = self._arrays()
+        for key, array in arrays.items():
+            np.save(path / f"{key}.npy", array)
+        manifest = {
+            "format": FORMAT,
+            "version": FORMAT_VERSION,
+            "name": self.name,
+            "num_classes": self.num_classes,
+            "arrays": {key: [str(a.dtype), list(a.shape)] for key, a in arrays.items()},
+        }
+        (path / _MANIFEST).write_text(json.dumps(manifest, indent=2) + "\n")
+
+    @classmethod
+    def load(cls, path: str | Path, mmap: bool = True) -> GraphDataset:
+        """Open a dataset written by :meth:`save`, memory-mapped unless ``mmap=False``.
+
+        Raises ``FileNotFoundError`` for a missing dataset or file, ``ValueError`` for a
+        manifest of another format or a truncated or mismatched array.
+        """
+        path = Path(path)
+        manifest_path = path / _MANIFEST
+        if not manifest_path.is_file():
+            raise FileNotFoundError(f"no dataset at '{path}': '{manifest_path}' does not exist")
+        try:
+            manifest = json.loads(manifest_path.read_text())
+        except json.JSONDecodeError as error:
+            raise ValueError(f"corrupt manifest '{manifest_path}': {error}") from None
+        if manifest.get("format") != FORMAT or manifest.get("version") != FORMAT_VERSION:
+            raise ValueError(f"'{manifest_path}' is not a {FORMAT} v{FORMAT_VERSION} manifest")
+        arrays = {
+            key: load_array(path / f"{key}.npy", dtype, tuple(shape), mmap)
+            for key, (dtype, shape) in manifest["arrays"].items()
+        }
+        return cls(
+            name=manifest["name"],
+            graph=Graph.load(path / "graph", mmap=mmap),
+            x=arrays["x"],
+            y=arrays["y"],
+            train_idx=arrays["train_idx"],
+            val_idx=arrays["val_idx"],
+            test_idx=arrays["test_idx"],
+            num_classes=int(manifest["num_classes"]),
+        )
+
+    def _arrays(self) -> dict[str, np.ndarray]:
+        return {
+            "x": self.x,
+            "y": self.y,
+            "train_idx": self.train_idx,
+            "val_idx": self.val_idx,
+            "test_idx": self.test_idx,
+        }

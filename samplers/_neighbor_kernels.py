@@ -1,0 +1,164 @@
+"""Numba kernels of uniform node-wise neighbor sampling over a CSC graph.
+
+Arrays only: ``indptr`` (int64, ``[num_nodes + 1]``), ``indices`` (int32 or int64,
+``[num_edges]``), node ids as int64. Callers validate; the kernels trust their input.
+
+One hop runs in three steps: ``hop_offsets`` (how many neighbors each frontier
+node gets, parallel), ``hop_sample`` (which ones, parallel over frontier nodes,
+each with its own random stream) and ``relabel`` (global to batch-local ids with
+an open-addressing hash table whose size follows the batch, sequential so that
+new nodes are numbered in order of first appearance, as PyG does).
+"""
+
+import numpy as np
+from numba import njit, prange
+
+from samplers._random import GOLDEN, stream_state, uniform_below
+
+# Below this fanout, Floyd's algorithm with a linear duplicate scan is cheapest;
+# above it, selection sampling (Knuth's Algorithm S) costs one draw per neighbor.
+FLOYD_MAX_FANOUT = 64
+EMPTY = -1
+
+
+@njit(parallel=True, nogil=True, cache=True)
+def hop_offsets(indptr, frontier, fanout, replace):
+    """Start of each frontier node's sampled neighbors: int64 ``[len(frontier) + 1]``."""
+    n = frontier.shape[0]
+    counts = np.empty(n + 1, dtype=np.int64)
+    counts[0] = 0
+    for i in prange(n):
+        v = frontier[i]
+        degree = indptr[v + 1] - indptr[v]
+        if fanout < 0:
+            counts[i + 1] = degree
+        elif replace:
+            counts[i + 1] = fanout if degree > 0 else 0
+        else:
+            counts[i + 1] = min(degree, fanout)
+    return np.cumsum(counts)
+
+
+@njit(inline="always")
+def _floyd(state, degree, count, out, start):
+    """Floyd's algorithm: a uniform ``count``-subset of ``[0, degree)`` in ``out[start:]``."""
+    filled = 0
+    for j in range(degree - count, degree):
+        t, state = uniform_below(state, np.uint64(j + 1))
+        pick = np.int64(t)
+        for q in range(filled):
+            if out[start + q] == pick:
+                pick = j
+                break
+        out[start + filled] = pick
+        filled += 1
+
+
+@njit(inline="always")
+def _selection(state, degree, count, out, start):
+    """Knuth's Algorithm S: a uniform ``count``-subset of ``[0, degree)``, in order."""
+    chosen = 0
+    for p in range(degree):
+        if chosen == count:
+            break
+        t, state = uniform_below(state, np.uint64(degree - p))
+        if np.int64(t) < count - chosen:
+            out[start + chosen] = p
+            chosen += 1
+
+
+@njit(parallel=True, nogil=True, cache=True)
+def hop_sample(
+    indptr, indices, frontier, offsets, fanout, replace, key, first_local, out_nbr, out_edge, out_col
+):
+    """Sample every frontier node's in-neighbors.
+
+    Frontier node ``i`` (local id ``first_local + i``) gets the slots
+    ``offsets[i]:offsets[i + 1]`` of ``out_nbr`` (global neighbor id, int64),
+    ``out_edge`` (CSC position of the edge, int64) and ``out_col`` (local id of
+    the frontier node, int64). ``key`` (uint64) names this hop's random streams.
+    """
+    for i in prange(frontier.shape[0]):
+        v = frontier[i]
+        start = indptr[v]
+        degree = indptr[v + 1] - start
+        lo = offsets[i]
+        count = offsets[i + 1] - lo
+        local = first_local + i
+        state = stream_state(key, np.uint64(local) + GOLDEN)
+        if replace and fanout >= 0:
+            for j in range(count):
+                t, state = uniform_below(state, np.uint64(degree))
+                out_edge[lo + j] = np.int64(t)
+        elif count == degree:
+            for j in range(count):
+                out_edge[lo + j] = j
+        elif count <= FLOYD_MAX_FANOUT:
+            _floyd(state, degree, count, out_edge, lo)
+        else:
+            _selection(state, degree, count, out_edge, lo)
+        for j in range(lo, lo + count):
+            position = start + out_edge[j]
+            out_edge[j] = position
+            out_nbr[j] = indices[position]
+            out_col[j] = local
+
+
+@njit(inline="always")
+def _slot(node, shift):
+    return np.int64((np.uint64(node) * GOLDEN) >> np.uint64(shift))
+
+
+@njit(nogil=True, cache=True)
+def insert_nodes(nodes, count, table, shift):
+    """Put ``nodes[:count]`` (int64) into an empty ``table``, node ``i`` with local id ``i``.
+
+    A repeated node keeps its first local id. ``table`` is int64 ``[2 * capacity]``
+    of (key, value) pairs, ``EMPTY`` keys free, ``capacity`` a power of two and
+    ``shift = 64 - log2(capacity)``.
+    """
+    mask = table.shape[0] // 2 - 1
+    for i in range(count):
+        node = nodes[i]
+        s = _slot(node, shift)
+        while True:
+            key = table[2 * s]
+            if key == node:
+                break
+            if key == EMPTY:
+                table[2 * s] = node
+                table[2 * s + 1] = i
+                break
+            s = (s + 1) & mask
+
+
+@njit(nogil=True, cache=True)
+def relabel(nbr, begin, table, shift, n_id, num_nodes, out_row):
+    """Map ``nbr[begin:]`` (global ids) to local ids in ``out_row``, adding new nodes.
+
+    New nodes get the next local id and are appended to ``n_id``. Stops early,
+    before the table gets more than half full; returns ``(next edge, num_nodes)``
+    so that the caller can grow the table and resume.
+    """
+    capacity = table.shape[0] // 2
+    mask = capacity - 1
+    limit = capacity // 2
+    for e in range(begin, nbr.shape[0]):
+        if num_nodes >= limit:
+            return e, num_nodes
+        node = nbr[e]
+        s = _slot(node, shift)
+        while True:
+            key = table[2 * s]
+            if key == node:
+                out_row[e] = table[2 * s + 1]
+                break
+            if key == EMPTY:
+                table[2 * s] = node
+                table[2 * s + 1] = num_nodes
+                n_id[num_nodes] = node
+                out_row[e] = num_nodes
+                num_nodes += 1
+                break
+            s = (s + 1) & mask
+    return nbr.shape[0], num_nodes

@@ -1,0 +1,142 @@
+"""Uniform node-wise multi-hop neighbor sampling (GraphSAGE-style) over a CSC graph."""
+
+from collections.abc import Sequence
+
+import numpy as np
+
+from samplers import _neighbor_kernels as kernels
+from samplers._random import MAX_BOUND, hop_key
+from samplers.csc import check_csc, check_node_ids
+from samplers.types import SamplerInput, SamplerOutput
+
+_MIN_TABLE_BITS = 10
+
+
+class NeighborSampler:
+    """Samples up to ``fanouts[h]`` in-neighbors per node at hop ``h``.
+
+    Without replacement (the default) every subset of a node's in-neighbors of
+    the fanout's size is equally likely; a node whose in-degree is at most the
+    fanout keeps all of them. With replacement each of the ``fanout`` draws is
+    uniform over the in-neighbors. A fanout of ``-1`` takes all in-neighbors.
+
+    Args:
+        indptr: int64 ``[num_nodes + 1]``, CSC column pointers.
+        indices: int32 or int64 ``[num_edges]``, source node of each edge, grouped
+            by destination.
+        fanouts: neighbors per node for each hop, ``-1`` for all.
+        replace: sample with replacement.
+        validate: check that ``indptr``/``indices`` form a valid CSC graph (one pass
+            over the arrays; skip it only for a graph already checked).
+    """
+
+    def __init__(
+        self,
+        indptr: np.ndarray,
+        indices: np.ndarray,
+        fanouts: Sequence[int],
+        replace: bool = False,
+        validate: bool = True,
+    ):
+        if validate:
+            check_csc(indptr, indices)
+        self.fanouts = _check_fanouts(fanouts)
+        self.replace = bool(replace)
+        self.indptr = indptr
+        self.indices = indices
+        self.num_nodes = int(indptr.shape[0]) - 1
+        if self.num_nodes > 0 and int(np.diff(indptr).max()) > MAX_BOUND:
+            raise ValueError(f"in-degrees above {MAX_BOUND} are not supported")
+
+    def __repr__(self) -> str:
+        return (
+            f"{type(self).__name__}(num_nodes={self.num_nodes}, "
+            f"num_edges={self.indices.shape[0]}, fanouts={list(self.fanouts)}, "
+            f"replace={self.replace})"
+        )
+
+    def sample_from_nodes(self, inputs: SamplerInput) -> SamplerOutput:
+        """Sample the multi-hop neighborhood of ``inputs.node``.
+
+        Raises:
+            ValueError: a seed id outside ``[0, num_nodes)``.
+        """
+        seeds = check_node_ids(inputs.node, self.num_nodes, "node")
+        batch_size = seeds.shape[0]
+        bits = max(_MIN_TABLE_BITS, int(4 * max(batch_size, 1) - 1).bit_length())
+        table = np.full(2 << bits, kernels.EMPTY, dtype=np.int64)
+        kernels.insert_nodes(seeds, batch_size, table, 64 - bits)
+        n_id = seeds.copy()
+        num_nodes = batch_size
+
+        rows, cols, edges = [], [], []
+        num_sampled_nodes = [batch_size]
+        num_sampled_edges = []
+        frontier_start = 0
+        for hop, fanout in enumerate(self.fanouts):
+            frontier = n_id[frontier_start:num_nodes]
+            offsets = kernels.hop_offsets(self.indptr, frontier, fanout, self.replace)
+            num_edges = int(offsets[-1])
+            nbr = np.empty(num_edges, dtype=np.int64)
+            edge = np.empty(num_edges, dtype=np.int64)
+            col = np.empty(num_edges, dtype=np.int64)
+            row = np.empty(num_edges, dtype=np.int64)
+            kernels.hop_sample(
+                self.indptr,
+                self.indices,
+                frontier,
+                offsets,
+                fanout,
+                self.replace,
+                hop_key(inputs.seed, hop),
+                frontier_start,
+                nbr,
+                edge,
+                col,
+            )
+            grown = np.empty(num_nodes + num_edges, dtype=np.int64)
+            grown[:num_nodes] = n_id[:num_nodes]
+            n_id = grown
+            hop_start = num_nodes
+            done = 0
+            while True:
+                done, num_nodes = kernels.relabel(nbr, done, table, 64 - bits, n_id, num_nodes, row)
+                if done == num_edges:
+                    break
+                bits += 1
+                table = np.full(2 << bits, kernels.EMPTY, dtype=np.int64)
+                kernels.insert_nodes(n_id, num_nodes, table, 64 - bits)
+            rows.append(row)
+            cols.append(col)
+            edges.append(edge)
+            num_sampled_nodes.append(num_nodes - hop_start)
+            num_sampled_edges.append(num_edges)
+            frontier_start = hop_start
+
+        return SamplerOutput(
+            node=n_id[:num_nodes],
+            row=_concat(rows),
+            col=_concat(cols),
+            edge=_concat(edges),
+            num_sampled_nodes=tuple(num_sampled_nodes),
+            num_sampled_edges=tuple(num_sampled_edges),
+            batch_size=batch_size,
+            input_id=np.asarray(inputs.input_id, dtype=np.int64),
+        )
+
+
+def _concat(parts: list[np.ndarray]) -> np.ndarray:
+    if not parts:
+        return np.empty(0, dtype=np.int64)
+    return parts[0] if len(parts) == 1 else np.concatenate(parts)
+
+
+def _check_fanouts(fanouts: Sequence[int]) -> tuple[int, ...]:
+    if isinstance(fanouts, (str, bytes)) or not isinstance(fanouts, Sequence):
+        raise TypeError(f"'fanouts' must be a sequence of ints (got {type(fanouts).__name__})")
+    out = []
+    for f in fanouts:
+        if isinstance(f, bool) or not isinstance(f, (int, np.integer)) or f < -1:
+            raise ValueError(f"'fanouts' entries must be ints >= -1 (got {list(fanouts)!r})")
+        out.append(int(f))
+    return tuple(out)
