@@ -1,0 +1,70 @@
+"""Which seeds go into which mini-batch, and with which random seed."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from dataclasses import dataclass
+
+import numpy as np
+import torch
+
+_MASK64 = (1 << 64) - 1
+
+
+@dataclass(frozen=True)
+class BatchRequest:
+    """One mini-batch to sample: positions into the loader's input nodes, and its random seed."""
+
+    index: np.ndarray
+    seed: int
+
+
+def derive_seed(*parts: int) -> int:
+    """A 63-bit seed mixed from integers (e.g. base seed, epoch, batch number)."""
+    z = 0x243F6A8885A308D3
+    for part in parts:
+        z = (z ^ (part & _MASK64)) * 0x9E3779B97F4A7C15 & _MASK64
+        z = (z ^ (z >> 29)) * 0xBF58476D1CE4E5B9 & _MASK64
+        z ^= z >> 32
+    return z >> 1
+
+
+class SeedBatches(torch.utils.data.Sampler):
+    """Splits ``num_seeds`` input positions into batches, shuffled per epoch if asked.
+
+    Each epoch draws its base seed from ``seed`` and the epoch number, or, when
+    ``seed`` is ``None``, from torch's global generator (so ``torch.manual_seed``
+    makes runs repeatable, as in PyG). Batch ``b`` gets seed ``derive_seed(base, b)``.
+    """
+
+    def __init__(
+        self, num_seeds: int, batch_size: int, shuffle: bool, drop_last: bool, seed: int | None
+    ):
+        if isinstance(batch_size, bool) or not isinstance(batch_size, int) or batch_size < 1:
+            raise ValueError(f"'batch_size' must be a positive int (got {batch_size!r})")
+        self.num_seeds = num_seeds
+        self.batch_size = batch_size
+        self.shuffle = shuffle
+        self.drop_last = drop_last
+        self.seed = seed
+        self.epoch = 0
+
+    def __len__(self) -> int:
+        if self.drop_last:
+            return self.num_seeds // self.batch_size
+        return -(-self.num_seeds // self.batch_size)
+
+    def __iter__(self) -> Iterator[BatchRequest]:
+        if self.seed is None:
+            base = int(torch.randint(0, 2**62, (), dtype=torch.int64))
+        else:
+            base = derive_seed(self.seed, self.epoch)
+        self.epoch += 1
+        if self.shuffle:
+            generator = torch.Generator().manual_seed(derive_seed(base, 1 << 40))
+            order = torch.randperm(self.num_seeds, generator=generator).numpy()
+        else:
+            order = np.arange(self.num_seeds, dtype=np.int64)
+        for b in range(len(self)):
+            index = order[b * self.batch_size : (b + 1) * self.batch_size]
+            yield BatchRequest(index=index, seed=derive_seed(base, b))

@@ -1,0 +1,221 @@
+"""Node classification with any PyG model on sampled mini-batches."""
+
+from __future__ import annotations
+
+import json
+import logging
+import time
+from collections.abc import Sequence
+from pathlib import Path
+
+import numpy as np
+import torch
+import torch.nn.functional as F
+from torch_geometric.nn import GCNConv
+from torch_geometric.nn.models.basic_gnn import BasicGNN
+from tqdm import tqdm
+
+from graphengine.datasets.dataset import SPLITS, GraphDataset
+from graphengine.loader import NeighborLoader
+from graphengine.loader.batch import as_tensor
+
+log = logging.getLogger(__name__)
+
+# Full-graph evaluation needs the whole graph's activations in memory at once.
+_FULL_EVAL_MAX_EDGES = 5_000_000
+
+
+class Trainer:
+    """Trains ``model`` on ``dataset``'s training nodes with a :class:`NeighborLoader`.
+
+    Args:
+        model: any module called as ``model(x, edge_index)`` returning
+            ``[num_nodes, num_classes]`` logits; PyG ``BasicGNN`` models also get
+            the per-hop counts so that they trim finished layers (``trim_to_layer``)
+            when they have one layer per hop and no degree-normalizing ``GCNConv``
+            (trimming drops the edges its normalization counts).
+        dataset: the graph, features, labels and splits.
+        fanouts: neighbors per hop for training (and for sampled evaluation).
+        batch_size: seeds per training batch.
+        lr, weight_decay: Adam's settings.
+        seed: seeds the model's initialization RNG use and every epoch's batches.
+        eval_mode: ``'full'`` (the model on the whole graph), ``'sampled'``
+            (mini-batches with ``fanouts``) or ``'auto'`` (full below 5M edges).
+        num_workers: the loaders' worker processes.
+        checkpoint: a file to save after every epoch and to resume from if it exists.
+        metrics_path: a file to append one JSON line of metrics per epoch to.
+        progress: show a tqdm progress bar.
+    """
+
+    def __init__(
+        self,
+        model: torch.nn.Module,
+        dataset: GraphDataset,
+        fanouts: Sequence[int] = (15, 10, 5),
+        batch_size: int = 1024,
+        lr: float = 0.003,
+        weight_decay: float = 0.0,
+        seed: int = 0,
+        eval_mode: str = "auto",
+        num_workers: int = 0,
+        checkpoint: str | Path | None = None,
+        metrics_path: str | Path | None = None,
+        progress: bool = True,
+    ):
+        if eval_mode not in ("auto", "full", "sampled"):
+            raise ValueError(f"'eval_mode' must be 'auto', 'full' or 'sampled' (got {eval_mode!r})")
+        if eval_mode == "auto":
+            eval_mode = "full" if dataset.graph.num_edges <= _FULL_EVAL_MAX_EDGES else "sampled"
+        self.model = model
+        self.dataset = dataset
+        self.fanouts = list(fanouts)
+        self.batch_size = batch_size
+        self.eval_mode = eval_mode
+        self.seed = seed
+        self.num_workers = num_workers
+        self.optimizer = torch.optim.Adam(model.parameters(), lr=lr, weight_decay=weight_decay)
+        self.checkpoint = Path(checkpoint) if checkpoint is not None else None
+        self.metrics_path = Path(metrics_path) if metrics_path is not None else None
+        self.progress = progress
+        self.epoch = 0
+        self.train_loader = NeighborLoader(
+            dataset,
+            self.fanouts,
+            batch_size=batch_size,
+            input_nodes=dataset.train_idx,
+            shuffle=True,
+            seed=seed,
+            num_workers=num_workers,
+            persistent_workers=num_workers > 0,
+        )
+        self._y = as_tensor(dataset.y)
+        self._trims = _can_trim(model, len(self.fanouts))
+        if self.checkpoint is not None and self.checkpoint.is_file():
+            self.load_checkpoint(self.checkpoint)
+
+    def fit(self, epochs: int, eval_every: int = 1) -> list[dict]:
+        """Train until ``epochs`` epochs are done in total (resumed ones count).
+
+        Returns one metrics dict per epoch run: ``epoch``, ``loss``, ``train_acc``
+        (on the training batches), ``val_acc`` (every ``eval_every`` epochs and at the
+        last), ``epoch_s`` and ``seeds_per_s``.
+        """
+        history = []
+        while self.epoch < epochs:
+            metrics = self.train_epoch()
+            if (self.epoch % eval_every == 0) or self.epoch == epochs:
+                metrics["val_acc"] = self.evaluate("val")
+            history.append(metrics)
+            self._record(metrics)
+        return history
+
+    def train_epoch(self) -> dict:
+        """One pass over the training nodes; returns this epoch's metrics."""
+        self.model.train()
+        self.train_loader.set_epoch(self.epoch)
+        total_loss = correct = seen = 0
+        start = time.perf_counter()
+        batches = tqdm(
+            self.train_loader,
+            desc=f"epoch {self.epoch + 1}",
+            disable=not self.progress,
+            leave=False,
+        )
+        for batch in batches:
+            self.optimizer.zero_grad()
+            logits = self._forward(batch)[: batch.batch_size]
+            target = batch.y[: batch.batch_size]
+            loss = F.cross_entropy(logits, target)
+            loss.backward()
+            self.optimizer.step()
+            total_loss += float(loss.detach()) * batch.batch_size
+            correct += int((logits.argmax(dim=-1) == target).sum())
+            seen += batch.batch_size
+        elapsed = time.perf_counter() - start
+        self.epoch += 1
+        return {
+            "epoch": self.epoch,
+            "loss": total_loss / max(seen, 1),
+            "train_acc": correct / max(seen, 1),
+            "epoch_s": elapsed,
+            "seeds_per_s": seen / elapsed if elapsed > 0 else 0.0,
+        }
+
+    @torch.no_grad()
+    def evaluate(self, split: str) -> float:
+        """Accuracy on ``split`` (``'train'``, ``'val'`` or ``'test'``)."""
+        self.model.eval()
+        nodes = self.dataset.split(split)
+        if self.eval_mode == "full":
+            prediction = self._full_graph_logits().argmax(dim=-1)[torch.from_numpy(nodes)]
+            return float((prediction == self._y[torch.from_numpy(nodes)]).float().mean())
+        loader = NeighborLoader(
+            self.dataset,
+            self.fanouts,
+            batch_size=self.batch_size,
+            input_nodes=nodes,
+            seed=self.seed + 1,
+            num_workers=self.num_workers,
+        )
+        correct = 0
+        for batch in tqdm(loader, desc=f"eval {split}", disable=not self.progress, leave=False):
+            logits = self._forward(batch)[: batch.batch_size]
+            correct += int((logits.argmax(dim=-1) == batch.y[: batch.batch_size]).sum())
+        return correct / max(len(nodes), 1)
+
+    def evaluate_all(self) -> dict:
+        """``train_acc``, ``val_acc`` and ``test_acc`` by the evaluation mode."""
+        return {f"{split}_acc": self.evaluate(split) for split in SPLITS}
+
+    def save_checkpoint(self, path: str | Path) -> None:
+        """Save model, optimizer, epoch and RNG state so that training can resume."""
+        path = Path(path)
+        path.parent.mkdir(parents=True, exist_ok=True)
+        state = {
+            "model": self.model.state_dict(),
+            "optimizer": self.optimizer.state_dict(),
+            "epoch": self.epoch,
+            "torch_rng": torch.get_rng_state(),
+        }
+        temporary = path.with_suffix(path.suffix + ".tmp")
+        torch.save(state, temporary)
+        temporary.replace(path)
+
+    def load_checkpoint(self, path: str | Path) -> None:
+        """Restore what :meth:`save_checkpoint` saved."""
+        state = torch.load(path, map_location="cpu", weights_only=True)
+        self.model.load_state_dict(state["model"])
+        self.optimizer.load_state_dict(state["optimizer"])
+        self.epoch = int(state["epoch"])
+        torch.set_rng_state(state["torch_rng"])
+        log.info("resumed from %s at epoch %d", path, self.epoch)
+
+    def _forward(self, batch) -> torch.Tensor:
+        if self._trims:
+            return self.model(
+                batch.x,
+                batch.edge_index,
+                num_sampled_nodes_per_hop=batch.num_sampled_nodes,
+                num_sampled_edges_per_hop=batch.num_sampled_edges,
+            )
+        return self.model(batch.x, batch.edge_index)
+
+    def _full_graph_logits(self) -> torch.Tensor:
+        x = torch.from_numpy(np.asarray(self.dataset.x, dtype=np.float32))
+        return self.model(x, self.dataset.graph.to_edge_index())
+
+    def _record(self, metrics: dict) -> None:
+        line = json.dumps(metrics)
+        log.info("%s", line)
+        if self.metrics_path is not None:
+            with self.metrics_path.open("a") as f:
+                f.write(line + "\n")
+        if self.checkpoint is not None:
+            self.save_checkpoint(self.checkpoint)
+
+
+def _can_trim(model: torch.nn.Module, num_hops: int) -> bool:
+    """Whether ``model`` gives the same result on PyG's ``trim_to_layer`` path."""
+    if not isinstance(model, BasicGNN) or model.num_layers != num_hops:
+        return False
+    return not any(isinstance(m, GCNConv) and m.normalize for m in model.modules())
