@@ -75,7 +75,9 @@ class Graph:
             edge_index = edge_index.detach().cpu().numpy()
         edge_index = np.asarray(edge_index)
         if edge_index.ndim != 2 or edge_index.shape[0] != 2:
-            raise ValueError(f"'edge_index' must have shape [2, num_edges] (got {edge_index.shape})")
+            raise ValueError(
+                f"'edge_index' must have shape [2, num_edges] (got {edge_index.shape})"
+            )
         if edge_index.dtype not in (np.int32, np.int64):
             raise TypeError(f"'edge_index' must be int32 or int64 (got {edge_index.dtype})")
         row = edge_index[0].astype(np.int64, copy=False)
@@ -177,9 +179,7 @@ class Graph:
             name: load_array(path / f"{name}.npy", dtype, (lengths[name],), mmap)
             for name, dtype in manifest["arrays"].items()
         }
-        graph = cls(
-            arrays["indptr"], arrays["indices"], arrays.get("edge_ids"), validate=validate
-        )
+        graph = cls(arrays["indptr"], arrays["indices"], arrays.get("edge_ids"), validate=validate)
         graph._path = path
         return graph
 

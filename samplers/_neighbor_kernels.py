@@ -69,7 +69,17 @@ def _selection(state, degree, count, out, start):
 
 @njit(parallel=True, nogil=True, cache=True)
 def hop_sample(
-    indptr, indices, frontier, offsets, fanout, replace, key, first_local, out_nbr, out_edge, out_col
+    indptr,
+    indices,
+    frontier,
+    offsets,
+    fanout,
+    replace,
+    key,
+    first_local,
+    out_nbr,
+    out_edge,
+    out_col,
 ):
     """Sample every frontier node's in-neighbors.
 

@@ -67,9 +67,7 @@ CATALOG = {
     "amazon-computers": CatalogEntry("amazon-computers", "npz", "Amazon Computers (gnn-benchmark)"),
     "amazon-photo": CatalogEntry("amazon-photo", "npz", "Amazon Photo (gnn-benchmark)"),
     "coauthor-cs": CatalogEntry("coauthor-cs", "npz", "Coauthor CS (gnn-benchmark)"),
-    "coauthor-physics": CatalogEntry(
-        "coauthor-physics", "npz", "Coauthor Physics (gnn-benchmark)"
-    ),
+    "coauthor-physics": CatalogEntry("coauthor-physics", "npz", "Coauthor Physics (gnn-benchmark)"),
     "cora-full": CatalogEntry("cora-full", "npz", "Cora-Full (gnn-benchmark)"),
 }
 

@@ -74,7 +74,7 @@ class GraphDataset:
         )
         for split in SPLITS:
             mask = torch.zeros(self.num_nodes, dtype=torch.bool)
-            mask[torch.from_numpy(self.split(split))] = True
+            mask[torch.from_numpy(np.array(self.split(split)))] = True
             data[f"{split}_mask"] = mask
         return data
 

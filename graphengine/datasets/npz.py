@@ -36,12 +36,12 @@ def load_npz(path: str | Path, name: str | None = None, split_seed: int = 0) -> 
         raise FileNotFoundError(f"missing gnn-benchmark file '{path}': get it from {_WHERE}")
     try:
         with np.load(path, allow_pickle=False) as f:
-            missing = [key for key in _KEYS if key not in f.files]
-            if missing:
-                raise ValueError(f"'{path}' is not a gnn-benchmark file: no {missing}")
             arrays = {key: f[key] for key in f.files if key not in ("node_names", "class_names")}
-    except (zipfile.BadZipFile, OSError, EOFError) as error:
+    except (zipfile.BadZipFile, OSError, EOFError, ValueError) as error:
         raise ValueError(f"corrupt gnn-benchmark file '{path}': {error}") from None
+    missing = [key for key in _KEYS if key not in arrays]
+    if missing:
+        raise ValueError(f"'{path}' is not a gnn-benchmark file: no {missing}")
 
     num_nodes = int(arrays["adj_shape"][0])
     adjacency = sp.csr_matrix(

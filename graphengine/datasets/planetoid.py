@@ -11,6 +11,7 @@ are dropped.
 from __future__ import annotations
 
 import pickle
+import warnings
 from pathlib import Path
 
 import numpy as np
@@ -54,9 +55,7 @@ def load_planetoid(name: str, root: str | Path) -> GraphDataset:
     num_nodes = y.shape[0]
 
     graph_dict = parts["graph"]
-    src = np.fromiter(
-        (s for s, nbrs in graph_dict.items() for _ in nbrs), dtype=np.int64
-    )
+    src = np.fromiter((s for s, nbrs in graph_dict.items() for _ in nbrs), dtype=np.int64)
     dst = np.fromiter((d for nbrs in graph_dict.values() for d in nbrs), dtype=np.int64)
     if src.size and max(src.max(), dst.max()) >= num_nodes:
         raise ValueError(f"'{raw}/ind.{key}.graph' names a node beyond the {num_nodes} labeled")
@@ -84,7 +83,8 @@ def _read_pickle(path: Path):
     if not path.is_file():
         raise FileNotFoundError(f"missing Planetoid file '{path}': get it from {_WHERE}")
     try:
-        with path.open("rb") as f:
+        with path.open("rb") as f, warnings.catch_warnings():
+            warnings.filterwarnings("ignore", message=".*scipy.sparse.csr.*namespace")
             return pickle.load(f, encoding="latin1")
     except (pickle.UnpicklingError, EOFError, ValueError) as error:
         raise ValueError(f"corrupt Planetoid file '{path}': {error}") from None

@@ -1,0 +1,5 @@
+import sys
+
+from graphengine.cli import main
+
+sys.exit(main())

@@ -1,0 +1,1 @@
+"""Benchmarks behind ``graphengine bench``: each prints a table, then one JSON line."""

@@ -1,0 +1,28 @@
+"""Benchmark output: an aligned table for people, then one JSON line for machines."""
+
+from __future__ import annotations
+
+import json
+import sys
+from collections.abc import Sequence
+
+
+def print_report(headers: Sequence[str], rows: Sequence[Sequence], summary: dict) -> None:
+    """Print ``rows`` under ``headers`` as a table, then ``summary`` as one JSON line."""
+    cells = [[_format(v) for v in row] for row in rows]
+    widths = [max(len(str(h)), *(len(r[i]) for r in cells)) for i, h in enumerate(headers)]
+    lines = [
+        "  ".join(str(h).ljust(w) for h, w in zip(headers, widths)),
+        "  ".join("-" * w for w in widths),
+    ]
+    lines += ["  ".join(c.rjust(w) for c, w in zip(row, widths)) for row in cells]
+    sys.stdout.write("\n".join(lines) + "\n" + json.dumps(summary) + "\n")
+    sys.stdout.flush()
+
+
+def _format(value) -> str:
+    if isinstance(value, float):
+        return f"{value:,.3g}" if abs(value) < 1000 else f"{value:,.0f}"
+    if isinstance(value, int):
+        return f"{value:,}"
+    return str(value)

@@ -1,0 +1,164 @@
+"""The ``graphengine`` command: ``train``, ``datasets`` and ``bench``."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import logging
+import sys
+
+import torch
+
+log = logging.getLogger("graphengine")
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = _parser().parse_args(argv)
+    logging.basicConfig(level=logging.INFO, format="%(levelname)s %(name)s: %(message)s")
+    try:
+        return args.run(args)
+    except (ValueError, FileNotFoundError, NotImplementedError) as error:
+        log.error("%s", error)
+        return 2
+
+
+def _parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="graphengine", description=__doc__)
+    commands = parser.add_subparsers(dest="command", required=True)
+
+    train = commands.add_parser("train", help="node classification on a dataset")
+    _dataset_args(train)
+    train.add_argument("--model", choices=["sage", "gcn", "gat"], default="sage")
+    train.add_argument("--fanouts", type=_fanouts, default=[15, 10, 5])
+    train.add_argument("--batch-size", type=int, default=1024)
+    train.add_argument("--epochs", type=int, default=3)
+    train.add_argument("--hidden", type=int, default=128)
+    train.add_argument("--lr", type=float, default=0.003)
+    train.add_argument("--weight-decay", type=float, default=0.0)
+    train.add_argument("--dropout", type=float, default=0.5)
+    train.add_argument("--seed", type=int, default=0)
+    train.add_argument("--eval", choices=["auto", "full", "sampled"], default="auto")
+    train.add_argument("--eval-every", type=int, default=1)
+    train.add_argument("--num-workers", type=int, default=0)
+    train.add_argument("--checkpoint", help="save every epoch; resume when it exists")
+    train.add_argument("--metrics", help="append per-epoch JSON lines to this file")
+    train.add_argument("--no-progress", action="store_true", help="hide the progress bar")
+    train.set_defaults(run=_train)
+
+    datasets = commands.add_parser("datasets", help="list the catalog and what is on disk")
+    datasets.add_argument("--root", help="data root (default: $GRAPHENGINE_DATA or datasets/)")
+    datasets.set_defaults(run=_datasets)
+
+    bench = commands.add_parser("bench", help="benchmarks: a table, then one JSON line")
+    benches = bench.add_subparsers(dest="bench", required=True)
+    sample = benches.add_parser("sample", help="neighbor sampling through the NeighborLoader")
+    _dataset_args(sample, default="synthetic-products")
+    sample.add_argument("--fanouts", type=_fanouts, default=[15, 10, 5])
+    sample.add_argument("--batch-size", type=int, default=1024)
+    sample.add_argument("--batches", type=int, default=20)
+    sample.add_argument("--threads", type=int, default=1)
+    sample.add_argument("--vs", choices=["pyg"], help="also time PyG's NeighborLoader")
+    sample.set_defaults(run=_bench_sample)
+    scaling = benches.add_parser("scaling", help="sampling cost per edge as the graph grows")
+    scaling.add_argument("--log2-nodes", type=_ints, default=[16, 18, 20, 22])
+    scaling.add_argument("--fanouts", type=_fanouts, default=[15, 10, 5])
+    scaling.add_argument("--batch-size", type=int, default=1024)
+    scaling.add_argument("--batches", type=int, default=20)
+    scaling.add_argument("--threads", type=int, default=1)
+    scaling.set_defaults(run=_bench_scaling)
+    return parser
+
+
+def _dataset_args(parser: argparse.ArgumentParser, default: str = "synthetic-small") -> None:
+    parser.add_argument("--dataset", default=default, help="catalog name or path to a .npz file")
+    parser.add_argument("--root", help="data root (default: $GRAPHENGINE_DATA or datasets/)")
+
+
+def _ints(text: str) -> list[int]:
+    try:
+        return [int(part) for part in text.split(",")]
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected comma-separated ints (got {text!r})") from None
+
+
+def _fanouts(text: str) -> list[int]:
+    values = _ints(text)
+    if any(v < -1 for v in values):
+        raise argparse.ArgumentTypeError(f"fanouts must be >= -1 (got {text!r})")
+    return values
+
+
+def _train(args) -> int:
+    from graphengine.datasets import load_dataset
+    from graphengine.models import build_model
+    from graphengine.trainer import Trainer
+
+    torch.manual_seed(args.seed)
+    dataset = load_dataset(args.dataset, root=args.root)
+    log.info("%s", dataset)
+    model = build_model(
+        args.model,
+        dataset.num_features,
+        args.hidden,
+        dataset.num_classes,
+        num_layers=len(args.fanouts),
+        dropout=args.dropout,
+    )
+    trainer = Trainer(
+        model,
+        dataset,
+        fanouts=args.fanouts,
+        batch_size=args.batch_size,
+        lr=args.lr,
+        weight_decay=args.weight_decay,
+        seed=args.seed,
+        eval_mode=args.eval,
+        num_workers=args.num_workers,
+        checkpoint=args.checkpoint,
+        metrics_path=args.metrics,
+        progress=not args.no_progress and sys.stderr.isatty(),
+    )
+    history = trainer.fit(args.epochs, eval_every=args.eval_every)
+    for metrics in history:
+        print(json.dumps(metrics))
+    result = {"dataset": dataset.name, "model": args.model, "epochs": trainer.epoch}
+    result.update(trainer.evaluate_all())
+    result["epoch_s"] = sum(m["epoch_s"] for m in history) / max(len(history), 1)
+    print(json.dumps(result))
+    return 0
+
+
+def _datasets(args) -> int:
+    from graphengine.bench.report import print_report
+    from graphengine.datasets import CATALOG, default_root, is_available
+
+    root = args.root or default_root()
+    rows = [
+        [name, entry.kind, "yes" if is_available(name, root) else "no", entry.description]
+        for name, entry in CATALOG.items()
+    ]
+    summary = {"root": str(root), "on_disk": [r[0] for r in rows if r[2] == "yes"]}
+    print_report(["name", "kind", "on disk", "description"], rows, summary)
+    return 0
+
+
+def _bench_sample(args) -> int:
+    from graphengine.bench import sample
+
+    sample.run(
+        args.dataset,
+        args.fanouts,
+        args.batch_size,
+        args.batches,
+        args.threads,
+        root=args.root,
+        vs_pyg=args.vs == "pyg",
+    )
+    return 0
+
+
+def _bench_scaling(args) -> int:
+    from graphengine.bench import scaling
+
+    scaling.run(args.log2_nodes, args.fanouts, args.batch_size, args.batches, args.threads)
+    return 0

@@ -1,0 +1,160 @@
+"""NeighborLoader's PyG contract, checked on graphs whose features are node ids."""
+
+import numpy as np
+import pytest
+import torch
+from torch_geometric.data import Data
+from torch_geometric.nn import GraphSAGE
+
+from graphengine import Graph, NeighborLoader
+from graphengine.datasets import SyntheticSpec, generate
+
+
+def id_graph(num_nodes=300, num_edges=3000, seed=0, index_dtype=torch.int64) -> Data:
+    """Node features equal node ids, edge features equal edge ids."""
+    generator = torch.Generator().manual_seed(seed)
+    edge_index = torch.randint(0, num_nodes, (2, num_edges), generator=generator)
+    return Data(
+        x=torch.arange(num_nodes, dtype=torch.float32).view(-1, 1).repeat(1, 3),
+        y=torch.arange(num_nodes),
+        edge_index=edge_index.to(index_dtype),
+        edge_attr=torch.arange(num_edges, dtype=torch.float32),
+        edge_weight=torch.rand(num_edges, generator=generator),
+        mask=torch.arange(num_nodes) % 2 == 0,
+        title="graph-level attribute",
+        num_nodes=num_nodes,
+    )
+
+
+@pytest.mark.parametrize("index_dtype", [torch.int64, torch.int32], ids=["int64", "int32"])
+def test_batches_follow_pyg_contract(index_dtype):
+    data = id_graph(index_dtype=index_dtype)
+    loader = NeighborLoader(data, [4, 3], batch_size=16, shuffle=True, seed=1)
+    assert len(loader) == 19
+    edges = set(map(tuple, data.edge_index.long().T.tolist()))
+    seen = []
+    for batch in loader:
+        n = batch.num_nodes
+        assert torch.equal(batch.x[:, 0].long(), batch.n_id)
+        assert torch.equal(batch.y, batch.n_id)
+        assert torch.equal(batch.mask, data.mask[batch.n_id])
+        assert torch.equal(batch.edge_attr.long(), batch.e_id)
+        assert torch.equal(batch.edge_weight, data.edge_weight[batch.e_id])
+        assert batch.title == "graph-level attribute"
+        assert batch.edge_index.dtype == torch.int64
+        assert int(batch.edge_index.max()) < n
+        src, dst = batch.n_id[batch.edge_index[0]], batch.n_id[batch.edge_index[1]]
+        assert torch.equal(data.edge_index[0, batch.e_id].long(), src)
+        assert torch.equal(data.edge_index[1, batch.e_id].long(), dst)
+        assert set(zip(src.tolist(), dst.tolist())) <= edges
+        assert torch.equal(batch.input_id, batch.n_id[: batch.batch_size])
+        assert sum(batch.num_sampled_nodes) == n
+        assert sum(batch.num_sampled_edges) == batch.edge_index.shape[1]
+        seen.append(batch.n_id[: batch.batch_size])
+    assert torch.equal(torch.cat(seen).sort().values, torch.arange(300))
+
+
+def test_input_nodes_as_ids_mask_and_memmap_features(tmp_path):
+    data = id_graph()
+    features = np.lib.format.open_memmap(tmp_path / "x.npy", mode="w+", dtype=np.float32,
+                                         shape=(300, 2))
+    features[:] = np.arange(300, dtype=np.float32)[:, None]
+    features.flush()
+    data.x = np.load(tmp_path / "x.npy", mmap_mode="r")
+    ids = torch.tensor([5, 7, 11, 200])
+    by_ids = next(iter(NeighborLoader(data, [2], batch_size=4, input_nodes=ids)))
+    assert torch.equal(by_ids.n_id[:4], ids)
+    assert torch.equal(by_ids.input_id, torch.arange(4))
+    assert torch.equal(by_ids.x[:, 0].long(), by_ids.n_id)
+    mask = torch.zeros(300, dtype=torch.bool)
+    mask[ids] = True
+    by_mask = next(iter(NeighborLoader(data, [2], batch_size=4, input_nodes=mask)))
+    assert torch.equal(by_mask.n_id[:4], ids)
+    assert torch.equal(by_mask.input_id, ids)
+
+
+def test_same_seed_same_batches_and_epochs_differ():
+    data = id_graph()
+    first = NeighborLoader(data, [5, 5], batch_size=50, shuffle=True, seed=4)
+    second = NeighborLoader(data, [5, 5], batch_size=50, shuffle=True, seed=4)
+    epoch_a = [b.e_id for b in first]
+    epoch_b = [b.e_id for b in second]
+    assert all(torch.equal(a, b) for a, b in zip(epoch_a, epoch_b))
+    next_epoch = [b.e_id for b in first]
+    assert not all(torch.equal(a, b) for a, b in zip(epoch_a, next_epoch))
+    first.set_epoch(0)
+    assert all(torch.equal(a, b.e_id) for a, b in zip(epoch_a, first))
+
+
+def test_call_drop_last_and_repr():
+    data = id_graph()
+    loader = NeighborLoader(data, [3], batch_size=64, drop_last=True)
+    assert len(loader) == 4 and len(list(loader)) == 4
+    batch = loader([3, 1, 2])
+    assert torch.equal(batch.n_id[:3], torch.tensor([3, 1, 2]))
+    assert "batch_size=64" in repr(loader) and "num_neighbors=[3]" in repr(loader)
+
+
+def test_workers_give_the_same_batches():
+    data = id_graph()
+    reference = [b.n_id for b in NeighborLoader(data, [4, 2], batch_size=64, seed=2)]
+    for filter_per_worker in (True, False):
+        loader = NeighborLoader(
+            data, [4, 2], batch_size=64, seed=2, num_workers=2, filter_per_worker=filter_per_worker
+        )
+        assert all(torch.equal(a, b.n_id) for a, b in zip(reference, loader, strict=True))
+
+
+def test_graph_dataset_input_and_trimmed_sage_matches_untrimmed():
+    dataset = generate("t", SyntheticSpec(2000, 30_000, 8, 3, 500, 100))
+    loader = NeighborLoader(dataset, [5, 4, 3], batch_size=32, input_nodes=dataset.train_idx)
+    batch = next(iter(loader))
+    assert torch.equal(batch.x, torch.from_numpy(dataset.x)[batch.n_id])
+    torch.manual_seed(0)
+    model = GraphSAGE(8, 16, 3, 3).eval()
+    full = model(batch.x, batch.edge_index)[: batch.batch_size]
+    trimmed = model(
+        batch.x,
+        batch.edge_index,
+        num_sampled_nodes_per_hop=batch.num_sampled_nodes,
+        num_sampled_edges_per_hop=batch.num_sampled_edges,
+    )[: batch.batch_size]
+    assert torch.allclose(full, trimmed, atol=1e-5)
+
+
+def test_graphsage_learns_on_batches():
+    dataset = generate("t", SyntheticSpec(3000, 45_000, 16, 4, 1500, 300, noise=3.0))
+    loader = NeighborLoader(dataset, [10, 10], batch_size=128, input_nodes=dataset.train_idx,
+                            shuffle=True, seed=0)
+    torch.manual_seed(0)
+    model = GraphSAGE(16, 32, 2, 4)
+    optimizer = torch.optim.Adam(model.parameters(), lr=0.01)
+    losses = []
+    for _ in range(3):
+        for batch in loader:
+            optimizer.zero_grad()
+            loss = torch.nn.functional.cross_entropy(
+                model(batch.x, batch.edge_index)[: batch.batch_size], batch.y[: batch.batch_size]
+            )
+            loss.backward()
+            optimizer.step()
+            losses.append(float(loss.detach()))
+    assert np.mean(losses[-5:]) < 0.5 * np.mean(losses[:5])
+
+
+def test_unsupported_and_bad_arguments():
+    data = id_graph()
+    with pytest.raises(NotImplementedError, match="'time_attr'"):
+        NeighborLoader(data, [2], time_attr="time")
+    with pytest.raises(NotImplementedError, match="'disjoint'"):
+        NeighborLoader(data, [2], disjoint=True)
+    with pytest.raises(TypeError, match="'data' must be a torch_geometric.data.Data"):
+        NeighborLoader(Graph.from_data(data), [2])
+    with pytest.raises(ValueError, match="'input_nodes' holds node id 300"):
+        NeighborLoader(data, [2], input_nodes=torch.tensor([1, 300]))
+    with pytest.raises(ValueError, match=r"mask must have shape \(300,\)"):
+        NeighborLoader(data, [2], input_nodes=torch.ones(5, dtype=torch.bool))
+    with pytest.raises(ValueError, match="'batch_size' must be a positive int"):
+        NeighborLoader(data, [2], batch_size=0)
+    with pytest.raises(ValueError, match="'index' holds node id 999"):
+        NeighborLoader(data, [2])([999])

@@ -1,0 +1,195 @@
+"""The Numba neighbor sampler against brute-force Python checks."""
+
+from itertools import combinations
+
+import numba
+import numpy as np
+import pytest
+from scipy.stats import chisquare
+
+from samplers import NeighborSampler, SamplerInput, check_csc
+from tests.conftest import random_csc
+
+GRAPHS = [
+    pytest.param((200, 3000, 0, np.int32), id="int32-dense"),
+    pytest.param((1000, 4000, 1, np.int64), id="int64-sparse"),
+]
+FANOUTS = [
+    pytest.param([5, 3], id="5-3"),
+    pytest.param([2, 2, 2], id="2-2-2"),
+    pytest.param([-1, 4], id="all-4"),
+    pytest.param([70, 1], id="selection-70-1"),
+]
+
+
+def sample(indptr, indices, fanouts, seeds, seed=0, replace=False):
+    sampler = NeighborSampler(indptr, indices, fanouts, replace=replace)
+    seeds = np.asarray(seeds, dtype=np.int64)
+    return sampler.sample_from_nodes(SamplerInput(seeds, np.arange(seeds.size), seed))
+
+
+def neighbors(indptr, indices, v):
+    return indices[indptr[v] : indptr[v + 1]]
+
+
+def replay(out, fanouts):
+    """Rebuild ``node`` from the sampled edges by the PyG rules, in pure Python."""
+    node = list(out.node[: out.batch_size])
+    local = {}
+    for i, v in enumerate(node):
+        local.setdefault(int(v), i)
+    start = 0
+    for hop in range(len(fanouts)):
+        end = start + out.num_sampled_edges[hop]
+        for e in range(start, end):
+            v = int(out.node[out.row[e]])
+            if v not in local:
+                local[v] = len(node)
+                node.append(v)
+        start = end
+    return np.asarray(node, dtype=np.int64)
+
+
+@pytest.mark.parametrize("graph", GRAPHS)
+@pytest.mark.parametrize("fanouts", FANOUTS)
+@pytest.mark.parametrize("replace", [False, True], ids=["no-replace", "replace"])
+def test_sample_matches_brute_force_rules(graph, fanouts, replace):
+    num_nodes, num_edges, seed, dtype = graph
+    indptr, indices = random_csc(num_nodes, num_edges, seed, dtype)
+    seeds = np.random.default_rng(seed).choice(num_nodes, 17, replace=False)
+    out = sample(indptr, indices, fanouts, seeds, seed=7, replace=replace)
+
+    assert np.array_equal(out.node[: out.batch_size], seeds)
+    assert out.batch_size == len(seeds)
+    assert sum(out.num_sampled_nodes) == len(out.node)
+    assert sum(out.num_sampled_edges) == len(out.row) == len(out.col) == len(out.edge)
+    assert len(np.unique(out.node)) == len(out.node)
+    assert np.array_equal(replay(out, fanouts), out.node)
+
+    src, dst = out.node[out.row], out.node[out.col]
+    # Every sampled edge exists, and ``edge`` points at it in the CSC arrays.
+    assert np.array_equal(indices[out.edge], src)
+    assert np.array_equal(np.searchsorted(indptr, out.edge, side="right") - 1, dst)
+
+    node_start, edge_start = 0, 0
+    for hop, fanout in enumerate(fanouts):
+        frontier = range(node_start, node_start + out.num_sampled_nodes[hop])
+        edge_end = edge_start + out.num_sampled_edges[hop]
+        hop_col, hop_edge = out.col[edge_start:edge_end], out.edge[edge_start:edge_end]
+        for local in frontier:
+            mine = hop_edge[hop_col == local]
+            degree = len(neighbors(indptr, indices, out.node[local]))
+            if fanout < 0:
+                expected = degree
+            elif replace:
+                expected = fanout if degree else 0
+            else:
+                expected = min(degree, fanout)
+            assert len(mine) == expected
+            if not replace:
+                assert len(np.unique(mine)) == len(mine)
+            if not replace and (fanout < 0 or degree <= fanout):
+                start = indptr[out.node[local]]
+                assert sorted(mine) == list(range(start, start + degree))
+        assert set(hop_col) <= set(frontier)
+        node_start += out.num_sampled_nodes[hop]
+        edge_start = edge_end
+
+
+def star_graph(degree: int):
+    """Node 0 with in-neighbors 1..degree (CSC)."""
+    indptr = np.array([0, degree] + [degree] * degree, dtype=np.int64)
+    return indptr, np.arange(1, degree + 1, dtype=np.int32)
+
+
+@pytest.mark.parametrize("degree,fanout", [(5, 1), (6, 2), (7, 3)])
+def test_without_replacement_is_uniform_over_subsets(degree, fanout):
+    indptr, indices = star_graph(degree)
+    draws = 12_000
+    out = sample(indptr, indices, [fanout], np.zeros(draws, dtype=np.int64), seed=3)
+    subsets = {s: i for i, s in enumerate(combinations(range(1, degree + 1), fanout))}
+    counts = np.zeros(len(subsets))
+    picked = out.node[out.row].reshape(draws, fanout)
+    for row in picked:
+        counts[subsets[tuple(sorted(row))]] += 1
+    assert counts.min() > 0, "some subset was never drawn"
+    assert chisquare(counts).pvalue > 1e-4
+
+
+def test_with_replacement_is_uniform_per_draw():
+    indptr, indices = star_graph(5)
+    out = sample(indptr, indices, [3], np.zeros(10_000, dtype=np.int64), replace=True)
+    counts = np.bincount(out.node[out.row], minlength=6)[1:]
+    assert chisquare(counts).pvalue > 1e-4
+
+
+def test_large_fanout_selection_sampling_is_uniform():
+    indptr, indices = star_graph(100)
+    out = sample(indptr, indices, [80], np.zeros(2000, dtype=np.int64))
+    counts = np.bincount(out.node[out.row], minlength=101)[1:]
+    assert counts.sum() == 80 * 2000
+    assert chisquare(counts).pvalue > 1e-4
+
+
+def test_same_seed_same_batch_any_thread_count():
+    indptr, indices = random_csc(3000, 60_000, 5)
+    seeds = np.arange(0, 3000, 7)
+    results = []
+    for threads in (1, numba.config.NUMBA_NUM_THREADS):
+        numba.set_num_threads(threads)
+        results.append(sample(indptr, indices, [10, 5, 3], seeds, seed=11))
+    numba.set_num_threads(numba.config.NUMBA_NUM_THREADS)
+    first, second = results
+    for field in ("node", "row", "col", "edge"):
+        assert np.array_equal(getattr(first, field), getattr(second, field))
+    other = sample(indptr, indices, [10, 5, 3], seeds, seed=12)
+    assert not np.array_equal(first.edge, other.edge)
+
+
+def test_relabel_table_grows_past_initial_capacity():
+    indptr, indices = random_csc(50_000, 800_000, 2)
+    out = sample(indptr, indices, [-1, -1, -1], [0, 1])
+    assert len(out.node) > 4096
+    assert np.array_equal(replay(out, [-1, -1, -1]), out.node)
+
+
+def test_repeated_seeds_keep_their_positions():
+    indptr, indices = random_csc(100, 1000, 4)
+    out = sample(indptr, indices, [3], [5, 9, 5])
+    assert list(out.node[:3]) == [5, 9, 5]
+    assert out.batch_size == 3
+
+
+def test_seed_out_of_range_names_it():
+    indptr, indices = random_csc(10, 30, 0)
+    with pytest.raises(ValueError, match="node id 10, outside"):
+        sample(indptr, indices, [2], [1, 10])
+    with pytest.raises(ValueError, match="node id -1, outside"):
+        sample(indptr, indices, [2], [-1])
+
+
+@pytest.mark.parametrize("fanouts", [[-2], "15,10", [1.5], [True]])
+def test_bad_fanouts(fanouts):
+    indptr, indices = random_csc(10, 30, 0)
+    with pytest.raises((ValueError, TypeError), match="'fanouts'"):
+        NeighborSampler(indptr, indices, fanouts)
+
+
+def test_malformed_csc_errors():
+    indptr = np.array([0, 2, 3], dtype=np.int64)
+    indices = np.array([1, 0, 1], dtype=np.int32)
+    check_csc(indptr, indices)
+    with pytest.raises(TypeError, match="'indptr' must be a 1-D int64"):
+        check_csc(indptr.astype(np.int32), indices)
+    with pytest.raises(TypeError, match="'indices' must be a 1-D int32 or int64"):
+        check_csc(indptr, indices.astype(np.float32))
+    with pytest.raises(ValueError, match="must start at 0"):
+        check_csc(np.array([1, 2, 3], dtype=np.int64), indices)
+    with pytest.raises(ValueError, match="must end at len"):
+        check_csc(np.array([0, 2, 2], dtype=np.int64), indices)
+    with pytest.raises(ValueError, match="non-decreasing"):
+        check_csc(np.array([0, 3, 2, 3], dtype=np.int64), indices)
+    with pytest.raises(ValueError, match=r"must lie in \[0, 2\).*found 5"):
+        check_csc(indptr, np.array([1, 5, 1], dtype=np.int32))
+    with pytest.raises(ValueError, match="found -1"):
+        check_csc(indptr, np.array([1, -1, 1], dtype=np.int32))

@@ -1,0 +1,97 @@
+"""The Trainer and the CLI end to end: accuracy against published figures and an MLP."""
+
+import json
+
+import pytest
+import torch
+from torch_geometric.nn import MLP
+
+from graphengine.cli import main
+from graphengine.datasets import load_dataset
+from graphengine.models import build_model
+from graphengine.trainer import Trainer
+
+
+class FeaturesOnly(torch.nn.Module):
+    """An MLP called like a GNN: it ignores the edges."""
+
+    def __init__(self, channels):
+        super().__init__()
+        self.mlp = MLP(channels, dropout=0.5)
+
+    def forward(self, x, edge_index):
+        return self.mlp(x)
+
+
+def test_gcn_on_cora_reaches_published_accuracy(shared_datasets):
+    dataset = load_dataset("cora", root=shared_datasets / "planetoid")
+    torch.manual_seed(0)
+    model = build_model("gcn", dataset.num_features, 16, dataset.num_classes, 2, dropout=0.5)
+    trainer = Trainer(model, dataset, fanouts=[-1, -1], batch_size=140, lr=0.01,
+                      weight_decay=5e-4, progress=False)
+    trainer.fit(200, eval_every=200)
+    # Kipf and Welling report 81.5%; the issue asks for at least 79%.
+    assert trainer.evaluate("test") >= 0.79
+
+
+def test_gnn_beats_mlp_on_synthetic_small(tmp_path):
+    dataset = load_dataset("synthetic-small", root=tmp_path)
+    accuracy = {}
+    for name in ("sage", "mlp"):
+        torch.manual_seed(0)
+        if name == "mlp":
+            model = FeaturesOnly([dataset.num_features, 128, dataset.num_classes])
+        else:
+            model = build_model("sage", dataset.num_features, 128, dataset.num_classes, 2)
+        trainer = Trainer(model, dataset, fanouts=[10, 10], batch_size=256, progress=False)
+        trainer.fit(5, eval_every=5)
+        accuracy[name] = trainer.evaluate("test")
+    assert accuracy["sage"] > accuracy["mlp"] + 0.15, accuracy
+
+
+def test_resume_from_checkpoint_continues_identically(tmp_path):
+    dataset = load_dataset("synthetic-small", root=tmp_path / "data")
+
+    def trainer(checkpoint):
+        torch.manual_seed(0)
+        model = build_model("sage", dataset.num_features, 32, dataset.num_classes, 2)
+        return Trainer(model, dataset, fanouts=[5, 5], batch_size=512, progress=False,
+                       checkpoint=checkpoint, eval_mode="full")
+
+    straight = trainer(None)
+    straight.fit(2)
+    interrupted = trainer(tmp_path / "ckpt.pt")
+    interrupted.fit(1)
+    resumed = trainer(tmp_path / "ckpt.pt")
+    assert resumed.epoch == 1
+    resumed.fit(2)
+    for a, b in zip(straight.model.parameters(), resumed.model.parameters(), strict=True):
+        assert torch.allclose(a, b)
+
+
+def test_cli_train_prints_json_metrics(tmp_path, capsys):
+    metrics = tmp_path / "metrics.jsonl"
+    code = main([
+        "train", "--dataset", "synthetic-small", "--root", str(tmp_path), "--model", "sage",
+        "--fanouts", "5,5", "--batch-size", "512", "--epochs", "2", "--metrics", str(metrics),
+    ])
+    assert code == 0
+    lines = capsys.readouterr().out.strip().splitlines()
+    result = json.loads(lines[-1])
+    assert {"dataset", "train_acc", "val_acc", "test_acc", "epoch_s"} <= set(result)
+    assert result["dataset"] == "synthetic-small" and result["epochs"] == 2
+    assert [json.loads(line)["epoch"] for line in metrics.read_text().splitlines()] == [1, 2]
+
+
+def test_cli_reports_bad_input(tmp_path, caplog):
+    assert main(["train", "--dataset", "nope", "--root", str(tmp_path)]) == 2
+    assert "unknown dataset 'nope'" in caplog.text
+    with pytest.raises(SystemExit):
+        main(["train", "--fanouts", "5,-3"])
+
+
+def test_cli_datasets_lists_catalog(tmp_path, capsys):
+    assert main(["datasets", "--root", str(tmp_path)]) == 0
+    out = capsys.readouterr().out.strip().splitlines()
+    assert any(line.startswith("synthetic-products") for line in out)
+    assert json.loads(out[-1])["root"] == str(tmp_path)
