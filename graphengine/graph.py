@@ -136,7 +136,7 @@ class Graph:
         return torch.from_numpy(np.stack([row, col]))
 
     def save(self, path: str | Path) -> None:
-        """Write ``indptr.npy``, ``indices.npy``, optionally ``edge_ids.npy``, and ``graph.json``."""
+        """Write ``indptr.npy``, ``indices.npy``, maybe ``edge_ids.npy``, and ``graph.json``."""
         path = Path(path)
         path.mkdir(parents=True, exist_ok=True)
         arrays = self._arrays()

@@ -42,8 +42,7 @@ def hop_offsets(indptr, frontier, fanout, replace):
 @njit(inline="always")
 def _floyd(state, degree, count, out, start):
     """Floyd's algorithm: a uniform ``count``-subset of ``[0, degree)`` in ``out[start:]``."""
-    filled = 0
-    for j in range(degree - count, degree):
+    for filled, j in enumerate(range(degree - count, degree)):
         t, state = uniform_below(state, np.uint64(j + 1))
         pick = np.int64(t)
         for q in range(filled):
@@ -51,7 +50,6 @@ def _floyd(state, degree, count, out, start):
                 pick = j
                 break
         out[start + filled] = pick
-        filled += 1
 
 
 @njit(inline="always")

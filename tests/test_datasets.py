@@ -47,7 +47,7 @@ def test_npz_matches_pyg(shared_datasets, stem):
 def test_missing_and_corrupt_files(tmp_path):
     with pytest.raises(FileNotFoundError, match=r"ind\.cora\.x.*Planetoid repository"):
         load_dataset("cora", root=tmp_path)
-    with pytest.raises(FileNotFoundError, match="amazon_electronics_photo.npz.*gnn-benchmark"):
+    with pytest.raises(FileNotFoundError, match=r"amazon_electronics_photo\.npz.*gnn-benchmark"):
         load_dataset("amazon-photo", root=tmp_path)
     bad = tmp_path / "bad.npz"
     bad.write_bytes(b"not a zip file")
@@ -69,7 +69,11 @@ def test_missing_and_corrupt_files(tmp_path):
 
 def test_synthetic_is_deterministic_and_graph_like():
     spec = SyntheticSpec(
-        num_nodes=20_000, num_edges=400_000, num_features=16, num_classes=5, num_train=2000,
+        num_nodes=20_000,
+        num_edges=400_000,
+        num_features=16,
+        num_classes=5,
+        num_train=2000,
         num_val=1000,
     )
     first, second = generate("s", spec), generate("s", spec)

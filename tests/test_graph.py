@@ -35,7 +35,7 @@ def test_from_scipy_and_from_data():
     matrix = sp.random(30, 30, density=0.1, format="csr", random_state=1)
     graph = Graph.from_scipy(matrix)
     coo = matrix.tocoo()
-    edges = set(zip(coo.row.tolist(), coo.col.tolist()))
+    edges = set(zip(coo.row.tolist(), coo.col.tolist(), strict=True))
     assert set(map(tuple, graph.to_edge_index().T.tolist())) == edges
     from torch_geometric.data import Data
 

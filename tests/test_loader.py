@@ -46,7 +46,7 @@ def test_batches_follow_pyg_contract(index_dtype):
         src, dst = batch.n_id[batch.edge_index[0]], batch.n_id[batch.edge_index[1]]
         assert torch.equal(data.edge_index[0, batch.e_id].long(), src)
         assert torch.equal(data.edge_index[1, batch.e_id].long(), dst)
-        assert set(zip(src.tolist(), dst.tolist())) <= edges
+        assert set(zip(src.tolist(), dst.tolist(), strict=True)) <= edges
         assert torch.equal(batch.input_id, batch.n_id[: batch.batch_size])
         assert sum(batch.num_sampled_nodes) == n
         assert sum(batch.num_sampled_edges) == batch.edge_index.shape[1]
@@ -56,8 +56,9 @@ def test_batches_follow_pyg_contract(index_dtype):
 
 def test_input_nodes_as_ids_mask_and_memmap_features(tmp_path):
     data = id_graph()
-    features = np.lib.format.open_memmap(tmp_path / "x.npy", mode="w+", dtype=np.float32,
-                                         shape=(300, 2))
+    features = np.lib.format.open_memmap(
+        tmp_path / "x.npy", mode="w+", dtype=np.float32, shape=(300, 2)
+    )
     features[:] = np.arange(300, dtype=np.float32)[:, None]
     features.flush()
     data.x = np.load(tmp_path / "x.npy", mmap_mode="r")
@@ -79,11 +80,11 @@ def test_same_seed_same_batches_and_epochs_differ():
     second = NeighborLoader(data, [5, 5], batch_size=50, shuffle=True, seed=4)
     epoch_a = [b.e_id for b in first]
     epoch_b = [b.e_id for b in second]
-    assert all(torch.equal(a, b) for a, b in zip(epoch_a, epoch_b))
+    assert all(torch.equal(a, b) for a, b in zip(epoch_a, epoch_b, strict=True))
     next_epoch = [b.e_id for b in first]
-    assert not all(torch.equal(a, b) for a, b in zip(epoch_a, next_epoch))
+    assert not all(torch.equal(a, b) for a, b in zip(epoch_a, next_epoch, strict=True))
     first.set_epoch(0)
-    assert all(torch.equal(a, b.e_id) for a, b in zip(epoch_a, first))
+    assert all(torch.equal(a, b.e_id) for a, b in zip(epoch_a, first, strict=True))
 
 
 def test_call_drop_last_and_repr():
@@ -124,8 +125,9 @@ def test_graph_dataset_input_and_trimmed_sage_matches_untrimmed():
 
 def test_graphsage_learns_on_batches():
     dataset = generate("t", SyntheticSpec(3000, 45_000, 16, 4, 1500, 300, noise=3.0))
-    loader = NeighborLoader(dataset, [10, 10], batch_size=128, input_nodes=dataset.train_idx,
-                            shuffle=True, seed=0)
+    loader = NeighborLoader(
+        dataset, [10, 10], batch_size=128, input_nodes=dataset.train_idx, shuffle=True, seed=0
+    )
     torch.manual_seed(0)
     model = GraphSAGE(16, 32, 2, 4)
     optimizer = torch.optim.Adam(model.parameters(), lr=0.01)
@@ -148,7 +150,7 @@ def test_unsupported_and_bad_arguments():
         NeighborLoader(data, [2], time_attr="time")
     with pytest.raises(NotImplementedError, match="'disjoint'"):
         NeighborLoader(data, [2], disjoint=True)
-    with pytest.raises(TypeError, match="'data' must be a torch_geometric.data.Data"):
+    with pytest.raises(TypeError, match=r"'data' must be a torch_geometric\.data\.Data"):
         NeighborLoader(Graph.from_data(data), [2])
     with pytest.raises(ValueError, match="'input_nodes' holds node id 300"):
         NeighborLoader(data, [2], input_nodes=torch.tensor([1, 300]))

@@ -27,8 +27,9 @@ def test_gcn_on_cora_reaches_published_accuracy(shared_datasets):
     dataset = load_dataset("cora", root=shared_datasets / "planetoid")
     torch.manual_seed(0)
     model = build_model("gcn", dataset.num_features, 16, dataset.num_classes, 2, dropout=0.5)
-    trainer = Trainer(model, dataset, fanouts=[-1, -1], batch_size=140, lr=0.01,
-                      weight_decay=5e-4, progress=False)
+    trainer = Trainer(
+        model, dataset, fanouts=[-1, -1], batch_size=140, lr=0.01, weight_decay=5e-4, progress=False
+    )
     trainer.fit(200, eval_every=200)
     # Kipf and Welling report 81.5%; the issue asks for at least 79%.
     assert trainer.evaluate("test") >= 0.79
@@ -55,8 +56,15 @@ def test_resume_from_checkpoint_continues_identically(tmp_path):
     def trainer(checkpoint):
         torch.manual_seed(0)
         model = build_model("sage", dataset.num_features, 32, dataset.num_classes, 2)
-        return Trainer(model, dataset, fanouts=[5, 5], batch_size=512, progress=False,
-                       checkpoint=checkpoint, eval_mode="full")
+        return Trainer(
+            model,
+            dataset,
+            fanouts=[5, 5],
+            batch_size=512,
+            progress=False,
+            checkpoint=checkpoint,
+            eval_mode="full",
+        )
 
     straight = trainer(None)
     straight.fit(2)
@@ -71,10 +79,25 @@ def test_resume_from_checkpoint_continues_identically(tmp_path):
 
 def test_cli_train_prints_json_metrics(tmp_path, capsys):
     metrics = tmp_path / "metrics.jsonl"
-    code = main([
-        "train", "--dataset", "synthetic-small", "--root", str(tmp_path), "--model", "sage",
-        "--fanouts", "5,5", "--batch-size", "512", "--epochs", "2", "--metrics", str(metrics),
-    ])
+    code = main(
+        [
+            "train",
+            "--dataset",
+            "synthetic-small",
+            "--root",
+            str(tmp_path),
+            "--model",
+            "sage",
+            "--fanouts",
+            "5,5",
+            "--batch-size",
+            "512",
+            "--epochs",
+            "2",
+            "--metrics",
+            str(metrics),
+        ]
+    )
     assert code == 0
     lines = capsys.readouterr().out.strip().splitlines()
     result = json.loads(lines[-1])

@@ -12,10 +12,10 @@ def print_report(headers: Sequence[str], rows: Sequence[Sequence], summary: dict
     cells = [[_format(v) for v in row] for row in rows]
     widths = [max(len(str(h)), *(len(r[i]) for r in cells)) for i, h in enumerate(headers)]
     lines = [
-        "  ".join(str(h).ljust(w) for h, w in zip(headers, widths)),
+        "  ".join(str(h).ljust(w) for h, w in zip(headers, widths, strict=True)),
         "  ".join("-" * w for w in widths),
     ]
-    lines += ["  ".join(c.rjust(w) for c, w in zip(row, widths)) for row in cells]
+    lines += ["  ".join(c.rjust(w) for c, w in zip(row, widths, strict=True)) for row in cells]
     sys.stdout.write("\n".join(lines) + "\n" + json.dumps(summary) + "\n")
     sys.stdout.flush()
 

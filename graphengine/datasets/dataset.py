@@ -87,7 +87,7 @@ class GraphDataset:
         )
 
     def save(self, path: str | Path) -> None:
-        """Write the dataset under ``path``: ``graph/``, one ``.npy`` per array, ``dataset.json``."""
+        """Write the dataset under ``path``: ``graph/``, an ``.npy`` per array, ``dataset.json``."""
         path = Path(path)
         path.mkdir(parents=True, exist_ok=True)
         self.graph.save(path / "graph")
