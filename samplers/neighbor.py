@@ -47,6 +47,10 @@ class NeighborSampler:
         self.num_nodes = int(indptr.shape[0]) - 1
         if self.num_nodes > 0 and int(np.diff(indptr).max()) > MAX_BOUND:
             raise ValueError(f"in-degrees above {MAX_BOUND} are not supported")
+        # Buffer sizes of the last batch: hints only, so races between threads are harmless.
+        self._table_bits = _MIN_TABLE_BITS
+        self._nodes = 0
+        self._edges = 0
 
     def __repr__(self) -> str:
         return (
@@ -63,24 +67,28 @@ class NeighborSampler:
         """
         seeds = check_node_ids(inputs.node, self.num_nodes, "node")
         batch_size = seeds.shape[0]
-        bits = max(_MIN_TABLE_BITS, int(4 * max(batch_size, 1) - 1).bit_length())
+        # Size the buffers like the previous batch's, so that one allocation usually suffices.
+        bits = max(_MIN_TABLE_BITS, self._table_bits, int(4 * max(batch_size, 1) - 1).bit_length())
         table = np.full(2 << bits, kernels.EMPTY, dtype=np.int64)
         kernels.insert_nodes(seeds, batch_size, table, 64 - bits)
-        n_id = seeds.copy()
-        num_nodes = batch_size
+        n_id = _grow(seeds, batch_size, max(self._nodes, batch_size))
+        row = np.empty(self._edges, dtype=np.int64)
+        col = np.empty(self._edges, dtype=np.int64)
+        edge = np.empty(self._edges, dtype=np.int64)
 
-        rows, cols, edges = [], [], []
+        num_nodes = batch_size
+        num_edges = 0
         num_sampled_nodes = [batch_size]
         num_sampled_edges = []
         frontier_start = 0
         for hop, fanout in enumerate(self.fanouts):
             frontier = n_id[frontier_start:num_nodes]
             offsets = kernels.hop_offsets(self.indptr, frontier, fanout, self.replace)
-            num_edges = int(offsets[-1])
-            nbr = np.empty(num_edges, dtype=np.int64)
-            edge = np.empty(num_edges, dtype=np.int64)
-            col = np.empty(num_edges, dtype=np.int64)
-            row = np.empty(num_edges, dtype=np.int64)
+            hop_edges = int(offsets[-1])
+            end = num_edges + hop_edges
+            row, col, edge = (_grow(a, num_edges, end) for a in (row, col, edge))
+            hop_row = row[num_edges:end]
+            # The draws write global neighbor ids into ``hop_row``; relabel maps them in place.
             kernels.hop_sample(
                 self.indptr,
                 self.indices,
@@ -90,34 +98,33 @@ class NeighborSampler:
                 self.replace,
                 hop_key(inputs.seed, hop),
                 frontier_start,
-                nbr,
-                edge,
-                col,
+                hop_row,
+                edge[num_edges:end],
+                col[num_edges:end],
             )
-            grown = np.empty(num_nodes + num_edges, dtype=np.int64)
-            grown[:num_nodes] = n_id[:num_nodes]
-            n_id = grown
+            n_id = _grow(n_id, num_nodes, num_nodes + hop_edges)
             hop_start = num_nodes
             done = 0
             while True:
-                done, num_nodes = kernels.relabel(nbr, done, table, 64 - bits, n_id, num_nodes, row)
-                if done == num_edges:
+                done, num_nodes = kernels.relabel(
+                    hop_row, done, table, 64 - bits, n_id, num_nodes, hop_row
+                )
+                if done == hop_edges:
                     break
                 bits += 1
                 table = np.full(2 << bits, kernels.EMPTY, dtype=np.int64)
                 kernels.insert_nodes(n_id, num_nodes, table, 64 - bits)
-            rows.append(row)
-            cols.append(col)
-            edges.append(edge)
             num_sampled_nodes.append(num_nodes - hop_start)
-            num_sampled_edges.append(num_edges)
+            num_sampled_edges.append(hop_edges)
+            num_edges = end
             frontier_start = hop_start
 
+        self._table_bits, self._nodes, self._edges = bits, num_nodes, num_edges
         return SamplerOutput(
             node=n_id[:num_nodes],
-            row=_concat(rows),
-            col=_concat(cols),
-            edge=_concat(edges),
+            row=row[:num_edges],
+            col=col[:num_edges],
+            edge=edge[:num_edges],
             num_sampled_nodes=tuple(num_sampled_nodes),
             num_sampled_edges=tuple(num_sampled_edges),
             batch_size=batch_size,
@@ -125,10 +132,13 @@ class NeighborSampler:
         )
 
 
-def _concat(parts: list[np.ndarray]) -> np.ndarray:
-    if not parts:
-        return np.empty(0, dtype=np.int64)
-    return parts[0] if len(parts) == 1 else np.concatenate(parts)
+def _grow(array: np.ndarray, used: int, needed: int) -> np.ndarray:
+    """``array`` if it holds ``needed`` entries, else a larger copy of its first ``used``."""
+    if array.shape[0] >= needed:
+        return array
+    grown = np.empty(max(needed, used + used // 2), dtype=array.dtype)
+    grown[:used] = array[:used]
+    return grown
 
 
 def _check_fanouts(fanouts: Sequence[int]) -> tuple[int, ...]:

@@ -8,6 +8,7 @@ import numpy as np
 import torch
 from torch_geometric.data import Data
 
+from graphengine.ops import gather_rows
 from samplers import SamplerOutput
 
 
@@ -18,6 +19,17 @@ def as_tensor(value) -> torch.Tensor:
     with warnings.catch_warnings():
         warnings.filterwarnings("ignore", message=".*not writable.*")
         return torch.from_numpy(np.asarray(value))
+
+
+def select(value: torch.Tensor, dim: int, index: torch.Tensor) -> torch.Tensor:
+    """``value.index_select(dim, index)``; row gathers of CPU tables go through the extension."""
+    if dim != 0 or value.is_cuda or value.dim() not in (1, 2):
+        return value.index_select(dim, index)
+    if value.dim() == 1:
+        return gather_rows(value.view(-1, 1), index).view(-1)
+    if value.shape[1] > 1 and value.stride(1) != 1:
+        return value.index_select(0, index)
+    return gather_rows(value, index)
 
 
 class BatchBuilder:
@@ -51,9 +63,9 @@ class BatchBuilder:
         e_id = edge if self.edge_ids is None else self.edge_ids[edge]
         data = Data(edge_index=torch.from_numpy(np.stack([out.row, out.col])))
         for key, value in self.node_attrs.items():
-            data[key] = value.index_select(self.dims.get(key, 0), n_id)
+            data[key] = select(value, self.dims.get(key, 0), n_id)
         for key, value in self.edge_attrs.items():
-            data[key] = value.index_select(self.dims.get(key, 0), e_id)
+            data[key] = select(value, self.dims.get(key, 0), e_id)
         for key, value in self.other_attrs.items():
             data[key] = value
         data.num_nodes = int(out.node.shape[0])

@@ -1,0 +1,160 @@
+// CUDA row gathers, a warp per row with the widest aligned loads (16 bytes when rows allow):
+//   (a) from a GPU-resident table;
+//   (b) zero-copy (UVA) from a pinned or host-registered CPU table straight into GPU memory;
+//   (c) cached: rows whose id has a slot in a GPU cache come from it, the rest by zero-copy.
+#include <ATen/cuda/CUDAContext.h>
+#include <c10/cuda/CUDAException.h>
+#include <c10/cuda/CUDAGuard.h>
+#include <torch/library.h>
+
+#include <limits>
+
+#include "../gather.h"
+
+namespace graphengine {
+namespace {
+
+constexpr int kWarp = 32;
+constexpr int kWarpsPerBlock = 8;
+
+template <typename vec_t, typename index_t>
+__global__ void gather_rows_kernel(const char* __restrict__ src, int64_t src_stride,
+                                   int64_t num_rows, const char* __restrict__ cache,
+                                   int64_t cache_stride, int64_t num_slots,
+                                   const int32_t* __restrict__ slot_of,
+                                   const index_t* __restrict__ index, int64_t count,
+                                   char* __restrict__ out, int64_t row_vecs,
+                                   unsigned long long* first_bad) {
+  const int lane = threadIdx.x % kWarp;
+  const int64_t warps = static_cast<int64_t>(gridDim.x) * kWarpsPerBlock;
+  for (int64_t i = static_cast<int64_t>(blockIdx.x) * kWarpsPerBlock + threadIdx.x / kWarp;
+       i < count; i += warps) {
+    const int64_t id = static_cast<int64_t>(index[i]);
+    const char* row = nullptr;
+    if (id >= 0 && id < num_rows) {
+      const int32_t slot = slot_of != nullptr ? slot_of[id] : -1;
+      if (slot < 0) {
+        row = src + id * src_stride;
+      } else if (slot < num_slots) {
+        row = cache + static_cast<int64_t>(slot) * cache_stride;
+      }
+    }
+    if (row == nullptr) {
+      if (lane == 0) {
+        atomicMin(first_bad, static_cast<unsigned long long>(i));
+      }
+      continue;
+    }
+    const vec_t* from = reinterpret_cast<const vec_t*>(row);
+    vec_t* to = reinterpret_cast<vec_t*>(out + i * row_vecs * sizeof(vec_t));
+    for (int64_t v = lane; v < row_vecs; v += kWarp) {
+      to[v] = from[v];
+    }
+  }
+}
+
+bool aligned(const void* pointer, int64_t stride, int64_t row_bytes, int64_t width) {
+  return reinterpret_cast<uintptr_t>(pointer) % width == 0 && stride % width == 0 &&
+         row_bytes % width == 0;
+}
+
+// A device-visible address of `table`: itself on the GPU, its mapped address when pinned.
+const char* device_address(const at::Tensor& table, const char* name) {
+  if (table.is_cuda()) {
+    return static_cast<const char*>(table.data_ptr());
+  }
+  TORCH_CHECK(table.is_pinned(), "gather_rows (CUDA): '", name,
+              "' is a CPU tensor that is not pinned; pin it (tensor.pin_memory() or "
+              "FeatureStore.pin_memory_()) or move it to the GPU");
+  void* mapped = nullptr;
+  C10_CUDA_CHECK(cudaHostGetDevicePointer(&mapped, table.data_ptr(), 0));
+  return static_cast<const char*>(mapped);
+}
+
+at::Tensor gather_cuda(const at::Tensor& src, const at::Tensor& index, const at::Tensor* cache,
+                       const at::Tensor* slot_of, const std::optional<at::Tensor>& out) {
+  TORCH_CHECK(index.is_cuda(), "gather_rows (CUDA): 'index' must be a CUDA tensor");
+  const c10::cuda::CUDAGuard guard(index.device());
+  TORCH_CHECK(!src.is_cuda() || src.device() == index.device(),
+              "gather_rows (CUDA): 'src' and 'index' must be on the same device");
+  at::Tensor result = check_gather_args(src, index, out, index.device());
+  const int64_t count = index.numel();
+  const int64_t element = src.element_size();
+  const int64_t row_bytes = src.size(1) * element;
+  if (count == 0 || row_bytes == 0) {
+    return result;
+  }
+  const char* base = device_address(src, "src");
+  const int64_t src_stride = src.stride(0) * element;
+  const char* cached = cache ? static_cast<const char*>(cache->data_ptr()) : nullptr;
+  const int64_t cache_stride = cache ? cache->stride(0) * element : 0;
+  const int64_t num_slots = cache ? cache->size(0) : 0;
+  const int32_t* slots = slot_of ? slot_of->data_ptr<int32_t>() : nullptr;
+  char* target = static_cast<char*>(result.data_ptr());
+
+  at::Tensor first_bad = at::full({1}, static_cast<int64_t>(std::numeric_limits<int64_t>::max()),
+                                  index.options().dtype(at::kLong));
+  auto* bad = reinterpret_cast<unsigned long long*>(first_bad.data_ptr<int64_t>());
+  const auto stream = at::cuda::getCurrentCUDAStream();
+  const int64_t blocks_needed = (count + kWarpsPerBlock - 1) / kWarpsPerBlock;
+  const int blocks = static_cast<int>(std::min<int64_t>(blocks_needed, 65535LL * 8));
+  const bool wide = aligned(base, src_stride, row_bytes, 16) &&
+                    aligned(target, row_bytes, row_bytes, 16) &&
+                    (!cache || aligned(cached, cache_stride, row_bytes, 16));
+  const bool word = aligned(base, src_stride, row_bytes, 4) &&
+                    aligned(target, row_bytes, row_bytes, 4) &&
+                    (!cache || aligned(cached, cache_stride, row_bytes, 4));
+
+  AT_DISPATCH_INDEX_TYPES(index.scalar_type(), "gather_rows_cuda", [&] {
+    const index_t* ids = index.data_ptr<index_t>();
+    auto launch = [&](auto vec) {
+      using vec_t = decltype(vec);
+      gather_rows_kernel<vec_t, index_t>
+          <<<blocks, kWarp * kWarpsPerBlock, 0, stream>>>(
+              base, src_stride, src.size(0), cached, cache_stride, num_slots, slots, ids, count,
+              target, row_bytes / static_cast<int64_t>(sizeof(vec_t)), bad);
+      C10_CUDA_KERNEL_LAUNCH_CHECK();
+    };
+    if (wide) {
+      launch(uint4{});
+    } else if (word) {
+      launch(uint32_t{});
+    } else {
+      launch(uint8_t{});
+    }
+    const int64_t position = first_bad.item<int64_t>();
+    if (position < count) {
+      const int64_t id = index.select(0, position).item<int64_t>();
+      if (id >= 0 && id < src.size(0)) {
+        TORCH_CHECK_INDEX(false, "cached_gather: the cache slot of id ", id,
+                          " is outside the cache's [0, ", num_slots, ") slots");
+      }
+      raise_if_bad_index(position, count, id, src.size(0));
+    }
+  });
+  return result;
+}
+
+at::Tensor gather_rows_cuda(const at::Tensor& src, const at::Tensor& index,
+                            const std::optional<at::Tensor>& out) {
+  return gather_cuda(src, index, nullptr, nullptr, out);
+}
+
+at::Tensor cached_gather_cuda(const at::Tensor& src, const at::Tensor& index,
+                              const at::Tensor& cache, const at::Tensor& slot_of,
+                              const std::optional<at::Tensor>& out) {
+  TORCH_CHECK(cache.is_cuda() && slot_of.is_cuda() && cache.device() == index.device() &&
+                  slot_of.device() == index.device(),
+              "cached_gather (CUDA): 'cache' and 'slot_of' must be on the GPU of 'index'");
+  check_cache_args(src, cache, slot_of);
+  return gather_cuda(src, index, &cache, &slot_of, out);
+}
+
+}  // namespace
+
+TORCH_LIBRARY_IMPL(graphengine, CUDA, m) {
+  m.impl("gather_rows", &gather_rows_cuda);
+  m.impl("cached_gather", &cached_gather_cuda);
+}
+
+}  // namespace graphengine
