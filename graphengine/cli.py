@@ -17,7 +17,7 @@ def main(argv: list[str] | None = None) -> int:
     logging.basicConfig(level=logging.INFO, format="%(levelname)s %(name)s: %(message)s")
     try:
         return args.run(args)
-    except (ValueError, FileNotFoundError, NotImplementedError) as error:
+    except (ValueError, FileNotFoundError, NotImplementedError, RuntimeError) as error:
         log.error("%s", error)
         return 2
 
@@ -59,6 +59,13 @@ def _parser() -> argparse.ArgumentParser:
     sample.add_argument("--threads", type=int, default=1)
     sample.add_argument("--vs", choices=["pyg"], help="also time PyG's NeighborLoader")
     sample.set_defaults(run=_bench_sample)
+    gather = benches.add_parser("gather", help="feature-row gathers vs copy bandwidth")
+    gather.add_argument("--table-mib", type=int, default=1024)
+    gather.add_argument("--cols", type=int, default=128)
+    gather.add_argument("--ids", type=int, default=200_000)
+    gather.add_argument("--repeats", type=int, default=10)
+    gather.add_argument("--threads", type=int, default=1)
+    gather.set_defaults(run=_bench_gather)
     scaling = benches.add_parser("scaling", help="sampling cost per edge as the graph grows")
     scaling.add_argument("--log2-nodes", type=_ints, default=[16, 18, 20, 22])
     scaling.add_argument("--fanouts", type=_fanouts, default=[15, 10, 5])
@@ -154,6 +161,13 @@ def _bench_sample(args) -> int:
         root=args.root,
         vs_pyg=args.vs == "pyg",
     )
+    return 0
+
+
+def _bench_gather(args) -> int:
+    from graphengine.bench import gather
+
+    gather.run(args.table_mib, args.cols, args.ids, args.repeats, args.threads)
     return 0
 
 

@@ -16,8 +16,8 @@ from torch_geometric.nn.models.basic_gnn import BasicGNN
 from tqdm import tqdm
 
 from graphengine.datasets.dataset import SPLITS, GraphDataset
+from graphengine.feature_store import as_tensor
 from graphengine.loader import NeighborLoader
-from graphengine.loader.batch import as_tensor
 
 log = logging.getLogger(__name__)
 

@@ -12,7 +12,7 @@
 namespace graphengine {
 namespace {
 
-constexpr int64_t kPrefetchDistance = 8;
+constexpr int64_t kPrefetchDistance = 4;
 constexpr int64_t kCacheLine = 64;
 constexpr int64_t kMaxPrefetchLines = 16;
 constexpr int64_t kGrain = 2048;
@@ -27,15 +27,18 @@ inline void prefetch_row(const char* row, int64_t row_bytes) {
 // Row i of `out` comes from `first` when slot_of (if given) has no slot for index[i], else
 // from row slot_of[index[i]] of `second` (num_slots rows). Returns the first position whose id
 // is out of range or whose slot is not a row of `second`; such rows are not written.
-template <typename index_t>
+template <typename index_t, bool kCached>
 int64_t gather_kernel(const char* first, int64_t first_stride, int64_t num_rows,
                       const char* second, int64_t second_stride, int64_t num_slots,
                       const int32_t* slot_of, const index_t* index, int64_t count, char* out,
                       int64_t row_bytes) {
   std::atomic<int64_t> first_bad{count};
-  at::parallel_for(0, count, kGrain, [&](int64_t begin, int64_t end) {
-    auto source = [&](int64_t id) -> const char* {
-      if (slot_of != nullptr && slot_of[id] >= 0) {
+  at::parallel_for(0, count, kGrain, [=, &first_bad](int64_t begin, int64_t end) {
+    auto source = [=](int64_t id) -> const char* {
+      if (id < 0 || id >= num_rows) {
+        return nullptr;
+      }
+      if (kCached && slot_of[id] >= 0) {
         return slot_of[id] < num_slots ? second + static_cast<int64_t>(slot_of[id]) * second_stride
                                        : nullptr;
       }
@@ -43,14 +46,12 @@ int64_t gather_kernel(const char* first, int64_t first_stride, int64_t num_rows,
     };
     for (int64_t i = begin; i < end; ++i) {
       if (i + kPrefetchDistance < end) {
-        const int64_t ahead = static_cast<int64_t>(index[i + kPrefetchDistance]);
-        const char* row = ahead >= 0 && ahead < num_rows ? source(ahead) : nullptr;
-        if (row != nullptr) {
-          prefetch_row(row, row_bytes);
+        const char* ahead = source(static_cast<int64_t>(index[i + kPrefetchDistance]));
+        if (ahead != nullptr) {
+          prefetch_row(ahead, row_bytes);
         }
       }
-      const int64_t id = static_cast<int64_t>(index[i]);
-      const char* row = id >= 0 && id < num_rows ? source(id) : nullptr;
+      const char* row = source(static_cast<int64_t>(index[i]));
       if (row == nullptr) {
         int64_t seen = first_bad.load();
         while (i < seen && !first_bad.compare_exchange_weak(seen, i)) {
@@ -83,9 +84,9 @@ at::Tensor gather(const at::Tensor& src, const at::Tensor& index, const at::Tens
   int64_t first_bad = count;
   AT_DISPATCH_INDEX_TYPES(index.scalar_type(), "gather_rows_cpu", [&] {
     const index_t* ids = index.data_ptr<index_t>();
-    first_bad = gather_kernel<index_t>(base, src.stride(0) * element, src.size(0), cached,
-                                       cache_stride, num_slots, slots, ids, count, target,
-                                       row_bytes);
+    auto kernel = slots != nullptr ? gather_kernel<index_t, true> : gather_kernel<index_t, false>;
+    first_bad = kernel(base, src.stride(0) * element, src.size(0), cached, cache_stride, num_slots,
+                       slots, ids, count, target, row_bytes);
     if (first_bad < count) {
       const int64_t id = static_cast<int64_t>(ids[first_bad]);
       if (id >= 0 && id < src.size(0)) {

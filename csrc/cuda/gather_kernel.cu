@@ -2,9 +2,10 @@
 //   (a) from a GPU-resident table;
 //   (b) zero-copy (UVA) from a pinned or host-registered CPU table straight into GPU memory;
 //   (c) cached: rows whose id has a slot in a GPU cache come from it, the rest by zero-copy.
-#include <ATen/cuda/CUDAContext.h>
+#include <ATen/ATen.h>
 #include <c10/cuda/CUDAException.h>
 #include <c10/cuda/CUDAGuard.h>
+#include <c10/cuda/CUDAStream.h>
 #include <torch/library.h>
 
 #include <limits>
@@ -95,7 +96,7 @@ at::Tensor gather_cuda(const at::Tensor& src, const at::Tensor& index, const at:
   at::Tensor first_bad = at::full({1}, static_cast<int64_t>(std::numeric_limits<int64_t>::max()),
                                   index.options().dtype(at::kLong));
   auto* bad = reinterpret_cast<unsigned long long*>(first_bad.data_ptr<int64_t>());
-  const auto stream = at::cuda::getCurrentCUDAStream();
+  const cudaStream_t stream = c10::cuda::getCurrentCUDAStream();
   const int64_t blocks_needed = (count + kWarpsPerBlock - 1) / kWarpsPerBlock;
   const int blocks = static_cast<int>(std::min<int64_t>(blocks_needed, 65535LL * 8));
   const bool wide = aligned(base, src_stride, row_bytes, 16) &&

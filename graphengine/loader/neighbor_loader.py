@@ -10,6 +10,7 @@ import torch
 from torch_geometric.data import Data
 
 from graphengine.datasets.dataset import GraphDataset
+from graphengine.feature_store import FeatureStore, as_tensor
 from graphengine.graph import Graph
 from graphengine.loader.batch import BatchBuilder
 from graphengine.loader.seeds import BatchRequest, SeedBatches, derive_seed
@@ -71,7 +72,8 @@ class NeighborLoader(torch.utils.data.DataLoader):
     the seeds, in order.
 
     Args:
-        data: a PyG ``Data`` (homogeneous) or a :class:`~graphengine.datasets.GraphDataset`.
+        data: a PyG ``Data`` (homogeneous), a :class:`~graphengine.datasets.GraphDataset`,
+            or a ``(FeatureStore, Graph)`` pair.
         num_neighbors: neighbors per node for each hop, ``-1`` for all.
         batch_size: seeds per batch.
         input_nodes: seed ids (tensor, array or list) or a boolean mask; all nodes by default.
@@ -180,29 +182,51 @@ class NeighborLoader(torch.utils.data.DataLoader):
 
 
 def _prepare(data) -> tuple[Graph, BatchBuilder]:
-    """The graph store and batch builder of a ``Data`` or ``GraphDataset``."""
+    """The graph store and batch builder of a ``Data``, a ``GraphDataset`` or a
+    ``(FeatureStore, Graph)`` pair."""
     if isinstance(data, GraphDataset):
-        build = BatchBuilder({"x": data.x, "y": data.y}, {}, {}, data.graph.edge_ids)
-        return data.graph, build
+        return data.graph, BatchBuilder(FeatureStore({"x": data.x, "y": data.y}))
+    if isinstance(data, tuple) and len(data) == 2 and isinstance(data[1], Graph):
+        store, graph = data
+        if not isinstance(store, FeatureStore) or store.num_nodes != graph.num_nodes:
+            raise ValueError("'data' as a pair must be (FeatureStore, Graph) of as many nodes")
+        return graph, BatchBuilder(store, edge_ids=graph.edge_ids)
     if not isinstance(data, Data):
         raise TypeError(
-            f"'data' must be a torch_geometric.data.Data or a graphengine GraphDataset "
-            f"(got {type(data).__name__}); HeteroData and remote stores are not supported yet"
+            f"'data' must be a torch_geometric.data.Data, a graphengine GraphDataset or a "
+            f"(FeatureStore, Graph) pair (got {type(data).__name__}); HeteroData and PyG's "
+            "remote stores are not supported yet"
         )
     graph = Graph.from_data(data)
-    node_attrs, edge_attrs, other_attrs, dims = {}, {}, {}, {}
+    tables = {"node": {}, "edge": {}}
+    other_attrs, odd_attrs = {}, {}
     for key, value in data.items():
         if key in ("edge_index", "num_nodes"):
             continue
         if data.is_node_attr(key):
-            node_attrs[key] = value
+            level = "node"
         elif data.is_edge_attr(key):
-            edge_attrs[key] = value
+            level = "edge"
         else:
             other_attrs[key] = value
             continue
-        dims[key] = data.__cat_dim__(key, value)
-    return graph, BatchBuilder(node_attrs, edge_attrs, other_attrs, graph.edge_ids, dims)
+        dim = data.__cat_dim__(key, value)
+        if dim == 0 and _row_table(value):
+            tables[level][key] = value
+        else:
+            odd_attrs[key] = (value, dim, level)
+    nodes, edges = (FeatureStore(t) if t else None for t in (tables["node"], tables["edge"]))
+    return graph, BatchBuilder(nodes, edges, other_attrs, graph.edge_ids, odd_attrs)
+
+
+def _row_table(value) -> bool:
+    """Whether ``value`` is a CPU table the extension gathers rows of (1-D, or 2-D rows
+    contiguous)."""
+    if isinstance(value, np.ndarray):
+        value = as_tensor(value)
+    if not isinstance(value, torch.Tensor) or value.is_cuda or value.dim() not in (1, 2):
+        return False
+    return value.dim() == 1 or value.shape[1] <= 1 or value.stride(1) == 1
 
 
 def _input_nodes(input_nodes, num_nodes: int) -> tuple[np.ndarray, np.ndarray]:
