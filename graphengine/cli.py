@@ -45,6 +45,10 @@ def _parser() -> argparse.ArgumentParser:
     train.add_argument("--no-progress", action="store_true", help="hide the progress bar")
     train.set_defaults(run=_train)
 
+    build = commands.add_parser("build", help="compile the C++/CUDA extension (cached)")
+    build.add_argument("--verbose", action="store_true", help="show the compiler's output")
+    build.set_defaults(run=_build)
+
     datasets = commands.add_parser("datasets", help="list the catalog and what is on disk")
     datasets.add_argument("--root", help="data root (default: $GRAPHENGINE_DATA or datasets/)")
     datasets.set_defaults(run=_datasets)
@@ -132,6 +136,17 @@ def _train(args) -> int:
     result.update(trainer.evaluate_all())
     result["epoch_s"] = sum(m["epoch_s"] for m in history) / max(len(history), 1)
     print(json.dumps(result))
+    return 0
+
+
+def _build(args) -> int:
+    from graphengine import ops
+
+    if not ops.build_extension(verbose=args.verbose):
+        log.error("the extension did not build: %s", ops.build_error())
+        return 1
+    kernels = "CPU and CUDA" if ops.with_cuda() else "CPU (this torch has no CUDA)"
+    print(json.dumps({"extension": "built", "kernels": kernels, "torch": torch.__version__}))
     return 0
 
 

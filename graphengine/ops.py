@@ -49,6 +49,11 @@ def build_extension(verbose: bool = False) -> bool:
         return bool(_state["available"])
 
 
+def build_error() -> BaseException | None:
+    """Why the last :func:`build_extension` failed, or ``None``."""
+    return _state.get("error")
+
+
 def with_cuda() -> bool:
     """Whether the extension is built with its CUDA kernels (needs a CUDA build of torch)."""
     from torch.utils.cpp_extension import CUDA_HOME
