@@ -13,23 +13,33 @@ new nodes are numbered in order of first appearance, as PyG does).
 import numpy as np
 from numba import njit, prange
 
+from samplers._prefetch import prefetch
 from samplers._random import GOLDEN, stream_state, uniform_below
 
 # Below this fanout, Floyd's algorithm with a linear duplicate scan is cheapest;
 # above it, selection sampling (Knuth's Algorithm S) costs one draw per neighbor.
 FLOYD_MAX_FANOUT = 64
+# How many frontier nodes (or edges) ahead the kernels prefetch the rows they will read.
+PREFETCH_DISTANCE = 16
 EMPTY = -1
 
 
 @njit(parallel=True, nogil=True, cache=True)
-def hop_offsets(indptr, frontier, fanout, replace):
-    """Start of each frontier node's sampled neighbors: int64 ``[len(frontier) + 1]``."""
+def hop_offsets(indptr, frontier, fanout, replace, starts, degrees):
+    """Where each frontier node's sampled neighbors go: int64 ``[len(frontier) + 1]``.
+
+    Also fills ``starts`` and ``degrees`` (int64 ``[len(frontier)]``) with each frontier
+    node's CSC start and in-degree, so that the sampling pass reads no ``indptr``.
+    """
     n = frontier.shape[0]
     counts = np.empty(n + 1, dtype=np.int64)
     counts[0] = 0
     for i in prange(n):
         v = frontier[i]
-        degree = indptr[v + 1] - indptr[v]
+        start = indptr[v]
+        degree = indptr[v + 1] - start
+        starts[i] = start
+        degrees[i] = degree
         if fanout < 0:
             counts[i + 1] = degree
         elif replace:
@@ -67,29 +77,21 @@ def _selection(state, degree, count, out, start):
 
 @njit(parallel=True, nogil=True, cache=True)
 def hop_sample(
-    indptr,
-    indices,
-    frontier,
-    offsets,
-    fanout,
-    replace,
-    key,
-    first_local,
-    out_nbr,
-    out_edge,
-    out_col,
+    indices, starts, degrees, offsets, fanout, replace, key, first_local, out_nbr, out_edge, out_col
 ):
     """Sample every frontier node's in-neighbors.
 
-    Frontier node ``i`` (local id ``first_local + i``) gets the slots
-    ``offsets[i]:offsets[i + 1]`` of ``out_nbr`` (global neighbor id, int64),
-    ``out_edge`` (CSC position of the edge, int64) and ``out_col`` (local id of
-    the frontier node, int64). ``key`` (uint64) names this hop's random streams.
+    Frontier node ``i`` (local id ``first_local + i``, CSC range ``starts[i]`` and
+    ``degrees[i]``) gets the slots ``offsets[i]:offsets[i + 1]`` of ``out_nbr`` (global
+    neighbor id, int64), ``out_edge`` (CSC position of the edge, int64) and ``out_col``
+    (local id of the frontier node, int64). ``key`` (uint64) names this hop's streams.
     """
-    for i in prange(frontier.shape[0]):
-        v = frontier[i]
-        start = indptr[v]
-        degree = indptr[v + 1] - start
+    n = starts.shape[0]
+    for i in prange(n):
+        if i + PREFETCH_DISTANCE < n:
+            prefetch(indices, starts[i + PREFETCH_DISTANCE])
+        start = starts[i]
+        degree = degrees[i]
         lo = offsets[i]
         count = offsets[i + 1] - lo
         local = first_local + i
@@ -151,9 +153,12 @@ def relabel(nbr, begin, table, shift, n_id, num_nodes, out_row):
     capacity = table.shape[0] // 2
     mask = capacity - 1
     limit = capacity // 2
-    for e in range(begin, nbr.shape[0]):
+    end = nbr.shape[0]
+    for e in range(begin, end):
         if num_nodes >= limit:
             return e, num_nodes
+        if e + PREFETCH_DISTANCE < end:
+            prefetch(table, 2 * _slot(nbr[e + PREFETCH_DISTANCE], shift))
         node = nbr[e]
         s = _slot(node, shift)
         while True:
@@ -169,4 +174,4 @@ def relabel(nbr, begin, table, shift, n_id, num_nodes, out_row):
                 num_nodes += 1
                 break
             s = (s + 1) & mask
-    return nbr.shape[0], num_nodes
+    return end, num_nodes

@@ -83,16 +83,20 @@ class NeighborSampler:
         frontier_start = 0
         for hop, fanout in enumerate(self.fanouts):
             frontier = n_id[frontier_start:num_nodes]
-            offsets = kernels.hop_offsets(self.indptr, frontier, fanout, self.replace)
+            starts = np.empty(frontier.shape[0], dtype=np.int64)
+            degrees = np.empty(frontier.shape[0], dtype=np.int64)
+            offsets = kernels.hop_offsets(
+                self.indptr, frontier, fanout, self.replace, starts, degrees
+            )
             hop_edges = int(offsets[-1])
             end = num_edges + hop_edges
             row, col, edge = (_grow(a, num_edges, end) for a in (row, col, edge))
             hop_row = row[num_edges:end]
             # The draws write global neighbor ids into ``hop_row``; relabel maps them in place.
             kernels.hop_sample(
-                self.indptr,
                 self.indices,
-                frontier,
+                starts,
+                degrees,
                 offsets,
                 fanout,
                 self.replace,
