@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import time
 from collections.abc import Callable, Iterator, Sequence
 from typing import Any
 
@@ -14,6 +15,7 @@ from graphengine.feature_store import FeatureStore, as_tensor
 from graphengine.graph import Graph
 from graphengine.loader.batch import BatchBuilder
 from graphengine.loader.seeds import BatchRequest, SeedBatches, derive_seed
+from graphengine.pipeline import Pipeline, Stage, StageTimes
 from samplers import NeighborSampler, SamplerInput, SamplerOutput, check_node_ids
 
 _UNSUPPORTED = {
@@ -25,43 +27,58 @@ _UNSUPPORTED = {
     "subgraph_type": "directional",
     "temporal_strategy": "uniform",
 }
-_DATALOADER_OWNED = ("dataset", "collate_fn", "sampler", "batch_sampler")
+_DATALOADER_ARGS_IGNORED = ("persistent_workers",)
 
 
-class _Requests(torch.utils.data.Dataset):
-    """The DataLoader's dataset: it hands each :class:`BatchRequest` through unchanged."""
+class _Sample:
+    """The sampling stage: a batch request -> the sampler's output."""
 
-    def __init__(self, num_seeds: int):
-        self.num_seeds = num_seeds
-
-    def __len__(self) -> int:
-        return self.num_seeds
-
-    def __getitem__(self, request: BatchRequest) -> BatchRequest:
-        return request
-
-
-class _Collate:
-    """Samples one batch and, when filtering per worker, builds its ``Data`` too."""
-
-    def __init__(self, sampler, input_nodes, input_ids, build: BatchBuilder | None):
+    def __init__(self, sampler, input_nodes: np.ndarray, input_ids: np.ndarray):
         self.sampler = sampler
         self.input_nodes = input_nodes
         self.input_ids = input_ids
-        self.build = build
 
-    def __call__(self, request: BatchRequest) -> Data | SamplerOutput:
-        out = self.sampler.sample_from_nodes(
+    def __call__(self, request: BatchRequest) -> SamplerOutput:
+        return self.sampler.sample_from_nodes(
             SamplerInput(
                 node=self.input_nodes[request.index],
                 input_id=self.input_ids[request.index],
                 seed=request.seed,
             )
         )
-        return out if self.build is None else self.build(out)
 
 
-class NeighborLoader(torch.utils.data.DataLoader):
+class _Build:
+    """The gathering stage: the sampler's output -> a ``Data`` batch (then ``transform``)."""
+
+    def __init__(self, build: BatchBuilder, transform):
+        self.build = build
+        self.transform = transform
+
+    def __call__(self, out: SamplerOutput) -> Data:
+        data = self.build(out)
+        return data if self.transform is None else self.transform(data)
+
+
+class _CopyToDevice:
+    """The copy stage: moves a batch to a CUDA device on a side stream, in its own thread."""
+
+    def __init__(self, device: torch.device):
+        self.device = device
+        self.stream = torch.cuda.Stream(device)
+        self.consumer_stream = torch.cuda.default_stream(device)
+
+    def __call__(self, data: Data) -> Data:
+        with torch.cuda.stream(self.stream):
+            moved = data.to(self.device, non_blocking=True)
+        self.stream.synchronize()
+        for value in moved.values():
+            if isinstance(value, torch.Tensor) and value.is_cuda:
+                value.record_stream(self.consumer_stream)
+        return moved
+
+
+class NeighborLoader:
     """Mini-batches of sampled multi-hop neighborhoods, as PyG ``Data`` objects.
 
     Each batch has ``x``, ``y`` and every other node-level attribute of ``data``
@@ -70,6 +87,10 @@ class NeighborLoader(torch.utils.data.DataLoader):
     ``n_id``, ``e_id``, ``input_id``, ``batch_size`` and the per-hop counts
     ``num_sampled_nodes``/``num_sampled_edges``. The first ``batch_size`` nodes are
     the seeds, in order.
+
+    Loading is a pipeline of stages in threads (sample -> gather -> copy to
+    ``device``), overlapped with the caller's work on the previous batch; batches come
+    in the same order, with the same contents, as without it.
 
     Args:
         data: a PyG ``Data`` (homogeneous), a :class:`~graphengine.datasets.GraphDataset`,
@@ -81,17 +102,19 @@ class NeighborLoader(torch.utils.data.DataLoader):
         replace: sample with replacement.
         drop_last: drop the last, incomplete batch.
         seed: base random seed; ``None`` draws one per epoch from torch's global generator.
-        transform: a function applied to each ``Data`` batch.
-        filter_per_worker: build ``Data`` batches (gather features) in the worker
-            processes (``True``, PyG's default on CPU) or in the main process.
+        transform: a function applied to each ``Data`` batch (in the gathering stage).
+        num_workers: sampling threads, as PyG's ``num_workers`` counts producers; ``0``
+            loads every batch in the caller's thread, without a pipeline.
+        filter_per_worker: gather features in every sampling thread (``True``) or in one
+            gathering thread (``False``, the default: the gather is multi-threaded itself).
+        prefetch: batches loaded ahead of the caller.
+        device: where batches go; a CUDA device adds a copy stage on a side stream.
+        pin_memory: gather features into pinned memory (for fast host-to-device copies).
         neighbor_sampler: a ready :class:`samplers.NeighborSampler` to use instead.
-        **kwargs: arguments of ``torch.utils.data.DataLoader`` (``num_workers``,
-            ``persistent_workers``, ``pin_memory``, ...). Worker processes start by
-            ``forkserver`` unless ``multiprocessing_context`` says otherwise: a fork
-            of a process whose Numba kernels ran under OpenMP would abort.
 
     PyG arguments for temporal, weighted or disjoint sampling raise
-    ``NotImplementedError``.
+    ``NotImplementedError``; ``persistent_workers`` is accepted and has no effect
+    (threads cost nothing to keep).
     """
 
     def __init__(
@@ -105,7 +128,11 @@ class NeighborLoader(torch.utils.data.DataLoader):
         drop_last: bool = False,
         seed: int | None = None,
         transform: Callable[[Data], Any] | None = None,
+        num_workers: int = 1,
         filter_per_worker: bool | None = None,
+        prefetch: int = 2,
+        device: str | torch.device | None = None,
+        pin_memory: bool = False,
         neighbor_sampler: NeighborSampler | None = None,
         is_sorted: bool = False,
         directed: bool = True,
@@ -119,78 +146,118 @@ class NeighborLoader(torch.utils.data.DataLoader):
                 )
         if not directed:
             raise NotImplementedError("'directed=False' (undirected subgraphs) is not supported")
-        for name in _DATALOADER_OWNED:
+        for name in _DATALOADER_ARGS_IGNORED:
             kwargs.pop(name, None)
-        if kwargs.get("num_workers", 0) > 0:
-            # Numba's OpenMP thread pool aborts in a forked child: start workers fresh.
-            kwargs.setdefault("multiprocessing_context", "forkserver")
+        if kwargs:
+            raise TypeError(
+                f"NeighborLoader got arguments it does not support: {sorted(kwargs)}; loading "
+                "runs in threads, so worker-process options do not apply"
+            )
+        if isinstance(num_workers, bool) or not isinstance(num_workers, int) or num_workers < 0:
+            raise ValueError(f"'num_workers' must be an int >= 0 (got {num_workers!r})")
 
-        graph, build = _prepare(data)
+        graph, build = _prepare(data, pin_memory)
         if neighbor_sampler is None:
             neighbor_sampler = NeighborSampler(
                 graph.indptr, graph.indices, num_neighbors, replace=replace, validate=False
             )
         input_nodes, input_ids = _input_nodes(input_nodes, graph.num_nodes)
-        if filter_per_worker is None:
-            filter_per_worker = not (isinstance(data, Data) and data.is_cuda)
 
         self.data = data
         self.graph = graph
         self.neighbor_sampler = neighbor_sampler
         self.input_nodes = input_nodes
         self.transform = transform
-        self.filter_per_worker = filter_per_worker
+        self.num_workers = num_workers
+        self.filter_per_worker = bool(filter_per_worker)
+        self.prefetch = prefetch
+        self.device = torch.device(device) if device is not None else None
         self.seed = seed
-        self._build = build
-        self._collate = _Collate(
-            neighbor_sampler, input_nodes, input_ids, build if filter_per_worker else None
+        self._sample = _Sample(neighbor_sampler, input_nodes, input_ids)
+        self._build = _Build(build, transform)
+        self._copy = (
+            _CopyToDevice(self.device)
+            if self.device is not None and self.device.type == "cuda"
+            else None
         )
         self._seed_batches = SeedBatches(len(input_nodes), batch_size, shuffle, drop_last, seed)
-        super().__init__(
-            _Requests(len(input_nodes)),
-            batch_size=None,
-            sampler=self._seed_batches,
-            collate_fn=self._collate,
-            **kwargs,
-        )
+        self._pipeline = Pipeline(self._seed_batches, self._stages(), prefetch=max(prefetch, 1))
+        self._times = self._pipeline.times
+
+    @property
+    def batch_size(self) -> int:
+        return self._seed_batches.batch_size
+
+    def __len__(self) -> int:
+        return len(self._seed_batches)
 
     def __iter__(self) -> Iterator[Any]:
-        for out in super().__iter__():
-            yield self._finish(out)
+        if self.num_workers == 0:
+            return self._iterate_inline()
+        iterator = iter(self._pipeline)
+        self._times = self._pipeline.times
+        return iterator
+
+    @property
+    def stage_times(self) -> dict[str, float]:
+        """Seconds spent per stage (``sample``, ``gather``, ``copy``) and ``waiting`` in the
+        caller, in the current or last pass."""
+        return self._times.snapshot()
 
     def set_epoch(self, epoch: int) -> None:
         """Make the next iteration epoch ``epoch``: its order and samples follow from ``seed``."""
         self._seed_batches.epoch = epoch
 
     def __call__(self, index) -> Any:
-        """One batch for the given positions into ``input_nodes``."""
+        """One batch for the given positions into ``input_nodes``, loaded in this thread."""
         index = check_node_ids(index, len(self.input_nodes), "index")
-        out = self._collate(BatchRequest(index=index, seed=derive_seed(self.seed or 0, -1)))
-        return self._finish(out)
-
-    def _finish(self, out: Data | SamplerOutput) -> Any:
-        data = out if isinstance(out, Data) else self._build(out)
-        return data if self.transform is None else self.transform(data)
+        request = BatchRequest(index=index, seed=derive_seed(self.seed or 0, -1))
+        return self._load(request, StageTimes(stage.name for stage in self._stages()))
 
     def __repr__(self) -> str:
         return (
             f"{type(self).__name__}(num_seeds={len(self.input_nodes)}, "
-            f"batch_size={self._seed_batches.batch_size}, "
+            f"batch_size={self.batch_size}, "
             f"num_neighbors={list(self.neighbor_sampler.fanouts)}, "
-            f"replace={self.neighbor_sampler.replace}, num_workers={self.num_workers})"
+            f"replace={self.neighbor_sampler.replace}, num_workers={self.num_workers}, "
+            f"device={self.device})"
         )
 
+    def _stages(self) -> list[Stage]:
+        workers = max(self.num_workers, 1)
+        stages = [
+            Stage("sample", self._sample, workers),
+            Stage("gather", self._build, workers if self.filter_per_worker else 1),
+        ]
+        if self._copy is not None:
+            stages.append(Stage("copy", self._copy))
+        return stages
 
-def _prepare(data) -> tuple[Graph, BatchBuilder]:
+    def _iterate_inline(self) -> Iterator[Any]:
+        self._times = StageTimes(stage.name for stage in self._stages())
+        for request in self._seed_batches:
+            yield self._load(request, self._times)
+
+    def _load(self, request: BatchRequest, times: StageTimes) -> Any:
+        item = request
+        for stage in self._stages():
+            started = time.perf_counter()
+            item = stage.function(item)
+            times.add(stage.name, time.perf_counter() - started)
+        return item
+
+
+def _prepare(data, pin_memory: bool) -> tuple[Graph, BatchBuilder]:
     """The graph store and batch builder of a ``Data``, a ``GraphDataset`` or a
     ``(FeatureStore, Graph)`` pair."""
     if isinstance(data, GraphDataset):
-        return data.graph, BatchBuilder(FeatureStore({"x": data.x, "y": data.y}))
+        store = FeatureStore({"x": data.x, "y": data.y})
+        return data.graph, BatchBuilder(store, pin_memory=pin_memory)
     if isinstance(data, tuple) and len(data) == 2 and isinstance(data[1], Graph):
         store, graph = data
         if not isinstance(store, FeatureStore) or store.num_nodes != graph.num_nodes:
             raise ValueError("'data' as a pair must be (FeatureStore, Graph) of as many nodes")
-        return graph, BatchBuilder(store, edge_ids=graph.edge_ids)
+        return graph, BatchBuilder(store, edge_ids=graph.edge_ids, pin_memory=pin_memory)
     if not isinstance(data, Data):
         raise TypeError(
             f"'data' must be a torch_geometric.data.Data, a graphengine GraphDataset or a "
@@ -216,7 +283,7 @@ def _prepare(data) -> tuple[Graph, BatchBuilder]:
         else:
             odd_attrs[key] = (value, dim, level)
     nodes, edges = (FeatureStore(t) if t else None for t in (tables["node"], tables["edge"]))
-    return graph, BatchBuilder(nodes, edges, other_attrs, graph.edge_ids, odd_attrs)
+    return graph, BatchBuilder(nodes, edges, other_attrs, graph.edge_ids, odd_attrs, pin_memory)
 
 
 def _row_table(value) -> bool:

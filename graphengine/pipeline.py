@@ -1,0 +1,206 @@
+"""A pipeline of small stages in threads: each item flows through every stage in turn.
+
+Like DGL GraphBolt's datapipes (item sampler -> subgraph sampler -> feature fetcher ->
+copy-to-device), but in threads of one process: the Numba sampler and the C++ gather
+release the GIL, so threads overlap them without pickling or copying batches.
+
+Items come out in the order they went in, whatever the number of workers per stage.
+At most ``prefetch`` items are in flight beyond the one the caller holds. An exception
+in a stage is re-raised in the caller at that item's turn; leaving the loop early,
+an exception, Ctrl-C or garbage collection of the iterator stop every thread.
+"""
+
+from __future__ import annotations
+
+import queue
+import threading
+import time
+from collections.abc import Callable, Iterable, Iterator, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+_POLL_S = 0.05
+_JOIN_S = 5.0
+
+
+@dataclass(frozen=True)
+class Stage:
+    """One step: ``function`` applied to each item by ``workers`` threads."""
+
+    name: str
+    function: Callable[[Any], Any]
+    workers: int = 1
+
+    def __post_init__(self):
+        if self.workers < 1:
+            raise ValueError(f"stage '{self.name}' needs at least one worker (got {self.workers})")
+
+
+@dataclass(frozen=True)
+class _Failure:
+    error: BaseException
+
+
+_END = object()
+
+
+class StageTimes:
+    """Seconds each stage spent working (summed over its threads), and the caller waiting."""
+
+    def __init__(self, names: Iterable[str]):
+        self._lock = threading.Lock()
+        self.seconds = dict.fromkeys([*names, "waiting"], 0.0)
+
+    def add(self, name: str, seconds: float) -> None:
+        with self._lock:
+            self.seconds[name] += seconds
+
+    def snapshot(self) -> dict[str, float]:
+        with self._lock:
+            return dict(self.seconds)
+
+
+class Pipeline:
+    """Runs the items of ``source`` through ``stages``; iterate it for the results, in order.
+
+    Args:
+        source: the items (each iteration of the pipeline iterates ``source`` once).
+        stages: applied in order.
+        prefetch: items in flight ahead of the caller (bounded queues), at least 1.
+    """
+
+    def __init__(self, source: Iterable, stages: Sequence[Stage], prefetch: int = 2):
+        if not stages:
+            raise ValueError("'stages' must hold at least one stage")
+        if prefetch < 1:
+            raise ValueError(f"'prefetch' must be at least 1 (got {prefetch})")
+        self.source = source
+        self.stages = list(stages)
+        self.prefetch = prefetch
+        self.times = StageTimes(stage.name for stage in self.stages)
+
+    def __iter__(self) -> Iterator[Any]:
+        """A new pass over ``source``; :attr:`times` then counts this pass."""
+        self.times = StageTimes(stage.name for stage in self.stages)
+        return _Run(self).results()
+
+
+class _Run:
+    """One pass over the source: the threads, queues and reorder buffer of one iteration."""
+
+    def __init__(self, pipeline: Pipeline):
+        self.pipeline = pipeline
+        self.stop = threading.Event()
+        in_flight = pipeline.prefetch + sum(stage.workers for stage in pipeline.stages)
+        self.tickets = threading.Semaphore(in_flight)
+        self.queues = [queue.Queue() for _ in range(len(pipeline.stages) + 1)]
+        self.threads: list[threading.Thread] = []
+
+    def results(self) -> Iterator[Any]:
+        self._start()
+        times = self.pipeline.times
+        pending: dict[int, Any] = {}
+        expected = 0
+        finished = False
+        try:
+            while True:
+                while expected not in pending and not finished:
+                    waited = time.perf_counter()
+                    seq, item = self._get(self.queues[-1])
+                    times.add("waiting", time.perf_counter() - waited)
+                    if item is _END:
+                        finished = True
+                    else:
+                        pending[seq] = item
+                if expected not in pending:
+                    return
+                item = pending.pop(expected)
+                expected += 1
+                self.tickets.release()
+                if isinstance(item, _Failure):
+                    raise item.error
+                yield item
+        finally:
+            self._shutdown()
+
+    def _start(self) -> None:
+        self._spawn("feeder", self._feed)
+        for index, stage in enumerate(self.pipeline.stages):
+            remaining = [stage.workers]
+            lock = threading.Lock()
+            for worker in range(stage.workers):
+                self._spawn(f"{stage.name}-{worker}", self._work, index, stage, remaining, lock)
+
+    def _spawn(self, name: str, target, *args) -> None:
+        thread = threading.Thread(target=target, args=args, name=f"graphengine-{name}", daemon=True)
+        self.threads.append(thread)
+        thread.start()
+
+    def _feed(self) -> None:
+        first = self.pipeline.stages[0]
+        seq = 0
+        items = iter(self.pipeline.source)
+        while True:
+            try:
+                item = next(items)
+            except StopIteration:
+                break
+            except BaseException as error:  # the source failed: deliver it as the next item
+                self.queues[0].put((seq, _Failure(error)))
+                break
+            while not self.tickets.acquire(timeout=_POLL_S):
+                if self.stop.is_set():
+                    return
+            if self.stop.is_set():
+                return
+            self.queues[0].put((seq, item))
+            seq += 1
+        for _ in range(first.workers):
+            self.queues[0].put((None, _END))
+
+    def _work(self, index: int, stage: Stage, remaining: list[int], lock: threading.Lock) -> None:
+        inbox, outbox = self.queues[index], self.queues[index + 1]
+        times = self.pipeline.times
+        while True:
+            try:
+                seq, item = self._get(inbox)
+            except _Stopped:
+                return
+            if item is _END:
+                break
+            if not isinstance(item, _Failure):
+                started = time.perf_counter()
+                try:
+                    item = stage.function(item)
+                except BaseException as error:  # delivered to the caller at this item's turn
+                    item = _Failure(error)
+                times.add(stage.name, time.perf_counter() - started)
+            outbox.put((seq, item))
+        with lock:
+            remaining[0] -= 1
+            last = remaining[0] == 0
+        if last:
+            stages = self.pipeline.stages
+            followers = stages[index + 1].workers if index + 1 < len(stages) else 1
+            for _ in range(followers):
+                outbox.put((None, _END))
+
+    def _get(self, inbox: queue.Queue):
+        while True:
+            if self.stop.is_set():
+                raise _Stopped
+            try:
+                return inbox.get(timeout=_POLL_S)
+            except queue.Empty:
+                continue
+
+    def _shutdown(self) -> None:
+        self.stop.set()
+        current = threading.current_thread()
+        for thread in self.threads:
+            if thread is not current:
+                thread.join(timeout=_JOIN_S)
+
+
+class _Stopped(Exception):
+    """Raised inside worker threads when the run is stopped."""
