@@ -11,18 +11,19 @@ from pathlib import Path
 import numpy as np
 import torch
 import torch.nn.functional as F
-from torch_geometric.nn import GCNConv
 from torch_geometric.nn.models.basic_gnn import BasicGNN
 from tqdm import tqdm
 
 from graphengine.datasets.dataset import SPLITS, GraphDataset
 from graphengine.feature_store import as_tensor
+from graphengine.inference import layerwise_inference, normalizes_by_degree, supports_layerwise
 from graphengine.loader import NeighborLoader
 
 log = logging.getLogger(__name__)
 
 # Full-graph evaluation needs the whole graph's activations in memory at once.
 _FULL_EVAL_MAX_EDGES = 5_000_000
+_EVAL_MODES = ("auto", "full", "layerwise", "sampled")
 
 
 class Trainer:
@@ -39,9 +40,12 @@ class Trainer:
         batch_size: seeds per training batch.
         lr, weight_decay: Adam's settings.
         seed: seeds the model's initialization RNG use and every epoch's batches.
-        eval_mode: ``'full'`` (the model on the whole graph), ``'sampled'``
-            (mini-batches with ``fanouts``) or ``'auto'`` (full below 5M edges).
-        num_workers: the loaders' worker processes.
+        eval_mode: ``'full'`` (the model on the whole graph at once), ``'layerwise'``
+            (each layer over all nodes in chunks, for PyG ``BasicGNN`` models),
+            ``'sampled'`` (mini-batches with ``fanouts``) or ``'auto'`` (full below 5M
+            edges, else layer-wise when the model allows, else sampled).
+        num_workers: sampling threads of the loaders (0: load in the training thread).
+        device: where the model runs; batches are copied there by the loader.
         checkpoint: a file to save after every epoch and to resume from if it exists.
         metrics_path: a file to append one JSON line of metrics per epoch to.
         progress: show a tqdm progress bar.
@@ -57,16 +61,23 @@ class Trainer:
         weight_decay: float = 0.0,
         seed: int = 0,
         eval_mode: str = "auto",
-        num_workers: int = 0,
+        num_workers: int = 1,
+        device: str | torch.device = "cpu",
         checkpoint: str | Path | None = None,
         metrics_path: str | Path | None = None,
         progress: bool = True,
     ):
-        if eval_mode not in ("auto", "full", "sampled"):
-            raise ValueError(f"'eval_mode' must be 'auto', 'full' or 'sampled' (got {eval_mode!r})")
+        if eval_mode not in _EVAL_MODES:
+            raise ValueError(f"'eval_mode' must be one of {_EVAL_MODES} (got {eval_mode!r})")
+        if eval_mode == "layerwise" and not supports_layerwise(model):
+            raise ValueError(f"'eval_mode' 'layerwise' needs a PyG BasicGNN (got {type(model)})")
         if eval_mode == "auto":
-            eval_mode = "full" if dataset.graph.num_edges <= _FULL_EVAL_MAX_EDGES else "sampled"
-        self.model = model
+            if dataset.graph.num_edges <= _FULL_EVAL_MAX_EDGES:
+                eval_mode = "full"
+            else:
+                eval_mode = "layerwise" if supports_layerwise(model) else "sampled"
+        self.device = torch.device(device)
+        self.model = model.to(self.device)
         self.dataset = dataset
         self.fanouts = list(fanouts)
         self.batch_size = batch_size
@@ -86,7 +97,8 @@ class Trainer:
             shuffle=True,
             seed=seed,
             num_workers=num_workers,
-            persistent_workers=num_workers > 0,
+            device=self.device,
+            pin_memory=self.device.type == "cuda",
         )
         self._y = as_tensor(dataset.y)
         self._trims = _can_trim(model, len(self.fanouts))
@@ -98,7 +110,9 @@ class Trainer:
 
         Returns one metrics dict per epoch run: ``epoch``, ``loss``, ``train_acc``
         (on the training batches), ``val_acc`` (every ``eval_every`` epochs and at the
-        last), ``epoch_s`` and ``seeds_per_s``.
+        last), ``epoch_s``, ``seeds_per_s`` and ``stage_s``, the seconds per stage:
+        ``sample``, ``gather``, ``copy`` (in the loader's threads), ``compute`` and
+        ``waiting`` (the training thread waiting for a batch).
         """
         history = []
         while self.epoch < epochs:
@@ -121,24 +135,33 @@ class Trainer:
             disable=not self.progress,
             leave=False,
         )
+        compute = 0.0
         for batch in batches:
+            step_start = time.perf_counter()
             self.optimizer.zero_grad()
             logits = self._forward(batch)[: batch.batch_size]
-            target = batch.y[: batch.batch_size]
+            target = batch.y[: batch.batch_size].long()
             loss = F.cross_entropy(logits, target)
             loss.backward()
             self.optimizer.step()
             total_loss += float(loss.detach()) * batch.batch_size
             correct += int((logits.argmax(dim=-1) == target).sum())
             seen += batch.batch_size
+            compute += time.perf_counter() - step_start
         elapsed = time.perf_counter() - start
         self.epoch += 1
+        stages = self.train_loader.stage_times
+        stages["compute"] = compute
+        log.info(
+            "epoch %d stages: %s", self.epoch, ", ".join(f"{k} {v:.2f}s" for k, v in stages.items())
+        )
         return {
             "epoch": self.epoch,
             "loss": total_loss / max(seen, 1),
             "train_acc": correct / max(seen, 1),
             "epoch_s": elapsed,
             "seeds_per_s": seen / elapsed if elapsed > 0 else 0.0,
+            "stage_s": stages,
         }
 
     @torch.no_grad()
@@ -146,8 +169,8 @@ class Trainer:
         """Accuracy on ``split`` (``'train'``, ``'val'`` or ``'test'``)."""
         self.model.eval()
         nodes = self.dataset.split(split)
-        if self.eval_mode == "full":
-            prediction = self._full_graph_logits().argmax(dim=-1)[torch.from_numpy(nodes)]
+        if self.eval_mode in ("full", "layerwise"):
+            prediction = self._all_logits().argmax(dim=-1)[torch.from_numpy(nodes)]
             return float((prediction == self._y[torch.from_numpy(nodes)]).float().mean())
         loader = NeighborLoader(
             self.dataset,
@@ -156,6 +179,7 @@ class Trainer:
             input_nodes=nodes,
             seed=self.seed + 1,
             num_workers=self.num_workers,
+            device=self.device,
         )
         correct = 0
         for batch in tqdm(loader, desc=f"eval {split}", disable=not self.progress, leave=False):
@@ -164,7 +188,16 @@ class Trainer:
         return correct / max(len(nodes), 1)
 
     def evaluate_all(self) -> dict:
-        """``train_acc``, ``val_acc`` and ``test_acc`` by the evaluation mode."""
+        """``train_acc``, ``val_acc`` and ``test_acc`` by the evaluation mode (one pass of
+        full or layer-wise inference serves all three)."""
+        if self.eval_mode in ("full", "layerwise"):
+            self.model.eval()
+            prediction = self._all_logits().argmax(dim=-1)
+            return {
+                f"{split}_acc": float((prediction[index] == self._y[index]).float().mean())
+                for split in SPLITS
+                for index in [torch.from_numpy(np.array(self.dataset.split(split)))]
+            }
         return {f"{split}_acc": self.evaluate(split) for split in SPLITS}
 
     def save_checkpoint(self, path: str | Path) -> None:
@@ -200,9 +233,14 @@ class Trainer:
             )
         return self.model(batch.x, batch.edge_index)
 
-    def _full_graph_logits(self) -> torch.Tensor:
-        x = torch.from_numpy(np.asarray(self.dataset.x, dtype=np.float32))
-        return self.model(x, self.dataset.graph.to_edge_index())
+    def _all_logits(self) -> torch.Tensor:
+        x = as_tensor(self.dataset.x)
+        if self.eval_mode == "layerwise":
+            return layerwise_inference(
+                self.model, self.dataset.graph, x, device=self.device, progress=self.progress
+            )
+        edge_index = self.dataset.graph.to_edge_index().to(self.device)
+        return self.model(x.to(self.device, torch.float32), edge_index).cpu()
 
     def _record(self, metrics: dict) -> None:
         line = json.dumps(metrics)
@@ -216,6 +254,8 @@ class Trainer:
 
 def _can_trim(model: torch.nn.Module, num_hops: int) -> bool:
     """Whether ``model`` gives the same result on PyG's ``trim_to_layer`` path."""
-    if not isinstance(model, BasicGNN) or model.num_layers != num_hops:
-        return False
-    return not any(isinstance(m, GCNConv) and m.normalize for m in model.modules())
+    return (
+        isinstance(model, BasicGNN)
+        and model.num_layers == num_hops
+        and not normalizes_by_degree(model)
+    )

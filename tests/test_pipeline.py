@@ -1,0 +1,152 @@
+"""The threaded pipeline and the pipelined loader: order, errors, shutdown."""
+
+import gc
+import random
+import threading
+import time
+
+import pytest
+import torch
+
+from graphengine import NeighborLoader
+from graphengine.datasets import SyntheticSpec, generate
+from graphengine.inference import layerwise_inference
+from graphengine.pipeline import Pipeline, Stage
+
+
+def graphengine_threads() -> list[threading.Thread]:
+    return [t for t in threading.enumerate() if t.name.startswith("graphengine-")]
+
+
+def wait_for_no_threads(timeout=6.0) -> None:
+    deadline = time.monotonic() + timeout
+    while graphengine_threads() and time.monotonic() < deadline:
+        time.sleep(0.02)
+    assert not graphengine_threads()
+
+
+def jitter(x):
+    time.sleep(random.random() * 0.003)
+    return x
+
+
+def test_order_kept_with_many_workers():
+    pipeline = Pipeline(range(200), [Stage("a", jitter, 4), Stage("b", lambda x: x * 3, 3)], 3)
+    assert list(pipeline) == [3 * i for i in range(200)]
+    times = pipeline.times.snapshot()
+    assert set(times) == {"a", "b", "waiting"} and times["a"] > 0
+    wait_for_no_threads()
+
+
+@pytest.mark.parametrize("failing_stage", [0, 1, 2])
+def test_exception_in_any_stage_reaches_caller_in_order(failing_stage):
+    def maybe_fail(stage):
+        def run(x):
+            if stage == failing_stage and x == 13:
+                raise KeyError(f"stage {stage} failed on 13")
+            return jitter(x)
+
+        return run
+
+    stages = [Stage(f"s{i}", maybe_fail(i), workers=2) for i in range(3)]
+    received = []
+    with pytest.raises(KeyError, match=f"stage {failing_stage} failed on 13"):
+        for item in Pipeline(range(40), stages):
+            received.append(item)
+    assert received == list(range(13))
+    wait_for_no_threads()
+
+
+def test_source_failure_reaches_caller():
+    def source():
+        yield 1
+        raise OSError("disk gone")
+
+    with pytest.raises(OSError, match="disk gone"):
+        list(Pipeline(source(), [Stage("a", jitter)]))
+    wait_for_no_threads()
+
+
+def test_break_and_garbage_collection_stop_every_thread():
+    pipeline = Pipeline(range(10_000), [Stage("a", jitter, 2), Stage("b", jitter)])
+    for item in pipeline:
+        if item == 5:
+            break
+    wait_for_no_threads()
+    iterator = iter(pipeline)
+    next(iterator)
+    assert graphengine_threads()
+    del iterator
+    gc.collect()
+    wait_for_no_threads()
+
+
+def test_bad_arguments():
+    with pytest.raises(ValueError, match="at least one worker"):
+        Stage("a", jitter, 0)
+    with pytest.raises(ValueError, match="'prefetch' must be at least 1"):
+        Pipeline(range(3), [Stage("a", jitter)], prefetch=0)
+
+
+def small_dataset():
+    return generate("t", SyntheticSpec(3000, 40_000, 8, 3, 1500, 300))
+
+
+@pytest.mark.parametrize("num_workers", [1, 3])
+@pytest.mark.parametrize("filter_per_worker", [False, True])
+def test_pipelined_loader_matches_inline_loader(num_workers, filter_per_worker):
+    dataset = small_dataset()
+    common = dict(batch_size=100, input_nodes=dataset.train_idx, shuffle=True, seed=5)
+    inline = list(NeighborLoader(dataset, [6, 4], num_workers=0, **common))
+    loader = NeighborLoader(
+        dataset, [6, 4], num_workers=num_workers, filter_per_worker=filter_per_worker, **common
+    )
+    piped = list(loader)
+    assert len(inline) == len(piped) == 15
+    for a, b in zip(inline, piped, strict=True):
+        for key in ("n_id", "e_id", "edge_index", "x", "y"):
+            assert torch.equal(a[key], b[key])
+    times = loader.stage_times
+    assert times["sample"] > 0 and times["gather"] > 0
+    wait_for_no_threads()
+
+
+def test_loader_transform_error_reaches_caller_and_threads_stop():
+    dataset = small_dataset()
+
+    def transform(batch):
+        if int(batch.n_id[0]) == int(dataset.train_idx[300]):
+            raise RuntimeError("bad batch")
+        return batch
+
+    loader = NeighborLoader(
+        dataset, [3], batch_size=100, input_nodes=dataset.train_idx, transform=transform
+    )
+    with pytest.raises(RuntimeError, match="bad batch"):
+        list(loader)
+    wait_for_no_threads()
+    for _ in NeighborLoader(dataset, [3], batch_size=10):
+        break
+    wait_for_no_threads()
+
+
+def test_layerwise_inference_matches_full_graph_forward():
+    from torch_geometric.nn import GAT, GraphSAGE
+
+    dataset = small_dataset()
+    x = torch.from_numpy(dataset.x)
+    edge_index = dataset.graph.to_edge_index()
+    for model_class in (GraphSAGE, GAT):
+        torch.manual_seed(0)
+        model = model_class(8, 16, num_layers=3, out_channels=3).eval()
+        expected = model(x, edge_index)
+        got = layerwise_inference(model, dataset.graph, x, chunk_size=700)
+        assert torch.allclose(got, expected, atol=1e-4), model_class.__name__
+
+
+def test_layerwise_inference_refuses_gcn():
+    from torch_geometric.nn import GCN
+
+    dataset = small_dataset()
+    with pytest.raises(ValueError, match="layer-wise inference needs a PyG BasicGNN"):
+        layerwise_inference(GCN(8, 16, 2, 3).eval(), dataset.graph, torch.from_numpy(dataset.x))
