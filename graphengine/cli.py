@@ -63,6 +63,19 @@ def _parser() -> argparse.ArgumentParser:
     sample.add_argument("--threads", type=int, default=1)
     sample.add_argument("--vs", choices=["pyg"], help="also time PyG's NeighborLoader")
     sample.set_defaults(run=_bench_sample)
+    train_bench = benches.add_parser("train", help="end-to-end training steps, vs PyG's loop")
+    _dataset_args(train_bench, default="synthetic-products")
+    train_bench.add_argument("--model", choices=["sage"], default="sage")
+    train_bench.add_argument("--fanouts", type=_fanouts, default=[15, 10, 5])
+    train_bench.add_argument("--batch-size", type=int, default=1024)
+    train_bench.add_argument("--hidden", type=int, default=256)
+    train_bench.add_argument("--batches", type=int, default=5)
+    train_bench.add_argument("--threads", type=int, default=2)
+    train_bench.add_argument(
+        "--epochs", type=int, default=0, help="also train E epochs for accuracy"
+    )
+    train_bench.add_argument("--vs", choices=["pyg"], help="also time PyG's NeighborLoader loop")
+    train_bench.set_defaults(run=_bench_train)
     gather = benches.add_parser("gather", help="feature-row gathers vs copy bandwidth")
     gather.add_argument("--table-mib", type=int, default=1024)
     gather.add_argument("--cols", type=int, default=128)
@@ -102,8 +115,10 @@ def _fanouts(text: str) -> list[int]:
 def _train(args) -> int:
     from graphengine.datasets import load_dataset
     from graphengine.models import build_model
+    from graphengine.runtime import tune_host_allocator
     from graphengine.trainer import Trainer
 
+    tune_host_allocator()
     torch.manual_seed(args.seed)
     dataset = load_dataset(args.dataset, root=args.root)
     log.info("%s", dataset)
@@ -175,6 +190,23 @@ def _bench_sample(args) -> int:
         args.threads,
         root=args.root,
         vs_pyg=args.vs == "pyg",
+    )
+    return 0
+
+
+def _bench_train(args) -> int:
+    from graphengine.bench import train
+
+    train.run(
+        args.dataset,
+        args.fanouts,
+        args.batch_size,
+        args.hidden,
+        args.batches,
+        args.threads,
+        root=args.root,
+        vs_pyg=args.vs == "pyg",
+        epochs=args.epochs,
     )
     return 0
 

@@ -1,0 +1,228 @@
+"""``graphengine bench train``: end-to-end training throughput, against a PyG user's loop.
+
+GraphSAGE (3 layers, hidden 256 by default) on fanouts 15,10,5 and batches of 1024:
+a fixed number of training steps through graphengine's pipelined loader and trimmed
+layers, and with ``--vs pyg`` the same model through PyG's ``NeighborLoader`` (at its
+best ``num_workers`` of 0, 1, 2) called as ``model(batch.x, batch.edge_index)``.
+Epoch time is extrapolated from the steps to the full training split. With
+``--epochs E`` both also train E full epochs and report test accuracy. PyG runs
+first, with glibc's default allocator settings (what its users get); graphengine
+then runs with :func:`graphengine.runtime.tune_host_allocator`, as its CLI does.
+"""
+
+from __future__ import annotations
+
+import logging
+import math
+import time
+
+import numpy as np
+import torch
+import torch.nn.functional as F
+from torch_geometric.nn import GraphSAGE
+
+from graphengine.bench.report import print_report
+from graphengine.bench.sample import set_threads
+from graphengine.datasets import load_dataset
+from graphengine.loader import NeighborLoader
+from graphengine.runtime import tune_host_allocator
+from graphengine.trainer import Trainer
+
+log = logging.getLogger(__name__)
+
+
+def run(
+    dataset_name: str,
+    fanouts: list[int],
+    batch_size: int,
+    hidden: int,
+    batches: int,
+    threads: int,
+    root: str | None = None,
+    vs_pyg: bool = False,
+    epochs: int = 0,
+    seed: int = 0,
+) -> dict:
+    set_threads(threads)
+    dataset = load_dataset(dataset_name, root=root)
+    batches_per_epoch = math.ceil(len(dataset.train_idx) / batch_size)
+    summary = {
+        "bench": "train",
+        "dataset": dataset_name,
+        "model": f"sage-{len(fanouts)}x{hidden}",
+        "fanouts": fanouts,
+        "batch_size": batch_size,
+        "batches": batches,
+        "threads": threads,
+    }
+    rows = []
+    pyg = None
+    if vs_pyg:
+        # PyG first: its worker processes fork, which Numba's OpenMP pool would not survive;
+        # and with glibc's default allocator settings, which is what PyG's users run with.
+        pyg = _pyg_steps(dataset, fanouts, batch_size, hidden, batches, seed)
+    summary["allocator_tuned"] = tune_host_allocator()
+    ours = _graphengine_steps(dataset, fanouts, batch_size, hidden, batches, seed)
+    epoch_s = ours["step_s"] * batches_per_epoch
+    stages = ours["stages"]
+    slowest = max(stages, key=lambda k: stages[k] if k != "waiting" else -1)
+    summary.update(
+        epoch_s=epoch_s,
+        step_s=ours["step_s"],
+        stage_s=stages,
+        slowest_stage=slowest,
+        wall_over_slowest=ours["wall"] / stages[slowest],
+        overlap=sum(v for k, v in stages.items() if k != "waiting") / ours["wall"],
+    )
+    rows.append(["graphengine (pipelined, trimmed)", ours["step_s"], epoch_s, ""])
+    if pyg is not None:
+        if "error" in pyg:
+            summary["pyg"] = pyg["error"]
+        else:
+            pyg_epoch = pyg["step_s"] * batches_per_epoch
+            rows.append(
+                [
+                    f"PyG NeighborLoader (num_workers={pyg['num_workers']})",
+                    pyg["step_s"],
+                    pyg_epoch,
+                    "",
+                ]
+            )
+            summary.update(
+                pyg_epoch_s=pyg_epoch,
+                pyg_num_workers=pyg["num_workers"],
+                speedup_vs_pyg=pyg_epoch / epoch_s,
+            )
+            rows[0][3] = f"{pyg_epoch / epoch_s:.2f}x"
+    if epochs:
+        summary["test_acc"] = _accuracy_graphengine(
+            dataset, fanouts, batch_size, hidden, epochs, seed
+        )
+        if vs_pyg and pyg is not None and "error" not in pyg:
+            summary["pyg_test_acc"] = _accuracy_pyg(
+                dataset, fanouts, batch_size, hidden, epochs, seed
+            )
+    stage_rows = [
+        [f"  stage: {k}", v / batches, v / batches * batches_per_epoch, ""]
+        for k, v in stages.items()
+    ]
+    print_report(["run", "s/step", "epoch s (extrapolated)", "speedup"], rows + stage_rows, summary)
+    if "pyg" in summary:
+        log.warning("%s", summary["pyg"])
+    return summary
+
+
+def _model(dataset, hidden, num_layers, seed) -> GraphSAGE:
+    torch.manual_seed(seed)
+    return GraphSAGE(dataset.num_features, hidden, num_layers, dataset.num_classes)
+
+
+def _graphengine_steps(dataset, fanouts, batch_size, hidden, batches, seed) -> dict:
+    model = _model(dataset, hidden, len(fanouts), seed)
+    trainer = Trainer(
+        model, dataset, fanouts, batch_size, seed=seed, progress=False, eval_mode="sampled"
+    )
+    loader = NeighborLoader(
+        dataset,
+        fanouts,
+        batch_size=batch_size,
+        input_nodes=dataset.train_idx,
+        shuffle=True,
+        seed=seed,
+        num_workers=1,
+    )
+    compute = 0.0
+    iterator = iter(loader)
+    _step(trainer, next(iterator))
+    before = loader.stage_times
+    start = time.perf_counter()
+    for _, batch in zip(range(batches), iterator, strict=False):
+        step_start = time.perf_counter()
+        _step(trainer, batch)
+        compute += time.perf_counter() - step_start
+    wall = time.perf_counter() - start
+    after = loader.stage_times
+    del iterator
+    stages = {k: after[k] - before[k] for k in after}
+    stages["compute"] = compute
+    return {"step_s": wall / batches, "wall": wall, "stages": stages}
+
+
+def _step(trainer: Trainer, batch) -> None:
+    trainer.model.train()
+    trainer.optimizer.zero_grad()
+    logits = trainer._forward(batch)[: batch.batch_size]
+    F.cross_entropy(logits, batch.y[: batch.batch_size].long()).backward()
+    trainer.optimizer.step()
+
+
+def _pyg_loader(data, fanouts, batch_size, num_workers, input_nodes):
+    from torch_geometric.loader import NeighborLoader as PyGNeighborLoader
+
+    return PyGNeighborLoader(
+        data,
+        num_neighbors=fanouts,
+        batch_size=batch_size,
+        input_nodes=input_nodes,
+        shuffle=True,
+        num_workers=num_workers,
+        persistent_workers=num_workers > 0,
+    )
+
+
+def _pyg_steps(dataset, fanouts, batch_size, hidden, batches, seed) -> dict:
+    import torch_geometric.typing as pyg_typing
+
+    if not (pyg_typing.WITH_PYG_LIB or pyg_typing.WITH_TORCH_SPARSE):
+        return {"error": "PyG sampling backend not installed (pyg-lib or torch-sparse)"}
+    data = dataset.to_data()
+    train = torch.from_numpy(np.array(dataset.train_idx))
+    best = None
+    for num_workers in (0, 1, 2):
+        loader = iter(_pyg_loader(data, fanouts, batch_size, num_workers, train))
+        next(loader)
+        start = time.perf_counter()
+        for _ in range(3):
+            next(loader)
+        seconds = time.perf_counter() - start
+        del loader
+        log.info("PyG loading with num_workers=%d: %.3f s per batch", num_workers, seconds / 3)
+        if best is None or seconds < best[1]:
+            best = (num_workers, seconds)
+    model = _model(dataset, hidden, len(fanouts), seed)
+    optimizer = torch.optim.Adam(model.parameters(), lr=0.003)
+    iterator = iter(_pyg_loader(data, fanouts, batch_size, best[0], train))
+    next(iterator)
+    start = time.perf_counter()
+    for _, batch in zip(range(batches), iterator, strict=False):
+        optimizer.zero_grad()
+        out = model(batch.x, batch.edge_index)[: batch.batch_size]
+        F.cross_entropy(out, batch.y[: batch.batch_size]).backward()
+        optimizer.step()
+    wall = time.perf_counter() - start
+    return {"step_s": wall / batches, "num_workers": best[0]}
+
+
+def _accuracy_graphengine(dataset, fanouts, batch_size, hidden, epochs, seed) -> float:
+    model = _model(dataset, hidden, len(fanouts), seed)
+    trainer = Trainer(model, dataset, fanouts, batch_size, seed=seed, progress=False)
+    trainer.fit(epochs, eval_every=epochs)
+    return trainer.evaluate("test")
+
+
+def _accuracy_pyg(dataset, fanouts, batch_size, hidden, epochs, seed) -> float:
+    data = dataset.to_data()
+    model = _model(dataset, hidden, len(fanouts), seed)
+    optimizer = torch.optim.Adam(model.parameters(), lr=0.003)
+    loader = _pyg_loader(data, fanouts, batch_size, 0, data.train_mask)
+    for _ in range(epochs):
+        model.train()
+        for batch in loader:
+            optimizer.zero_grad()
+            out = model(batch.x, batch.edge_index)[: batch.batch_size]
+            F.cross_entropy(out, batch.y[: batch.batch_size]).backward()
+            optimizer.step()
+    model.eval()
+    with torch.no_grad():
+        prediction = model(data.x, data.edge_index).argmax(dim=-1)
+    return float((prediction[data.test_mask] == data.y[data.test_mask]).float().mean())
