@@ -22,6 +22,8 @@ FLOYD_MAX_FANOUT = 64
 # How many frontier nodes (or edges) ahead the kernels prefetch the rows they will read.
 PREFETCH_DISTANCE = 16
 EMPTY = -1
+# Linear probing stays short up to this load; the table grows before it passes it.
+MAX_LOAD_PERCENT = 70
 
 
 @njit(parallel=True, nogil=True, cache=True)
@@ -123,9 +125,9 @@ def _slot(node, shift):
 def insert_nodes(nodes, count, table, shift):
     """Put ``nodes[:count]`` (int64) into an empty ``table``, node ``i`` with local id ``i``.
 
-    A repeated node keeps its first local id. ``table`` is int64 ``[2 * capacity]``
-    of (key, value) pairs, ``EMPTY`` keys free, ``capacity`` a power of two and
-    ``shift = 64 - log2(capacity)``.
+    A repeated node keeps its first local id. ``table`` is ``[2 * capacity]`` of
+    (key, value) pairs, int32 when node ids fit (half the cache footprint) else int64,
+    ``EMPTY`` keys free, ``capacity`` a power of two and ``shift = 64 - log2(capacity)``.
     """
     mask = table.shape[0] // 2 - 1
     for i in range(count):
@@ -147,12 +149,12 @@ def relabel(nbr, begin, table, shift, n_id, num_nodes, out_row):
     """Map ``nbr[begin:]`` (global ids) to local ids in ``out_row``, adding new nodes.
 
     New nodes get the next local id and are appended to ``n_id``. Stops early,
-    before the table gets more than half full; returns ``(next edge, num_nodes)``
-    so that the caller can grow the table and resume.
+    before the table gets more than ``MAX_LOAD_PERCENT`` full; returns
+    ``(next edge, num_nodes)`` so that the caller can grow the table and resume.
     """
     capacity = table.shape[0] // 2
     mask = capacity - 1
-    limit = capacity // 2
+    limit = capacity * MAX_LOAD_PERCENT // 100
     end = nbr.shape[0]
     for e in range(begin, end):
         if num_nodes >= limit:

@@ -48,6 +48,7 @@ class NeighborSampler:
         if self.num_nodes > 0 and int(np.diff(indptr).max()) > MAX_BOUND:
             raise ValueError(f"in-degrees above {MAX_BOUND} are not supported")
         # Buffer sizes of the last batch: hints only, so races between threads are harmless.
+        self._table_dtype = np.int32 if self.num_nodes <= np.iinfo(np.int32).max else np.int64
         self._table_bits = _MIN_TABLE_BITS
         self._nodes = 0
         self._edges = 0
@@ -68,8 +69,8 @@ class NeighborSampler:
         seeds = check_node_ids(inputs.node, self.num_nodes, "node")
         batch_size = seeds.shape[0]
         # Size the buffers like the previous batch's, so that one allocation usually suffices.
-        bits = max(_MIN_TABLE_BITS, self._table_bits, int(4 * max(batch_size, 1) - 1).bit_length())
-        table = np.full(2 << bits, kernels.EMPTY, dtype=np.int64)
+        bits = max(_MIN_TABLE_BITS, self._table_bits, int(2 * max(batch_size, 1) - 1).bit_length())
+        table = np.full(2 << bits, kernels.EMPTY, dtype=self._table_dtype)
         kernels.insert_nodes(seeds, batch_size, table, 64 - bits)
         n_id = _grow(seeds, batch_size, max(self._nodes, batch_size))
         row = np.empty(self._edges, dtype=np.int64)
@@ -116,7 +117,7 @@ class NeighborSampler:
                 if done == hop_edges:
                     break
                 bits += 1
-                table = np.full(2 << bits, kernels.EMPTY, dtype=np.int64)
+                table = np.full(2 << bits, kernels.EMPTY, dtype=self._table_dtype)
                 kernels.insert_nodes(n_id, num_nodes, table, 64 - bits)
             num_sampled_nodes.append(num_nodes - hop_start)
             num_sampled_edges.append(hop_edges)

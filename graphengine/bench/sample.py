@@ -27,7 +27,13 @@ def run(
     vs_pyg: bool = False,
     seed: int = 0,
 ) -> dict:
-    """Time ``batches`` batches of the training split; print a table and a JSON line."""
+    """Time ``batches`` batches of the training split; print a table and a JSON line.
+
+    Rows: the default NeighborLoader (a sampling and a gathering thread, each using
+    ``threads`` threads inside its kernels), the same loader with ``num_workers=0``
+    (everything in the calling thread: the fair figure at ``threads=1``), the sampler
+    alone, and with ``vs_pyg`` PyG's NeighborLoader on the same seeds.
+    """
     set_threads(threads)
     data = load_dataset(dataset, root=root)
     rng = np.random.default_rng(seed)
@@ -36,10 +42,17 @@ def run(
         raise ValueError(f"'{dataset}' has too few training nodes for batch size {batch_size}")
     timed = seeds[batch_size:]
 
-    loader = NeighborLoader(data, fanouts, batch_size=batch_size, input_nodes=seeds, seed=seed)
     rows, summary = [], {}
+    loader = NeighborLoader(data, fanouts, batch_size=batch_size, input_nodes=seeds, seed=seed)
     loader_s, edges = _time_batches(loader)
-    rows.append(_row("graphengine NeighborLoader", len(timed), edges, loader_s))
+    rows.append(_row("graphengine NeighborLoader (pipelined)", len(timed), edges, loader_s))
+    inline = NeighborLoader(
+        data, fanouts, batch_size=batch_size, input_nodes=seeds, seed=seed, num_workers=0
+    )
+    inline_s, inline_edges = _time_batches(inline)
+    rows.append(
+        _row("graphengine NeighborLoader (num_workers=0)", len(timed), inline_edges, inline_s)
+    )
     sampler = NeighborSampler(data.graph.indptr, data.graph.indices, fanouts, validate=False)
     kernel_s, kernel_edges = _time_sampler(sampler, seeds, batch_size, seed)
     rows.append(_row("graphengine sampler only", len(timed), kernel_edges, kernel_s))
@@ -52,6 +65,8 @@ def run(
         threads=threads,
         seeds_per_s=len(timed) / loader_s,
         edges_per_s=edges / loader_s,
+        inline_seeds_per_s=len(timed) / inline_s,
+        inline_edges_per_s=inline_edges / inline_s,
         sampler_only_edges_per_s=kernel_edges / kernel_s,
     )
     if vs_pyg:
@@ -65,6 +80,7 @@ def run(
                 pyg_seeds_per_s=len(timed) / pyg_s,
                 pyg_edges_per_s=pyg_edges / pyg_s,
                 speedup_vs_pyg=(edges / loader_s) / (pyg_edges / pyg_s),
+                inline_speedup_vs_pyg=(inline_edges / inline_s) / (pyg_edges / pyg_s),
             )
     print_report(["loader", "seeds", "edges", "seconds", "seeds/s", "edges/s"], rows, summary)
     if "pyg" in summary:
