@@ -29,10 +29,11 @@ def run(
 ) -> dict:
     """Time ``batches`` batches of the training split; print a table and a JSON line.
 
-    Rows: the default NeighborLoader (a sampling and a gathering thread, each using
-    ``threads`` threads inside its kernels), the same loader with ``num_workers=0``
-    (everything in the calling thread: the fair figure at ``threads=1``), the sampler
-    alone, and with ``vs_pyg`` PyG's NeighborLoader on the same seeds.
+    Rows: the default NeighborLoader (one sampling-and-gathering thread beside the
+    caller, its kernels using ``threads`` threads), the same with two such threads,
+    with ``num_workers=0`` (everything in the calling thread: the fair figure at
+    ``threads=1``), the sampler alone, and with ``vs_pyg`` PyG's NeighborLoader on the
+    same seeds.
     """
     set_threads(threads)
     data = load_dataset(dataset, root=root)
@@ -45,7 +46,12 @@ def run(
     rows, summary = [], {}
     loader = NeighborLoader(data, fanouts, batch_size=batch_size, input_nodes=seeds, seed=seed)
     loader_s, edges = _time_batches(loader)
-    rows.append(_row("graphengine NeighborLoader (pipelined)", len(timed), edges, loader_s))
+    rows.append(_row("graphengine NeighborLoader (default)", len(timed), edges, loader_s))
+    two = NeighborLoader(
+        data, fanouts, batch_size=batch_size, input_nodes=seeds, seed=seed, num_workers=2
+    )
+    two_s, two_edges = _time_batches(two)
+    rows.append(_row("graphengine NeighborLoader (num_workers=2)", len(timed), two_edges, two_s))
     inline = NeighborLoader(
         data, fanouts, batch_size=batch_size, input_nodes=seeds, seed=seed, num_workers=0
     )
@@ -65,6 +71,7 @@ def run(
         threads=threads,
         seeds_per_s=len(timed) / loader_s,
         edges_per_s=edges / loader_s,
+        two_workers_edges_per_s=two_edges / two_s,
         inline_seeds_per_s=len(timed) / inline_s,
         inline_edges_per_s=inline_edges / inline_s,
         sampler_only_edges_per_s=kernel_edges / kernel_s,
@@ -80,6 +87,7 @@ def run(
                 pyg_seeds_per_s=len(timed) / pyg_s,
                 pyg_edges_per_s=pyg_edges / pyg_s,
                 speedup_vs_pyg=(edges / loader_s) / (pyg_edges / pyg_s),
+                two_workers_speedup_vs_pyg=(two_edges / two_s) / (pyg_edges / pyg_s),
                 inline_speedup_vs_pyg=(inline_edges / inline_s) / (pyg_edges / pyg_s),
             )
     print_report(["loader", "seeds", "edges", "seconds", "seeds/s", "edges/s"], rows, summary)

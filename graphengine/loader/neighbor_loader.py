@@ -105,8 +105,9 @@ class NeighborLoader:
         transform: a function applied to each ``Data`` batch (in the gathering stage).
         num_workers: sampling threads, as PyG's ``num_workers`` counts producers; ``0``
             loads every batch in the caller's thread, without a pipeline.
-        filter_per_worker: gather features in every sampling thread (``True``) or in one
-            gathering thread (``False``, the default: the gather is multi-threaded itself).
+        filter_per_worker: gather features in the sampling threads (``True``, the default
+            as in PyG on the CPU: measured fastest here) or in one gathering thread of its
+            own (``False``).
         prefetch: batches loaded ahead of the caller.
         device: where batches go; a CUDA device adds a copy stage on a side stream.
         pin_memory: gather features into pinned memory (for fast host-to-device copies).
@@ -169,7 +170,7 @@ class NeighborLoader:
         self.input_nodes = input_nodes
         self.transform = transform
         self.num_workers = num_workers
-        self.filter_per_worker = bool(filter_per_worker)
+        self.filter_per_worker = True if filter_per_worker is None else bool(filter_per_worker)
         self.prefetch = prefetch
         self.device = torch.device(device) if device is not None else None
         self.seed = seed
