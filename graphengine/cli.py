@@ -39,7 +39,7 @@ def _parser() -> argparse.ArgumentParser:
     train.add_argument("--seed", type=int, default=0)
     train.add_argument("--eval", choices=["auto", "full", "sampled"], default="auto")
     train.add_argument("--eval-every", type=int, default=1)
-    train.add_argument("--num-workers", type=int, default=0)
+    train.add_argument("--num-workers", type=int, default=1, help="sampling threads")
     train.add_argument("--checkpoint", help="save every epoch; resume when it exists")
     train.add_argument("--metrics", help="append per-epoch JSON lines to this file")
     train.add_argument("--no-progress", action="store_true", help="hide the progress bar")

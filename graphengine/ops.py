@@ -10,6 +10,7 @@ built, :func:`gather_rows` falls back to ``torch.index_select`` with one warning
 
 from __future__ import annotations
 
+import hashlib
 import logging
 import threading
 import warnings
@@ -74,8 +75,10 @@ def _compile(verbose: bool) -> None:
     flags = ["-O3", "-fopenmp"]
     if with_cuda():
         sources.append(CSRC / "cuda" / "gather_kernel.cu")
+    # One build per checkout: two checkouts sharing a name would rebuild over each other.
+    checkout = hashlib.sha1(str(CSRC).encode()).hexdigest()[:8]
     load(
-        name=_NAME + ("_cuda" if with_cuda() else "_cpu"),
+        name=f"{_NAME}_{'cuda' if with_cuda() else 'cpu'}_{checkout}",
         sources=[str(path) for path in sources],
         extra_cflags=flags,
         extra_cuda_cflags=["-O3", "--use_fast_math"],
