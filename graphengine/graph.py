@@ -2,13 +2,13 @@
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 
 import numpy as np
 import scipy.sparse as sp
 import torch
 
+from graphengine.storage import load_array, read_manifest, write_manifest
 from samplers import check_csc
 
 FORMAT = "graphengine.graph"
@@ -142,14 +142,16 @@ class Graph:
         arrays = self._arrays()
         for name, array in arrays.items():
             np.save(path / f"{name}.npy", array)
-        manifest = {
-            "format": FORMAT,
-            "version": FORMAT_VERSION,
-            "num_nodes": self.num_nodes,
-            "num_edges": self.num_edges,
-            "arrays": {name: str(array.dtype) for name, array in arrays.items()},
-        }
-        (path / _MANIFEST).write_text(json.dumps(manifest, indent=2) + "\n")
+        write_manifest(
+            path / _MANIFEST,
+            FORMAT,
+            FORMAT_VERSION,
+            {
+                "num_nodes": self.num_nodes,
+                "num_edges": self.num_edges,
+                "arrays": {name: str(array.dtype) for name, array in arrays.items()},
+            },
+        )
 
     @classmethod
     def load(cls, path: str | Path, mmap: bool = True, validate: bool = True) -> Graph:
@@ -161,18 +163,7 @@ class Graph:
                 mismatched array file.
         """
         path = Path(path)
-        manifest_path = path / _MANIFEST
-        if not manifest_path.is_file():
-            raise FileNotFoundError(f"no graph at '{path}': '{manifest_path}' does not exist")
-        try:
-            manifest = json.loads(manifest_path.read_text())
-        except json.JSONDecodeError as error:
-            raise ValueError(f"corrupt manifest '{manifest_path}': {error}") from None
-        if manifest.get("format") != FORMAT or manifest.get("version") != FORMAT_VERSION:
-            raise ValueError(
-                f"'{manifest_path}' is not a {FORMAT} version {FORMAT_VERSION} manifest "
-                f"(format={manifest.get('format')!r}, version={manifest.get('version')!r})"
-            )
+        manifest = read_manifest(path, _MANIFEST, FORMAT, FORMAT_VERSION, "graph")
         num_nodes, num_edges = manifest["num_nodes"], manifest["num_edges"]
         lengths = {"indptr": num_nodes + 1, "indices": num_edges, "edge_ids": num_edges}
         arrays = {
@@ -200,21 +191,6 @@ class Graph:
         if self.edge_ids is not None:
             arrays["edge_ids"] = self.edge_ids
         return arrays
-
-
-def load_array(path: Path, dtype: str, shape: tuple[int, ...], mmap: bool) -> np.ndarray:
-    """Load one ``.npy`` file and check its dtype and shape against what a manifest says."""
-    if not path.is_file():
-        raise FileNotFoundError(f"missing array file '{path}'")
-    try:
-        array = np.load(path, mmap_mode="r" if mmap else None, allow_pickle=False)
-    except (ValueError, OSError, EOFError) as error:
-        raise ValueError(f"corrupt or truncated array file '{path}': {error}") from None
-    if str(array.dtype) != dtype or tuple(array.shape) != tuple(shape):
-        raise ValueError(
-            f"'{path}' holds {array.dtype} {tuple(array.shape)}, expected {dtype} {tuple(shape)}"
-        )
-    return array
 
 
 def _index_dtype(num_nodes: int) -> type:

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -10,7 +9,8 @@ import numpy as np
 import torch
 from torch_geometric.data import Data
 
-from graphengine.graph import Graph, load_array
+from graphengine.graph import Graph
+from graphengine.storage import load_array, read_manifest, write_manifest
 from samplers import check_node_ids
 
 FORMAT = "graphengine.dataset"
@@ -94,14 +94,16 @@ class GraphDataset:
         arrays = self._arrays()
         for key, array in arrays.items():
             np.save(path / f"{key}.npy", array)
-        manifest = {
-            "format": FORMAT,
-            "version": FORMAT_VERSION,
-            "name": self.name,
-            "num_classes": self.num_classes,
-            "arrays": {key: [str(a.dtype), list(a.shape)] for key, a in arrays.items()},
-        }
-        (path / _MANIFEST).write_text(json.dumps(manifest, indent=2) + "\n")
+        write_manifest(
+            path / _MANIFEST,
+            FORMAT,
+            FORMAT_VERSION,
+            {
+                "name": self.name,
+                "num_classes": self.num_classes,
+                "arrays": {key: [str(a.dtype), list(a.shape)] for key, a in arrays.items()},
+            },
+        )
 
     @classmethod
     def load(cls, path: str | Path, mmap: bool = True) -> GraphDataset:
@@ -111,15 +113,7 @@ class GraphDataset:
         manifest of another format or a truncated or mismatched array.
         """
         path = Path(path)
-        manifest_path = path / _MANIFEST
-        if not manifest_path.is_file():
-            raise FileNotFoundError(f"no dataset at '{path}': '{manifest_path}' does not exist")
-        try:
-            manifest = json.loads(manifest_path.read_text())
-        except json.JSONDecodeError as error:
-            raise ValueError(f"corrupt manifest '{manifest_path}': {error}") from None
-        if manifest.get("format") != FORMAT or manifest.get("version") != FORMAT_VERSION:
-            raise ValueError(f"'{manifest_path}' is not a {FORMAT} v{FORMAT_VERSION} manifest")
+        manifest = read_manifest(path, _MANIFEST, FORMAT, FORMAT_VERSION, "dataset")
         arrays = {
             key: load_array(path / f"{key}.npy", dtype, tuple(shape), mmap)
             for key, (dtype, shape) in manifest["arrays"].items()

@@ -1,0 +1,49 @@
+"""On-disk layout shared by the graph and dataset stores: ``.npy`` arrays and a JSON manifest."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import numpy as np
+
+
+def write_manifest(path: Path, fmt: str, version: int, fields: dict) -> None:
+    """Write ``{"format": fmt, "version": version, **fields}`` as indented JSON."""
+    path.write_text(json.dumps({"format": fmt, "version": version, **fields}, indent=2) + "\n")
+
+
+def read_manifest(directory: Path, filename: str, fmt: str, version: int, what: str) -> dict:
+    """Read and check the manifest ``directory / filename`` of a ``what`` (e.g. "graph").
+
+    Raises ``FileNotFoundError`` when it is missing, ``ValueError`` when it is not JSON or
+    names another format or version.
+    """
+    path = directory / filename
+    if not path.is_file():
+        raise FileNotFoundError(f"no {what} at '{directory}': '{path}' does not exist")
+    try:
+        manifest = json.loads(path.read_text())
+    except json.JSONDecodeError as error:
+        raise ValueError(f"corrupt manifest '{path}': {error}") from None
+    if manifest.get("format") != fmt or manifest.get("version") != version:
+        raise ValueError(
+            f"'{path}' is not a {fmt} version {version} manifest "
+            f"(format={manifest.get('format')!r}, version={manifest.get('version')!r})"
+        )
+    return manifest
+
+
+def load_array(path: Path, dtype: str, shape: tuple[int, ...], mmap: bool) -> np.ndarray:
+    """Load one ``.npy`` file and check its dtype and shape against what a manifest says."""
+    if not path.is_file():
+        raise FileNotFoundError(f"missing array file '{path}'")
+    try:
+        array = np.load(path, mmap_mode="r" if mmap else None, allow_pickle=False)
+    except (ValueError, OSError, EOFError) as error:
+        raise ValueError(f"corrupt or truncated array file '{path}': {error}") from None
+    if str(array.dtype) != dtype or tuple(array.shape) != tuple(shape):
+        raise ValueError(
+            f"'{path}' holds {array.dtype} {tuple(array.shape)}, expected {dtype} {tuple(shape)}"
+        )
+    return array
