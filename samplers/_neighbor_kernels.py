@@ -37,6 +37,8 @@ def hop_offsets(indptr, frontier, fanout, replace, starts, degrees):
     counts = np.empty(n + 1, dtype=np.int64)
     counts[0] = 0
     for i in prange(n):
+        if i + PREFETCH_DISTANCE < n:
+            prefetch(indptr, frontier[i + PREFETCH_DISTANCE])
         v = frontier[i]
         start = indptr[v]
         degree = indptr[v + 1] - start
@@ -87,11 +89,13 @@ def hop_sample(
     ``degrees[i]``) gets the slots ``offsets[i]:offsets[i + 1]`` of ``out_nbr`` (global
     neighbor id, int64), ``out_edge`` (CSC position of the edge, int64) and ``out_col``
     (local id of the frontier node, int64). ``key`` (uint64) names this hop's streams.
+
+    Two passes: the draws (positions only, no reads of the graph), then one flat loop
+    over the edges that reads ``indices`` with the reads ahead prefetched, so that the
+    cache misses of a graph larger than the cache overlap.
     """
     n = starts.shape[0]
     for i in prange(n):
-        if i + PREFETCH_DISTANCE < n:
-            prefetch(indices, starts[i + PREFETCH_DISTANCE])
         start = starts[i]
         degree = degrees[i]
         lo = offsets[i]
@@ -110,10 +114,13 @@ def hop_sample(
         else:
             _selection(state, degree, count, out_edge, lo)
         for j in range(lo, lo + count):
-            position = start + out_edge[j]
-            out_edge[j] = position
-            out_nbr[j] = indices[position]
+            out_edge[j] += start
             out_col[j] = local
+    num_edges = out_edge.shape[0]
+    for e in prange(num_edges):
+        if e + PREFETCH_DISTANCE < num_edges:
+            prefetch(indices, out_edge[e + PREFETCH_DISTANCE])
+        out_nbr[e] = indices[out_edge[e]]
 
 
 @njit(inline="always")
