@@ -5,15 +5,20 @@ from __future__ import annotations
 import argparse
 import json
 import logging
+import os
 import sys
 
 import torch
+
+from graphengine import distributed
 
 log = logging.getLogger("graphengine")
 
 
 def main(argv: list[str] | None = None) -> int:
+    argv = sys.argv[1:] if argv is None else argv
     args = _parser().parse_args(argv)
+    args.argv = argv
     logging.basicConfig(level=logging.INFO, format="%(levelname)s %(name)s: %(message)s")
     try:
         return args.run(args)
@@ -43,6 +48,15 @@ def _parser() -> argparse.ArgumentParser:
     train.add_argument("--checkpoint", help="save every epoch; resume when it exists")
     train.add_argument("--metrics", help="append per-epoch JSON lines to this file")
     train.add_argument("--no-progress", action="store_true", help="hide the progress bar")
+    train.add_argument(
+        "--nproc", type=int, default=1, help="data-parallel workers on this machine (torchrun)"
+    )
+    train.add_argument(
+        "--dist-timeout",
+        type=float,
+        default=300.0,
+        help="seconds a worker waits for the others before failing",
+    )
     train.set_defaults(run=_train)
 
     build = commands.add_parser("build", help="compile the C++/CUDA extension (cached)")
@@ -113,14 +127,20 @@ def _fanouts(text: str) -> list[int]:
 
 
 def _train(args) -> int:
-    from graphengine.datasets import load_dataset
     from graphengine.models import build_model
     from graphengine.runtime import tune_host_allocator
     from graphengine.trainer import Trainer
 
+    if args.nproc > 1 and not distributed.launched_by_torchrun():
+        return distributed.launch(args.nproc, _without_nproc(args.argv))
     tune_host_allocator()
+    rank, world_size = 0, 1
+    device = torch.device("cpu")
+    if distributed.launched_by_torchrun():
+        rank, world_size = distributed.join(args.dist_timeout)
+        device = distributed.local_device()
     torch.manual_seed(args.seed)
-    dataset = load_dataset(args.dataset, root=args.root)
+    dataset = _load_once_per_machine(args.dataset, args.root, world_size)
     log.info("%s", dataset)
     model = build_model(
         args.model,
@@ -142,12 +162,22 @@ def _train(args) -> int:
         num_workers=args.num_workers,
         checkpoint=args.checkpoint,
         metrics_path=args.metrics,
-        progress=not args.no_progress and sys.stderr.isatty(),
+        progress=rank == 0 and not args.no_progress and sys.stderr.isatty(),
+        device=device,
     )
     history = trainer.fit(args.epochs, eval_every=args.eval_every)
+    if world_size > 1:
+        torch.distributed.destroy_process_group()
+        if rank != 0:
+            return 0
     for metrics in history:
         print(json.dumps(metrics))
-    result = {"dataset": dataset.name, "model": args.model, "epochs": trainer.epoch}
+    result = {
+        "dataset": dataset.name,
+        "model": args.model,
+        "epochs": trainer.epoch,
+        "workers": world_size,
+    }
     result.update(trainer.evaluate_all())
     result["epoch_s"] = sum(m["epoch_s"] for m in history) / max(len(history), 1)
     print(json.dumps(result))
@@ -163,6 +193,32 @@ def _build(args) -> int:
     kernels = "CPU and CUDA" if ops.with_cuda() else "CPU (this torch has no CUDA)"
     print(json.dumps({"extension": "built", "kernels": kernels, "torch": torch.__version__}))
     return 0
+
+
+def _without_nproc(argv: list[str]) -> list[str]:
+    """``argv`` without its ``--nproc`` option, for the workers torchrun starts."""
+    out, skip = [], False
+    for arg in argv:
+        if skip:
+            skip = False
+        elif arg == "--nproc":
+            skip = True
+        elif not arg.startswith("--nproc="):
+            out.append(arg)
+    return out
+
+
+def _load_once_per_machine(name: str, root: str | None, world_size: int):
+    """Local rank 0 loads (and generates, for a synthetic dataset) first; the other workers
+    then open the same memory-mapped files, so the machine holds one copy."""
+    from graphengine.datasets import load_dataset
+
+    if world_size == 1:
+        return load_dataset(name, root=root)
+    first = int(os.environ.get("LOCAL_RANK", 0)) == 0
+    dataset = load_dataset(name, root=root) if first else None
+    torch.distributed.barrier()
+    return dataset if first else load_dataset(name, root=root)
 
 
 def _datasets(args) -> int:

@@ -10,11 +10,14 @@ from pathlib import Path
 
 import numpy as np
 import torch
+import torch.distributed as dist
 import torch.nn.functional as F
+from torch.nn.parallel import DistributedDataParallel
 from torch_geometric.nn.models.basic_gnn import BasicGNN
 from tqdm import tqdm
 
 from graphengine.datasets.dataset import SPLITS, GraphDataset
+from graphengine.distributed import rank_and_world
 from graphengine.feature_store import as_tensor
 from graphengine.inference import layerwise_inference, normalizes_by_degree, supports_layerwise
 from graphengine.loader import NeighborLoader
@@ -78,6 +81,11 @@ class Trainer:
                 eval_mode = "layerwise" if supports_layerwise(model) else "sampled"
         self.device = torch.device(device)
         self.model = model.to(self.device)
+        self.rank, self.world_size = rank_and_world()
+        self._train_model = self.model
+        if self.world_size > 1:
+            device_ids = [self.device.index] if self.device.type == "cuda" else None
+            self._train_model = DistributedDataParallel(self.model, device_ids=device_ids)
         self.dataset = dataset
         self.fanouts = list(fanouts)
         self.batch_size = batch_size
@@ -99,6 +107,8 @@ class Trainer:
             num_workers=num_workers,
             device=self.device,
             pin_memory=self.device.type == "cuda",
+            rank=self.rank,
+            world_size=self.world_size,
         )
         self._y = as_tensor(dataset.y)
         self._trims = _can_trim(model, len(self.fanouts))
@@ -117,7 +127,7 @@ class Trainer:
         history = []
         while self.epoch < epochs:
             metrics = self.train_epoch()
-            if (self.epoch % eval_every == 0) or self.epoch == epochs:
+            if self.rank == 0 and ((self.epoch % eval_every == 0) or self.epoch == epochs):
                 metrics["val_acc"] = self.evaluate("val")
             history.append(metrics)
             self._record(metrics)
@@ -125,7 +135,7 @@ class Trainer:
 
     def train_epoch(self) -> dict:
         """One pass over the training nodes; returns this epoch's metrics."""
-        self.model.train()
+        self._train_model.train()
         self.train_loader.set_epoch(self.epoch)
         total_loss = correct = seen = 0
         start = time.perf_counter()
@@ -139,7 +149,7 @@ class Trainer:
         for batch in batches:
             step_start = time.perf_counter()
             self.optimizer.zero_grad()
-            logits = self._forward(batch)[: batch.batch_size]
+            logits = self._forward(batch, self._train_model)[: batch.batch_size]
             target = batch.y[: batch.batch_size].long()
             loss = F.cross_entropy(logits, target)
             loss.backward()
@@ -150,6 +160,11 @@ class Trainer:
             compute += time.perf_counter() - step_start
         elapsed = time.perf_counter() - start
         self.epoch += 1
+        local_seen = seen
+        if self.world_size > 1:
+            totals = torch.tensor([total_loss, correct, seen], dtype=torch.float64)
+            dist.all_reduce(totals)
+            total_loss, correct, seen = totals.tolist()
         stages = self.train_loader.stage_times
         stages["compute"] = compute
         log.info(
@@ -161,6 +176,8 @@ class Trainer:
             "train_acc": correct / max(seen, 1),
             "epoch_s": elapsed,
             "seeds_per_s": seen / elapsed if elapsed > 0 else 0.0,
+            "seeds_per_s_per_worker": local_seen / elapsed if elapsed > 0 else 0.0,
+            "workers": self.world_size,
             "stage_s": stages,
         }
 
@@ -201,14 +218,21 @@ class Trainer:
         return {f"{split}_acc": self.evaluate(split) for split in SPLITS}
 
     def save_checkpoint(self, path: str | Path) -> None:
-        """Save model, optimizer, epoch and RNG state so that training can resume."""
+        """Save model, optimizer, epoch and every worker's RNG state so that training can
+        resume. With several workers every rank must call it; rank 0 writes."""
+        rng_states = [torch.get_rng_state()]
+        if self.world_size > 1:
+            rng_states = [None] * self.world_size
+            dist.all_gather_object(rng_states, torch.get_rng_state())
+        if self.rank != 0:
+            return
         path = Path(path)
         path.parent.mkdir(parents=True, exist_ok=True)
         state = {
             "model": self.model.state_dict(),
             "optimizer": self.optimizer.state_dict(),
             "epoch": self.epoch,
-            "torch_rng": torch.get_rng_state(),
+            "torch_rng": rng_states,
         }
         temporary = path.with_suffix(path.suffix + ".tmp")
         torch.save(state, temporary)
@@ -220,18 +244,20 @@ class Trainer:
         self.model.load_state_dict(state["model"])
         self.optimizer.load_state_dict(state["optimizer"])
         self.epoch = int(state["epoch"])
-        torch.set_rng_state(state["torch_rng"])
+        rng_states = state["torch_rng"]
+        torch.set_rng_state(rng_states[self.rank % len(rng_states)])
         log.info("resumed from %s at epoch %d", path, self.epoch)
 
-    def _forward(self, batch) -> torch.Tensor:
+    def _forward(self, batch, model: torch.nn.Module | None = None) -> torch.Tensor:
+        model = self.model if model is None else model
         if self._trims:
-            return self.model(
+            return model(
                 batch.x,
                 batch.edge_index,
                 num_sampled_nodes_per_hop=batch.num_sampled_nodes,
                 num_sampled_edges_per_hop=batch.num_sampled_edges,
             )
-        return self.model(batch.x, batch.edge_index)
+        return model(batch.x, batch.edge_index)
 
     def _all_logits(self) -> torch.Tensor:
         x = as_tensor(self.dataset.x)
@@ -243,11 +269,12 @@ class Trainer:
         return self.model(x.to(self.device, torch.float32), edge_index).cpu()
 
     def _record(self, metrics: dict) -> None:
-        line = json.dumps(metrics)
-        log.info("%s", line)
-        if self.metrics_path is not None:
-            with self.metrics_path.open("a") as f:
-                f.write(line + "\n")
+        if self.rank == 0:
+            line = json.dumps(metrics)
+            log.info("%s", line)
+            if self.metrics_path is not None:
+                with self.metrics_path.open("a") as f:
+                    f.write(line + "\n")
         if self.checkpoint is not None:
             self.save_checkpoint(self.checkpoint)
 

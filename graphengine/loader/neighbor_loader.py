@@ -112,6 +112,8 @@ class NeighborLoader:
         device: where batches go; a CUDA device adds a copy stage on a side stream.
         pin_memory: gather features into pinned memory (for fast host-to-device copies).
         neighbor_sampler: a ready :class:`samplers.NeighborSampler` to use instead.
+        rank, world_size: for data-parallel training: this rank loads only its equal,
+            disjoint share of each epoch's seeds (see :class:`SeedBatches`); needs ``seed``.
 
     PyG arguments for temporal, weighted or disjoint sampling raise
     ``NotImplementedError``; ``persistent_workers`` is accepted and has no effect
@@ -135,6 +137,8 @@ class NeighborLoader:
         device: str | torch.device | None = None,
         pin_memory: bool = False,
         neighbor_sampler: NeighborSampler | None = None,
+        rank: int = 0,
+        world_size: int = 1,
         is_sorted: bool = False,
         directed: bool = True,
         **kwargs,
@@ -181,7 +185,9 @@ class NeighborLoader:
             if self.device is not None and self.device.type == "cuda"
             else None
         )
-        self._seed_batches = SeedBatches(len(input_nodes), batch_size, shuffle, drop_last, seed)
+        self._seed_batches = SeedBatches(
+            len(input_nodes), batch_size, shuffle, drop_last, seed, rank, world_size
+        )
         self._pipeline = Pipeline(self._seed_batches, self._stages(), prefetch=max(prefetch, 1))
         self._times = self._pipeline.times
 

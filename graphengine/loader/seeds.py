@@ -35,24 +35,52 @@ class SeedBatches(torch.utils.data.Sampler):
     Each epoch draws its base seed from ``seed`` and the epoch number, or, when
     ``seed`` is ``None``, from torch's global generator (so ``torch.manual_seed``
     makes runs repeatable, as in PyG). Batch ``b`` gets seed ``derive_seed(base, b)``.
+
+    With ``world_size > 1`` (data-parallel training), every rank orders all seeds the
+    same way and takes its own contiguous share, all shares of one length: the order is
+    cut to a multiple of ``world_size`` (``drop_last``) or padded by repeating its start,
+    so that every rank runs the same number of batches and none waits forever for
+    another at a collective. Rank ``r``'s batch ``b`` gets seed ``derive_seed(base, r, b)``.
     """
 
     def __init__(
-        self, num_seeds: int, batch_size: int, shuffle: bool, drop_last: bool, seed: int | None
+        self,
+        num_seeds: int,
+        batch_size: int,
+        shuffle: bool,
+        drop_last: bool,
+        seed: int | None,
+        rank: int = 0,
+        world_size: int = 1,
     ):
         if isinstance(batch_size, bool) or not isinstance(batch_size, int) or batch_size < 1:
             raise ValueError(f"'batch_size' must be a positive int (got {batch_size!r})")
+        if world_size < 1 or not 0 <= rank < world_size:
+            raise ValueError(f"'rank' must be in [0, {world_size}) (got {rank})")
+        if world_size > 1 and seed is None:
+            raise ValueError("data-parallel loading needs a 'seed' that every rank shares")
         self.num_seeds = num_seeds
         self.batch_size = batch_size
         self.shuffle = shuffle
         self.drop_last = drop_last
         self.seed = seed
+        self.rank = rank
+        self.world_size = world_size
         self.epoch = 0
+
+    @property
+    def share(self) -> int:
+        """How many seeds this rank gets per epoch."""
+        if self.world_size == 1:
+            return self.num_seeds
+        if self.drop_last:
+            return self.num_seeds // self.world_size
+        return -(-self.num_seeds // self.world_size)
 
     def __len__(self) -> int:
         if self.drop_last:
-            return self.num_seeds // self.batch_size
-        return -(-self.num_seeds // self.batch_size)
+            return self.share // self.batch_size
+        return -(-self.share // self.batch_size)
 
     def __iter__(self) -> Iterator[BatchRequest]:
         if self.seed is None:
@@ -65,6 +93,11 @@ class SeedBatches(torch.utils.data.Sampler):
             order = torch.randperm(self.num_seeds, generator=generator).numpy()
         else:
             order = np.arange(self.num_seeds, dtype=np.int64)
+        if self.world_size > 1:
+            share = self.share
+            order = np.resize(order, share * self.world_size)  # pads by repeating the start
+            order = order[self.rank * share : (self.rank + 1) * share]
         for b in range(len(self)):
             index = order[b * self.batch_size : (b + 1) * self.batch_size]
-            yield BatchRequest(index=index, seed=derive_seed(base, b))
+            seed = derive_seed(base, b) if self.world_size == 1 else derive_seed(base, self.rank, b)
+            yield BatchRequest(index=index, seed=seed)

@@ -1,0 +1,69 @@
+"""Data-parallel training with torch.distributed: launching, joining and helpers.
+
+Workers are started by torchrun (``torchrun --nproc-per-node N -m graphengine train ...``,
+multi-node with its rendezvous flags) or by ``graphengine train --nproc N``, which runs
+torchrun's own launcher on this machine. The backend is NCCL when workers have GPUs,
+gloo otherwise. The process group has a timeout, so a worker that dies makes the others
+fail within it instead of hanging; torchrun then stops the rest and names the failed rank.
+"""
+
+from __future__ import annotations
+
+import datetime
+import logging
+import os
+
+import torch
+import torch.distributed as dist
+
+log = logging.getLogger(__name__)
+
+
+def launched_by_torchrun() -> bool:
+    """Whether this process is a worker started by torchrun (its environment says so)."""
+    return "LOCAL_RANK" in os.environ and "WORLD_SIZE" in os.environ
+
+
+def join(timeout_s: float) -> tuple[int, int]:
+    """Join the process group torchrun describes; returns ``(rank, world_size)``.
+
+    Uses NCCL when CUDA is available (each worker on ``cuda:LOCAL_RANK``), else gloo.
+    Collectives that wait longer than ``timeout_s`` seconds raise.
+    """
+    backend = "nccl" if torch.cuda.is_available() else "gloo"
+    if backend == "nccl":
+        torch.cuda.set_device(int(os.environ["LOCAL_RANK"]))
+    dist.init_process_group(backend, timeout=datetime.timedelta(seconds=timeout_s))
+    log.info("rank %d of %d joined (%s)", dist.get_rank(), dist.get_world_size(), backend)
+    return dist.get_rank(), dist.get_world_size()
+
+
+def rank_and_world() -> tuple[int, int]:
+    """``(rank, world_size)`` of the joined process group, ``(0, 1)`` without one."""
+    if dist.is_available() and dist.is_initialized():
+        return dist.get_rank(), dist.get_world_size()
+    return 0, 1
+
+
+def local_device() -> torch.device:
+    """This worker's device: ``cuda:LOCAL_RANK`` with CUDA, else the CPU."""
+    if torch.cuda.is_available():
+        return torch.device("cuda", int(os.environ.get("LOCAL_RANK", 0)))
+    return torch.device("cpu")
+
+
+def launch(nproc: int, argv: list[str]) -> int:
+    """Run ``graphengine <argv>`` in ``nproc`` workers on this machine through torchrun.
+
+    Returns 0 when every worker succeeded; otherwise logs torchrun's error, which names
+    the failed rank and its exit code, and returns 1.
+    """
+    from torch.distributed.elastic.multiprocessing.errors import ChildFailedError
+    from torch.distributed.run import main as torchrun
+
+    try:
+        torchrun(["--standalone", f"--nproc-per-node={nproc}", "-m", "graphengine", *argv])
+    except ChildFailedError as error:
+        log.error("%s", error.format_msg())
+        return 1
+    return 0

@@ -1,0 +1,186 @@
+"""Data-parallel training: seed shares, gradient equivalence, one shared copy, failures."""
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+import pytest
+import torch
+import torch.nn.functional as F
+
+from graphengine import NeighborLoader
+from graphengine.datasets import load_dataset
+from graphengine.loader.seeds import SeedBatches
+from graphengine.models import build_model
+from tests.distributed_worker import GRAD_SETUP
+
+WORKER = Path(__file__).with_name("distributed_worker.py")
+REPO = Path(__file__).resolve().parents[1]
+
+
+def torchrun(*args, timeout=240) -> subprocess.CompletedProcess:
+    command = [
+        sys.executable,
+        "-m",
+        "torch.distributed.run",
+        "--standalone",
+        "--nproc-per-node=2",
+        *map(str, args),
+    ]
+    env = {**os.environ, "PYTHONPATH": str(REPO)}
+    return subprocess.run(
+        command, capture_output=True, text=True, timeout=timeout, env=env, cwd=REPO
+    )
+
+
+def shares(num_seeds, world_size, drop_last, shuffle=True, epoch=0, batch_size=4):
+    out = []
+    for rank in range(world_size):
+        batches = SeedBatches(num_seeds, batch_size, shuffle, drop_last, 9, rank, world_size)
+        batches.epoch = epoch
+        out.append([request.index for request in batches])
+    return out
+
+
+@pytest.mark.parametrize("num_seeds", [40, 41, 43])
+@pytest.mark.parametrize("world_size", [2, 3])
+def test_shares_are_disjoint_complete_and_equal(num_seeds, world_size):
+    for epoch in range(2):
+        dropped = shares(num_seeds, world_size, drop_last=True, epoch=epoch)
+        flat = [np.concatenate(b) for b in dropped]
+        assert len({len(f) for f in flat}) == 1 and len({len(b) for b in dropped}) == 1
+        union = np.concatenate(flat)
+        assert len(np.unique(union)) == len(union) >= num_seeds - world_size * 4
+        padded = shares(num_seeds, world_size, drop_last=False, epoch=epoch)
+        flat = [np.concatenate(b) for b in padded]
+        assert len({len(f) for f in flat}) == 1 and len({len(b) for b in padded}) == 1
+        union = np.concatenate(flat)
+        assert set(union.tolist()) == set(range(num_seeds))
+        assert len(union) - num_seeds == (-num_seeds) % world_size
+    assert not np.array_equal(
+        np.concatenate(shares(40, 2, True, epoch=0)[0]),
+        np.concatenate(shares(40, 2, True, epoch=1)[0]),
+    )
+
+
+def test_distributed_loading_needs_a_shared_seed():
+    with pytest.raises(ValueError, match="needs a 'seed' that every rank shares"):
+        SeedBatches(10, 2, True, False, None, rank=0, world_size=2)
+    with pytest.raises(ValueError, match=r"'rank' must be in \[0, 2\)"):
+        SeedBatches(10, 2, True, False, 1, rank=2, world_size=2)
+
+
+def test_two_workers_match_one_worker_with_twice_the_batch(tmp_path):
+    root = tmp_path / "data"
+    dataset = load_dataset("synthetic-small", root=root)
+    result = torchrun(WORKER, "grad", tmp_path / "ddp.pt", root)
+    assert result.returncode == 0, result.stderr[-3000:]
+    ddp_state = torch.load(tmp_path / "ddp.pt")
+
+    # The same seeds in one process: step k sees rank 0's batch k, then rank 1's.
+    setup = GRAD_SETUP
+    per_rank = []
+    for rank in range(2):
+        batches = SeedBatches(
+            len(dataset.train_idx), setup["batch_size"], True, False, setup["seed"], rank, 2
+        )
+        per_rank.append([request.index for request in batches])
+    order = np.concatenate([np.concatenate(pair) for pair in zip(*per_rank, strict=True)])
+    loader = NeighborLoader(
+        dataset,
+        setup["fanouts"],
+        batch_size=2 * setup["batch_size"],
+        input_nodes=np.asarray(dataset.train_idx)[order],
+        num_workers=0,
+    )
+    torch.manual_seed(setup["seed"])
+    model = build_model(
+        "sage", dataset.num_features, setup["hidden"], dataset.num_classes, 2, dropout=0.0
+    )
+    optimizer = torch.optim.Adam(model.parameters(), lr=setup["lr"])
+    model.train()
+    for batch in loader:
+        optimizer.zero_grad()
+        out = model(batch.x, batch.edge_index)[: batch.batch_size]
+        F.cross_entropy(out, batch.y[: batch.batch_size]).backward()
+        optimizer.step()
+    for name, value in model.state_dict().items():
+        assert torch.allclose(value, ddp_state[name], atol=1e-5), name
+
+
+def test_workers_share_one_copy_of_the_features(tmp_path):
+    root = tmp_path / "data"
+    dataset = load_dataset("synthetic-small", root=root)
+    result = torchrun(WORKER, "memory", tmp_path / "memory", root)
+    assert result.returncode == 0, result.stderr[-3000:]
+    reports = [json.loads((tmp_path / f"memory.{rank}").read_text()) for rank in range(2)]
+    file_bytes = (root / "synthetic-small" / "x.npy").stat().st_size
+    assert reports[0]["checksum"] == reports[1]["checksum"]
+    assert all(r["rss"] >= 0.9 * dataset.x.nbytes for r in reports)  # each sees all of it
+    assert sum(r["pss"] for r in reports) <= 1.2 * file_bytes  # the pages are shared
+
+
+def test_killed_worker_stops_the_run_naming_its_rank(tmp_path):
+    metrics = tmp_path / "metrics.jsonl"
+    command = [
+        sys.executable,
+        "-m",
+        "graphengine",
+        "train",
+        "--nproc",
+        "2",
+        "--epochs",
+        "100000",
+        "--root",
+        str(tmp_path),
+        "--fanouts",
+        "5,5",
+        "--batch-size",
+        "256",
+        "--metrics",
+        str(metrics),
+        "--dist-timeout",
+        "20",
+        "--no-progress",
+    ]
+    launcher = subprocess.Popen(
+        command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, cwd=REPO
+    )
+    try:
+        deadline = time.monotonic() + 120
+        while not (metrics.exists() and metrics.read_text().strip()):
+            assert launcher.poll() is None, launcher.stderr.read()[-3000:]
+            assert time.monotonic() < deadline, "training did not start"
+            time.sleep(0.5)
+        victim = next(pid for pid in _descendants(launcher.pid) if _env(pid).get("RANK") == "1")
+        killed_at = time.monotonic()
+        os.kill(victim, signal.SIGKILL)
+        _, stderr = launcher.communicate(timeout=90)
+    finally:
+        if launcher.poll() is None:
+            launcher.kill()
+    assert launcher.returncode != 0
+    assert time.monotonic() - killed_at < 60
+    assert "rank      : 1" in stderr or "rank: 1" in stderr, stderr[-3000:]
+
+
+def _descendants(pid: int) -> list[int]:
+    out = []
+    for child in Path(f"/proc/{pid}/task/{pid}/children").read_text().split():
+        out += [int(child), *_descendants(int(child))]
+    return out
+
+
+def _env(pid: int) -> dict:
+    try:
+        raw = Path(f"/proc/{pid}/environ").read_bytes()
+    except OSError:
+        return {}
+    return dict(
+        item.split("=", 1) for item in raw.decode(errors="replace").split("\0") if "=" in item
+    )
