@@ -43,7 +43,7 @@ def _parser() -> argparse.ArgumentParser:
     train.add_argument("--dropout", type=float, default=0.5)
     train.add_argument("--seed", type=int, default=0)
     train.add_argument("--eval", choices=["auto", "full", "sampled"], default="auto")
-    train.add_argument("--eval-every", type=int, default=1)
+    train.add_argument("--eval-every", type=int, default=1, help="0: never evaluate")
     train.add_argument("--num-workers", type=int, default=1, help="sampling threads")
     train.add_argument("--checkpoint", help="save every epoch; resume when it exists")
     train.add_argument("--metrics", help="append per-epoch JSON lines to this file")
@@ -89,6 +89,12 @@ def _parser() -> argparse.ArgumentParser:
         "--epochs", type=int, default=0, help="also train E epochs for accuracy"
     )
     train_bench.add_argument("--vs", choices=["pyg"], help="also time PyG's NeighborLoader loop")
+    train_bench.add_argument(
+        "--nproc",
+        type=int,
+        default=1,
+        help="instead: epochs of graphengine train with 1..N data-parallel workers",
+    )
     train_bench.set_defaults(run=_bench_train)
     gather = benches.add_parser("gather", help="feature-row gathers vs copy bandwidth")
     gather.add_argument("--table-mib", type=int, default=1024)
@@ -178,7 +184,8 @@ def _train(args) -> int:
         "epochs": trainer.epoch,
         "workers": world_size,
     }
-    result.update(trainer.evaluate_all())
+    if args.eval_every > 0:
+        result.update(trainer.evaluate_all())
     result["epoch_s"] = sum(m["epoch_s"] for m in history) / max(len(history), 1)
     print(json.dumps(result))
     return 0
@@ -253,6 +260,11 @@ def _bench_sample(args) -> int:
 def _bench_train(args) -> int:
     from graphengine.bench import train
 
+    if args.nproc > 1:
+        train.run_workers(
+            args.dataset, args.fanouts, args.batch_size, args.hidden, args.nproc, args.root
+        )
+        return 0
     train.run(
         args.dataset,
         args.fanouts,

@@ -119,15 +119,17 @@ class Trainer:
         """Train until ``epochs`` epochs are done in total (resumed ones count).
 
         Returns one metrics dict per epoch run: ``epoch``, ``loss``, ``train_acc``
-        (on the training batches), ``val_acc`` (every ``eval_every`` epochs and at the
-        last), ``epoch_s``, ``seeds_per_s`` and ``stage_s``, the seconds per stage:
-        ``sample``, ``gather``, ``copy`` (in the loader's threads), ``compute`` and
-        ``waiting`` (the training thread waiting for a batch).
+        (on the training batches of all workers), ``val_acc`` (every ``eval_every``
+        epochs and at the last; never with ``eval_every=0``), ``epoch_s``, ``seeds_per_s``
+        (all workers), ``seeds_per_s_per_worker``, ``workers`` and ``stage_s``, this
+        worker's seconds per stage: ``sample``, ``gather``, ``copy`` (in the loader's
+        threads), ``compute`` and ``waiting`` (the training thread waiting for a batch).
         """
         history = []
         while self.epoch < epochs:
             metrics = self.train_epoch()
-            if self.rank == 0 and ((self.epoch % eval_every == 0) or self.epoch == epochs):
+            due = eval_every > 0 and (self.epoch % eval_every == 0 or self.epoch == epochs)
+            if self.rank == 0 and due:
                 metrics["val_acc"] = self.evaluate("val")
             history.append(metrics)
             self._record(metrics)

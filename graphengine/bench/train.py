@@ -12,8 +12,11 @@ then runs with :func:`graphengine.runtime.tune_host_allocator`, as its CLI does.
 
 from __future__ import annotations
 
+import json
 import logging
 import math
+import subprocess
+import sys
 import time
 
 import numpy as np
@@ -233,3 +236,71 @@ def _accuracy_pyg(dataset, fanouts, batch_size, hidden, epochs, seed) -> float:
     with torch.no_grad():
         prediction = model(data.x, data.edge_index).argmax(dim=-1)
     return float((prediction[data.test_mask] == data.y[data.test_mask]).float().mean())
+
+
+def run_workers(
+    dataset_name: str,
+    fanouts: list[int],
+    batch_size: int,
+    hidden: int,
+    nproc: int,
+    root: str | None = None,
+) -> dict:
+    """Seeds per second of ``graphengine train`` with 1..``nproc`` data-parallel workers.
+
+    Each run trains two epochs without evaluation; the second epoch is timed. Scaling
+    efficiency is the total throughput with N workers over N times one worker's.
+    """
+    rows, totals = [], {}
+    for workers in range(1, nproc + 1):
+        command = [
+            sys.executable,
+            "-m",
+            "graphengine",
+            "train",
+            "--dataset",
+            dataset_name,
+            "--fanouts",
+            ",".join(map(str, fanouts)),
+            "--batch-size",
+            str(batch_size),
+            "--hidden",
+            str(hidden),
+            "--epochs",
+            "2",
+            "--eval-every",
+            "0",
+            "--no-progress",
+            "--nproc",
+            str(workers),
+        ]
+        if root is not None:
+            command += ["--root", root]
+        done = subprocess.run(command, capture_output=True, text=True, check=False)
+        if done.returncode != 0:
+            raise RuntimeError(f"{' '.join(command)} failed:\n{done.stderr[-2000:]}")
+        epochs = [json.loads(line) for line in done.stdout.splitlines() if '"epoch"' in line]
+        last = epochs[-1]
+        totals[workers] = last["seeds_per_s"]
+        rows.append(
+            [
+                workers,
+                last["seeds_per_s"],
+                last["seeds_per_s_per_worker"],
+                last["epoch_s"],
+                totals[workers] / (workers * totals[1]),
+            ]
+        )
+    summary = {
+        "bench": "train-workers",
+        "dataset": dataset_name,
+        "model": f"sage-{len(fanouts)}x{hidden}",
+        "fanouts": fanouts,
+        "batch_size": batch_size,
+        "seeds_per_s": totals,
+        "scaling_efficiency": {n: totals[n] / (n * totals[1]) for n in totals},
+    }
+    print_report(
+        ["workers", "seeds/s total", "seeds/s per worker", "epoch s", "efficiency"], rows, summary
+    )
+    return summary
