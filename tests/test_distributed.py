@@ -184,3 +184,44 @@ def _env(pid: int) -> dict:
     return dict(
         item.split("=", 1) for item in raw.decode(errors="replace").split("\0") if "=" in item
     )
+
+
+def test_resume_under_two_workers_continues_identically(tmp_path):
+    def train(epochs, checkpoint, metrics):
+        command = [
+            sys.executable,
+            "-m",
+            "graphengine",
+            "train",
+            "--nproc",
+            "2",
+            "--epochs",
+            str(epochs),
+            "--root",
+            str(tmp_path / "data"),
+            "--fanouts",
+            "5,5",
+            "--batch-size",
+            "256",
+            "--checkpoint",
+            str(checkpoint),
+            "--metrics",
+            str(metrics),
+            "--eval-every",
+            "0",
+            "--no-progress",
+        ]
+        done = subprocess.run(command, capture_output=True, text=True, timeout=240, cwd=REPO)
+        assert done.returncode == 0, done.stderr[-3000:]
+
+    train(2, tmp_path / "straight.pt", tmp_path / "straight.jsonl")
+    train(1, tmp_path / "resumed.pt", tmp_path / "resumed.jsonl")
+    train(2, tmp_path / "resumed.pt", tmp_path / "resumed.jsonl")
+    epochs = [json.loads(line)["epoch"] for line in (tmp_path / "resumed.jsonl").open()]
+    assert epochs == [1, 2]
+    straight = torch.load(tmp_path / "straight.pt", weights_only=True)
+    resumed = torch.load(tmp_path / "resumed.pt", weights_only=True)
+    assert straight["epoch"] == resumed["epoch"] == 2
+    assert len(resumed["torch_rng"]) == 2
+    for name, value in straight["model"].items():
+        assert torch.allclose(value, resumed["model"][name], atol=1e-6), name
