@@ -173,9 +173,9 @@ def _train(args) -> int:
     )
     history = trainer.fit(args.epochs, eval_every=args.eval_every)
     if world_size > 1:
-        torch.distributed.destroy_process_group()
+        torch.distributed.barrier()
         if rank != 0:
-            return 0
+            distributed.finish(0, wait=False)
     for metrics in history:
         print(json.dumps(metrics))
     result = {
@@ -188,6 +188,8 @@ def _train(args) -> int:
         result.update(trainer.evaluate_all())
     result["epoch_s"] = sum(m["epoch_s"] for m in history) / max(len(history), 1)
     print(json.dumps(result))
+    if world_size > 1:
+        distributed.finish(0, wait=False)  # the others left after the barrier above
     return 0
 
 

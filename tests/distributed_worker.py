@@ -14,6 +14,7 @@ import torch
 import torch.distributed as dist
 
 from graphengine.datasets import load_dataset
+from graphengine.distributed import finish
 from graphengine.models import build_model
 from graphengine.trainer import Trainer
 
@@ -62,4 +63,4 @@ def memory(out: Path, root: Path) -> None:
 if __name__ == "__main__":
     dist.init_process_group("gloo")
     {"grad": grad, "memory": memory}[sys.argv[1]](Path(sys.argv[2]), Path(sys.argv[3]))
-    dist.destroy_process_group()
+    finish(0)
