@@ -150,14 +150,9 @@ class Trainer:
         compute = 0.0
         for batch in batches:
             step_start = time.perf_counter()
-            self.optimizer.zero_grad()
-            logits = self._forward(batch, self._train_model)[: batch.batch_size]
-            target = batch.y[: batch.batch_size].long()
-            loss = F.cross_entropy(logits, target)
-            loss.backward()
-            self.optimizer.step()
-            total_loss += float(loss.detach()) * batch.batch_size
-            correct += int((logits.argmax(dim=-1) == target).sum())
+            loss, right = self.step(batch)
+            total_loss += loss * batch.batch_size
+            correct += right
             seen += batch.batch_size
             compute += time.perf_counter() - step_start
         elapsed = time.perf_counter() - start
@@ -182,6 +177,18 @@ class Trainer:
             "workers": self.world_size,
             "stage_s": stages,
         }
+
+    def step(self, batch) -> tuple[float, int]:
+        """One optimizer step on ``batch`` (its first ``batch_size`` nodes are the seeds);
+        returns the mean loss and how many seeds were classified right. The caller puts
+        the model in training mode (``train_epoch`` does)."""
+        self.optimizer.zero_grad()
+        logits = self._forward(batch, self._train_model)[: batch.batch_size]
+        target = batch.y[: batch.batch_size].long()
+        loss = F.cross_entropy(logits, target)
+        loss.backward()
+        self.optimizer.step()
+        return float(loss.detach()), int((logits.argmax(dim=-1) == target).sum())
 
     @torch.no_grad()
     def evaluate(self, split: str) -> float:
