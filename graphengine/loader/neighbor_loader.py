@@ -188,7 +188,8 @@ class NeighborLoader:
         self._seed_batches = SeedBatches(
             len(input_nodes), batch_size, shuffle, drop_last, seed, rank, world_size
         )
-        self._pipeline = Pipeline(self._seed_batches, self._stages(), prefetch=max(prefetch, 1))
+        self._stages = self._build_stages()
+        self._pipeline = Pipeline(self._seed_batches, self._stages, prefetch=max(prefetch, 1))
         self._times = self._pipeline.times
 
     @property
@@ -219,7 +220,7 @@ class NeighborLoader:
         """One batch for the given positions into ``input_nodes``, loaded in this thread."""
         index = check_node_ids(index, len(self.input_nodes), "index")
         request = BatchRequest(index=index, seed=derive_seed(self.seed or 0, -1))
-        return self._load(request, StageTimes(stage.name for stage in self._stages()))
+        return self._load(request, StageTimes(stage.name for stage in self._stages))
 
     def __repr__(self) -> str:
         return (
@@ -230,7 +231,7 @@ class NeighborLoader:
             f"device={self.device})"
         )
 
-    def _stages(self) -> list[Stage]:
+    def _build_stages(self) -> list[Stage]:
         workers = max(self.num_workers, 1)
         stages = [
             Stage("sample", self._sample, workers),
@@ -241,13 +242,13 @@ class NeighborLoader:
         return stages
 
     def _iterate_inline(self) -> Iterator[Any]:
-        self._times = StageTimes(stage.name for stage in self._stages())
+        self._times = StageTimes(stage.name for stage in self._stages)
         for request in self._seed_batches:
             yield self._load(request, self._times)
 
     def _load(self, request: BatchRequest, times: StageTimes) -> Any:
         item = request
-        for stage in self._stages():
+        for stage in self._stages:
             started = time.perf_counter()
             item = stage.function(item)
             times.add(stage.name, time.perf_counter() - started)

@@ -29,7 +29,7 @@ def derive_seed(*parts: int) -> int:
     return z >> 1
 
 
-class SeedBatches(torch.utils.data.Sampler):
+class SeedBatches:
     """Splits ``num_seeds`` input positions into batches, shuffled per epoch if asked.
 
     Each epoch draws its base seed from ``seed`` and the epoch number, or, when
