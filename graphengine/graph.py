@@ -8,6 +8,7 @@ import numpy as np
 import scipy.sparse as sp
 import torch
 
+from graphengine.feature_store import as_tensor
 from graphengine.storage import load_array, read_manifest, write_manifest
 from samplers import check_csc
 
@@ -175,10 +176,10 @@ class Graph:
         return graph
 
     def share_memory_(self) -> Graph:
-        """Move the arrays into shared memory so worker processes see one copy."""
+        """Copy the arrays into shared memory (once each) so that processes started from this
+        one by fork, or handed the arrays by torch.multiprocessing, see one copy."""
         for name, array in self._arrays().items():
-            shared = torch.from_numpy(np.array(array)).share_memory_()
-            setattr(self, name, shared.numpy())
+            setattr(self, name, as_tensor(array).share_memory_().numpy())
         return self
 
     def __reduce__(self):

@@ -2,6 +2,7 @@
 
 import json
 import pickle
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -100,3 +101,25 @@ def test_bad_edge_index():
         Graph.from_scipy(sp.random(3, 4, density=0.5))
     with pytest.raises(ValueError, match="'indptr' must end at"):
         Graph(np.array([0, 1, 3], dtype=np.int64), np.array([0, 1], dtype=np.int32))
+
+
+def test_share_memory_keeps_values(tmp_path):
+    graph = Graph.from_edge_index(random_edge_index(100, 1000, 4))
+    graph.save(tmp_path / "g")
+    for source in (graph, Graph.load(tmp_path / "g")):
+        expected = {name: np.array(getattr(source, name)) for name in ("indptr", "indices")}
+        source.share_memory_()
+        for name, values in expected.items():
+            shared = getattr(source, name)
+            assert not isinstance(shared, np.memmap)
+            assert "/dev/shm/" in mapping_of(shared.ctypes.data)
+            assert np.array_equal(shared, values)
+
+
+def mapping_of(address: int) -> str:
+    """The line of /proc/self/maps whose range holds ``address``."""
+    for line in Path("/proc/self/maps").read_text().splitlines():
+        low, high = (int(x, 16) for x in line.split()[0].split("-"))
+        if low <= address < high:
+            return line
+    return ""
