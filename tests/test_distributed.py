@@ -38,6 +38,28 @@ def torchrun(*args, timeout=240) -> subprocess.CompletedProcess:
     )
 
 
+def train_command(root, epochs, *extra) -> list[str]:
+    """``graphengine train`` with 2 workers on synthetic-small under ``root``."""
+    return [
+        sys.executable,
+        "-m",
+        "graphengine",
+        "train",
+        "--nproc",
+        "2",
+        "--epochs",
+        str(epochs),
+        "--root",
+        str(root),
+        "--fanouts",
+        "5,5",
+        "--batch-size",
+        "256",
+        "--no-progress",
+        *map(str, extra),
+    ]
+
+
 def shares(num_seeds, world_size, drop_last, shuffle=True, epoch=0, batch_size=4):
     out = []
     for rank in range(world_size):
@@ -127,27 +149,7 @@ def test_workers_share_one_copy_of_the_features(tmp_path):
 
 def test_killed_worker_stops_the_run_naming_its_rank(tmp_path):
     metrics = tmp_path / "metrics.jsonl"
-    command = [
-        sys.executable,
-        "-m",
-        "graphengine",
-        "train",
-        "--nproc",
-        "2",
-        "--epochs",
-        "100000",
-        "--root",
-        str(tmp_path),
-        "--fanouts",
-        "5,5",
-        "--batch-size",
-        "256",
-        "--metrics",
-        str(metrics),
-        "--dist-timeout",
-        "20",
-        "--no-progress",
-    ]
+    command = train_command(tmp_path, 100000, "--metrics", metrics, "--dist-timeout", 20)
     launcher = subprocess.Popen(
         command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, cwd=REPO
     )
@@ -188,29 +190,16 @@ def _env(pid: int) -> dict:
 
 def test_resume_under_two_workers_continues_identically(tmp_path):
     def train(epochs, checkpoint, metrics):
-        command = [
-            sys.executable,
-            "-m",
-            "graphengine",
-            "train",
-            "--nproc",
-            "2",
-            "--epochs",
-            str(epochs),
-            "--root",
-            str(tmp_path / "data"),
-            "--fanouts",
-            "5,5",
-            "--batch-size",
-            "256",
+        command = train_command(
+            tmp_path / "data",
+            epochs,
             "--checkpoint",
-            str(checkpoint),
+            checkpoint,
             "--metrics",
-            str(metrics),
+            metrics,
             "--eval-every",
-            "0",
-            "--no-progress",
-        ]
+            0,
+        )
         done = subprocess.run(command, capture_output=True, text=True, timeout=240, cwd=REPO)
         assert done.returncode == 0, done.stderr[-3000:]
 
