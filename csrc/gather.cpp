@@ -47,9 +47,15 @@ void check_cache_args(const at::Tensor& src, const at::Tensor& cache, const at::
               "] tensor (got ", slot_of.scalar_type(), " ", slot_of.sizes(), ")");
 }
 
-void raise_if_bad_index(int64_t first_bad, int64_t count, int64_t bad_id, int64_t num_rows) {
-  TORCH_CHECK_INDEX(first_bad >= count, "gather_rows: 'index' holds id ", bad_id,
-                    " at position ", first_bad, ", outside [0, ", num_rows, ")");
+void raise_bad_entry(int64_t position, int64_t id, int64_t num_rows, const at::Tensor* slot_of,
+                     int64_t num_slots) {
+  TORCH_CHECK_INDEX(id >= 0 && id < num_rows, "gather_rows: 'index' holds id ", id,
+                    " at position ", position, ", outside [0, ", num_rows, ")");
+  TORCH_CHECK_INDEX(slot_of == nullptr, "cached_gather: 'slot_of'[", id, "] = ",
+                    slot_of->select(0, id).item<int32_t>(), " is outside the cache's [0, ",
+                    num_slots, ") slots");
+  TORCH_CHECK(false, "gather_rows: entry ", position, " of 'index' was reported bad (id ", id,
+              ") but is not");
 }
 
 }  // namespace graphengine

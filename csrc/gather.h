@@ -16,7 +16,9 @@ at::Tensor check_gather_args(const at::Tensor& src, const at::Tensor& index,
 // `slot_of` (contiguous int32 [src.size(0)]: a slot of `cache` per row of `src`, or -1).
 void check_cache_args(const at::Tensor& src, const at::Tensor& cache, const at::Tensor& slot_of);
 
-// Raises a clear error naming the first out-of-range id, if `first_bad` < `count`.
-void raise_if_bad_index(int64_t first_bad, int64_t count, int64_t bad_id, int64_t num_rows);
+// Raises the error for entry `position` of `index`, which held `id`: an id outside
+// [0, num_rows), or (for cached_gather, `slot_of` given) a slot outside the cache's rows.
+[[noreturn]] void raise_bad_entry(int64_t position, int64_t id, int64_t num_rows,
+                                  const at::Tensor* slot_of, int64_t num_slots);
 
 }  // namespace graphengine

@@ -88,12 +88,8 @@ at::Tensor gather(const at::Tensor& src, const at::Tensor& index, const at::Tens
     first_bad = kernel(base, src.stride(0) * element, src.size(0), cached, cache_stride, num_slots,
                        slots, ids, count, target, row_bytes);
     if (first_bad < count) {
-      const int64_t id = static_cast<int64_t>(ids[first_bad]);
-      if (id >= 0 && id < src.size(0)) {
-        TORCH_CHECK_INDEX(false, "cached_gather: 'slot_of'[", id, "] = ", slots[id],
-                          " is outside the cache's [0, ", num_slots, ") slots");
-      }
-      raise_if_bad_index(first_bad, count, id, src.size(0));
+      raise_bad_entry(first_bad, static_cast<int64_t>(ids[first_bad]), src.size(0), slot_of,
+                      num_slots);
     }
   });
   return result;

@@ -125,12 +125,8 @@ at::Tensor gather_cuda(const at::Tensor& src, const at::Tensor& index, const at:
     }
     const int64_t position = first_bad.item<int64_t>();
     if (position < count) {
-      const int64_t id = index.select(0, position).item<int64_t>();
-      if (id >= 0 && id < src.size(0)) {
-        TORCH_CHECK_INDEX(false, "cached_gather: the cache slot of id ", id,
-                          " is outside the cache's [0, ", num_slots, ") slots");
-      }
-      raise_if_bad_index(position, count, id, src.size(0));
+      raise_bad_entry(position, index.select(0, position).item<int64_t>(), src.size(0), slot_of,
+                      num_slots);
     }
   });
   return result;
