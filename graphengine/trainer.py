@@ -16,10 +16,11 @@ from torch.nn.parallel import DistributedDataParallel
 from torch_geometric.nn.models.basic_gnn import BasicGNN
 from tqdm import tqdm
 
+from graphengine.blocks import block_forward, normalizes_by_degree, supports_blocks, to_blocks
 from graphengine.datasets.dataset import SPLITS, GraphDataset
 from graphengine.distributed import rank_and_world
 from graphengine.feature_store import as_tensor
-from graphengine.inference import layerwise_inference, normalizes_by_degree, supports_layerwise
+from graphengine.inference import layerwise_inference
 from graphengine.loader import NeighborLoader
 
 log = logging.getLogger(__name__)
@@ -34,10 +35,12 @@ class Trainer:
 
     Args:
         model: any module called as ``model(x, edge_index)`` returning
-            ``[num_nodes, num_classes]`` logits; PyG ``BasicGNN`` models also get
-            the per-hop counts so that they trim finished layers (``trim_to_layer``)
-            when they have one layer per hop and no degree-normalizing ``GCNConv``
-            (trimming drops the edges its normalization counts).
+            ``[num_nodes, num_classes]`` logits. PyG ``BasicGNN`` models with one layer
+            per hop run layer by layer on the batch's blocks, each layer computing only
+            the nodes the next one reads (:mod:`graphengine.blocks`); with norms or
+            jumping knowledge, they get the per-hop counts to trim finished layers
+            instead (``trim_to_layer``). Neither applies to a degree-normalizing
+            ``GCNConv``, whose normalization counts the edges they drop.
         dataset: the graph, features, labels and splits.
         fanouts: neighbors per hop for training (and for sampled evaluation).
         batch_size: seeds per training batch.
@@ -72,20 +75,21 @@ class Trainer:
     ):
         if eval_mode not in _EVAL_MODES:
             raise ValueError(f"'eval_mode' must be one of {_EVAL_MODES} (got {eval_mode!r})")
-        if eval_mode == "layerwise" and not supports_layerwise(model):
+        if eval_mode == "layerwise" and not supports_blocks(model):
             raise ValueError(f"'eval_mode' 'layerwise' needs a PyG BasicGNN (got {type(model)})")
         if eval_mode == "auto":
             if dataset.graph.num_edges <= _FULL_EVAL_MAX_EDGES:
                 eval_mode = "full"
             else:
-                eval_mode = "layerwise" if supports_layerwise(model) else "sampled"
+                eval_mode = "layerwise" if supports_blocks(model) else "sampled"
         self.device = torch.device(device)
         self.model = model.to(self.device)
         self.rank, self.world_size = rank_and_world()
-        self._train_model = self.model
+        self._seed_logits = SeedLogits(self.model, len(fanouts))
+        self._train_model = self._seed_logits
         if self.world_size > 1:
             device_ids = [self.device.index] if self.device.type == "cuda" else None
-            self._train_model = DistributedDataParallel(self.model, device_ids=device_ids)
+            self._train_model = DistributedDataParallel(self._seed_logits, device_ids=device_ids)
         self.dataset = dataset
         self.fanouts = list(fanouts)
         self.batch_size = batch_size
@@ -111,7 +115,6 @@ class Trainer:
             world_size=self.world_size,
         )
         self._y = as_tensor(dataset.y)
-        self._trims = _can_trim(model, len(self.fanouts))
         if self.checkpoint is not None and self.checkpoint.is_file():
             self.load_checkpoint(self.checkpoint)
 
@@ -183,7 +186,7 @@ class Trainer:
         returns the mean loss and how many seeds were classified right. The caller puts
         the model in training mode (``train_epoch`` does)."""
         self.optimizer.zero_grad()
-        logits = self._forward(batch, self._train_model)[: batch.batch_size]
+        logits = self._train_model(batch)
         target = batch.y[: batch.batch_size].long()
         loss = F.cross_entropy(logits, target)
         loss.backward()
@@ -209,7 +212,7 @@ class Trainer:
         )
         correct = 0
         for batch in tqdm(loader, desc=f"eval {split}", disable=not self.progress, leave=False):
-            logits = self._forward(batch)[: batch.batch_size]
+            logits = self._seed_logits(batch)
             correct += int((logits.argmax(dim=-1) == batch.y[: batch.batch_size]).sum())
         return correct / max(len(nodes), 1)
 
@@ -257,17 +260,6 @@ class Trainer:
         torch.set_rng_state(rng_states[self.rank % len(rng_states)])
         log.info("resumed from %s at epoch %d", path, self.epoch)
 
-    def _forward(self, batch, model: torch.nn.Module | None = None) -> torch.Tensor:
-        model = self.model if model is None else model
-        if self._trims:
-            return model(
-                batch.x,
-                batch.edge_index,
-                num_sampled_nodes_per_hop=batch.num_sampled_nodes,
-                num_sampled_edges_per_hop=batch.num_sampled_edges,
-            )
-        return model(batch.x, batch.edge_index)
-
     def _all_logits(self) -> torch.Tensor:
         x = as_tensor(self.dataset.x)
         if self.eval_mode == "layerwise":
@@ -288,10 +280,37 @@ class Trainer:
             self.save_checkpoint(self.checkpoint)
 
 
-def _can_trim(model: torch.nn.Module, num_hops: int) -> bool:
-    """Whether ``model`` gives the same result on PyG's ``trim_to_layer`` path."""
-    return (
-        isinstance(model, BasicGNN)
-        and model.num_layers == num_hops
-        and not normalizes_by_degree(model)
-    )
+class SeedLogits(torch.nn.Module):
+    """``model``'s logits for a batch's seeds: ``[batch.batch_size, num_classes]``.
+
+    On blocks (:func:`~graphengine.blocks.block_forward`) where the model allows, else
+    with PyG's ``trim_to_layer`` where it allows, else on the whole batch. A module, so
+    that ``DistributedDataParallel`` can wrap it.
+    """
+
+    def __init__(self, model: torch.nn.Module, num_hops: int):
+        super().__init__()
+        self.model = model
+        if supports_blocks(model, num_hops):
+            self.mode = "blocks"
+        elif (
+            isinstance(model, BasicGNN)
+            and model.num_layers == num_hops
+            and not normalizes_by_degree(model)
+        ):
+            self.mode = "trim"
+        else:
+            self.mode = "whole batch"
+
+    def forward(self, batch) -> torch.Tensor:
+        if self.mode == "blocks":
+            blocks = to_blocks(batch.edge_index, batch.num_sampled_nodes, batch.num_sampled_edges)
+            return block_forward(self.model, batch.x, blocks)
+        if self.mode == "trim":
+            return self.model(
+                batch.x,
+                batch.edge_index,
+                num_sampled_nodes_per_hop=batch.num_sampled_nodes,
+                num_sampled_edges_per_hop=batch.num_sampled_edges,
+            )[: batch.batch_size]
+        return self.model(batch.x, batch.edge_index)[: batch.batch_size]
