@@ -90,6 +90,12 @@ def _parser() -> argparse.ArgumentParser:
     )
     train_bench.add_argument("--vs", choices=["pyg"], help="also time PyG's NeighborLoader loop")
     train_bench.add_argument(
+        "--forward",
+        choices=["auto", "blocks", "trim", "whole"],
+        default="auto",
+        help="how graphengine's Trainer runs the model on a batch (default: blocks)",
+    )
+    train_bench.add_argument(
         "--nproc",
         type=int,
         default=1,
@@ -277,6 +283,7 @@ def _bench_train(args) -> int:
         root=args.root,
         vs_pyg=args.vs == "pyg",
         epochs=args.epochs,
+        forward="whole batch" if args.forward == "whole" else args.forward,
     )
     return 0
 

@@ -51,6 +51,8 @@ class Trainer:
             ``'sampled'`` (mini-batches with ``fanouts``) or ``'auto'`` (full below 5M
             edges, else layer-wise when the model allows, else sampled).
         num_workers: sampling threads of the loaders (0: load in the training thread).
+        forward: how the model runs on a batch (see :class:`SeedLogits`); ``'auto'``
+            picks blocks, else trimming, else the whole batch, as the model allows.
         device: where the model runs; batches are copied there by the loader.
         checkpoint: a file to save after every epoch and to resume from if it exists.
         metrics_path: a file to append one JSON line of metrics per epoch to.
@@ -68,6 +70,7 @@ class Trainer:
         seed: int = 0,
         eval_mode: str = "auto",
         num_workers: int = 1,
+        forward: str = "auto",
         device: str | torch.device = "cpu",
         checkpoint: str | Path | None = None,
         metrics_path: str | Path | None = None,
@@ -85,7 +88,7 @@ class Trainer:
         self.device = torch.device(device)
         self.model = model.to(self.device)
         self.rank, self.world_size = rank_and_world()
-        self._seed_logits = SeedLogits(self.model, len(fanouts))
+        self._seed_logits = SeedLogits(self.model, len(fanouts), forward)
         self._train_model = self._seed_logits
         if self.world_size > 1:
             device_ids = [self.device.index] if self.device.type == "cuda" else None
@@ -180,6 +183,11 @@ class Trainer:
             "workers": self.world_size,
             "stage_s": stages,
         }
+
+    @property
+    def forward_mode(self) -> str:
+        """How the model runs on a batch: ``'blocks'``, ``'trim'`` or ``'whole batch'``."""
+        return self._seed_logits.mode
 
     def step(self, batch) -> tuple[float, int]:
         """One optimizer step on ``batch`` (its first ``batch_size`` nodes are the seeds);
@@ -280,27 +288,35 @@ class Trainer:
             self.save_checkpoint(self.checkpoint)
 
 
+FORWARDS = ("auto", "blocks", "trim", "whole batch")
+
+
 class SeedLogits(torch.nn.Module):
     """``model``'s logits for a batch's seeds: ``[batch.batch_size, num_classes]``.
 
-    On blocks (:func:`~graphengine.blocks.block_forward`) where the model allows, else
-    with PyG's ``trim_to_layer`` where it allows, else on the whole batch. A module, so
-    that ``DistributedDataParallel`` can wrap it.
+    ``forward``: ``'blocks'`` (:func:`~graphengine.blocks.block_forward`), ``'trim'``
+    (PyG's ``trim_to_layer``), ``'whole batch'`` (``model(x, edge_index)``), or
+    ``'auto'``: the first of these that gives ``model``'s results. A module, so that
+    ``DistributedDataParallel`` can wrap it.
     """
 
-    def __init__(self, model: torch.nn.Module, num_hops: int):
+    def __init__(self, model: torch.nn.Module, num_hops: int, forward: str = "auto"):
         super().__init__()
+        if forward not in FORWARDS:
+            raise ValueError(f"'forward' must be one of {FORWARDS} (got {forward!r})")
         self.model = model
-        if supports_blocks(model, num_hops):
-            self.mode = "blocks"
-        elif (
-            isinstance(model, BasicGNN)
-            and model.num_layers == num_hops
-            and not normalizes_by_degree(model)
-        ):
-            self.mode = "trim"
-        else:
-            self.mode = "whole batch"
+        allowed = ["whole batch"]
+        if isinstance(model, BasicGNN) and model.num_layers == num_hops:
+            if not normalizes_by_degree(model):
+                allowed.insert(0, "trim")
+            if supports_blocks(model, num_hops):
+                allowed.insert(0, "blocks")
+        if forward != "auto" and forward not in allowed:
+            raise ValueError(
+                f"'forward' {forward!r} does not give this model's results on {num_hops}-hop "
+                f"batches; it allows {allowed}"
+            )
+        self.mode = allowed[0] if forward == "auto" else forward
 
     def forward(self, batch) -> torch.Tensor:
         if self.mode == "blocks":

@@ -104,3 +104,13 @@ def test_to_blocks_rejects_inconsistent_batches(batch):
         to_blocks(edge_index, nodes, [edges[0] + 1, edges[1] - 1, edges[2]])
     with pytest.raises(ValueError, match=r"must be \[2, num_edges\]"):
         to_blocks(edge_index[0], nodes, edges)
+
+
+def test_seed_logits_refuses_a_forward_the_model_does_not_allow():
+    with pytest.raises(ValueError, match="'forward' 'blocks' does not give"):
+        SeedLogits(GraphSAGE(8, 16, 2, 3, jk="cat"), 2, forward="blocks")
+    with pytest.raises(ValueError, match="'forward' 'trim' does not give"):
+        SeedLogits(GCN(8, 16, 2, 3), 2, forward="trim")
+    with pytest.raises(ValueError, match="'forward' must be one of"):
+        SeedLogits(GCN(8, 16, 2, 3), 2, forward="fast")
+    assert SeedLogits(GraphSAGE(8, 16, 2, 3), 2, forward="trim").mode == "trim"

@@ -47,6 +47,7 @@ def run(
     vs_pyg: bool = False,
     epochs: int = 0,
     seed: int = 0,
+    forward: str = "auto",
 ) -> dict:
     set_threads(threads)
     dataset = load_dataset(dataset_name, root=root)
@@ -63,6 +64,7 @@ def run(
         "batch_size": batch_size,
         "batches": batches,
         "threads": threads,
+        "forward": forward,
     }
     rows = []
     pyg = None
@@ -71,7 +73,7 @@ def run(
         # and with glibc's default allocator settings, which is what PyG's users run with.
         pyg = _pyg_steps(dataset, fanouts, batch_size, hidden, batches, seed)
     summary["allocator_tuned"] = tune_host_allocator()
-    ours = _graphengine_steps(dataset, fanouts, batch_size, hidden, batches, seed)
+    ours = _graphengine_steps(dataset, fanouts, batch_size, hidden, batches, seed, forward)
     epoch_s = ours["step_s"] * batches_per_epoch
     stages = ours["stages"]
     slowest = max(stages, key=lambda k: stages[k] if k != "waiting" else -1)
@@ -83,7 +85,8 @@ def run(
         wall_over_slowest=ours["wall"] / stages[slowest],
         overlap=sum(v for k, v in stages.items() if k != "waiting") / ours["wall"],
     )
-    rows.append(["graphengine (pipelined, blocks)", ours["step_s"], epoch_s, ""])
+    summary["forward"] = ours["forward"]
+    rows.append([f"graphengine (pipelined, {ours['forward']})", ours["step_s"], epoch_s, ""])
     if pyg is not None:
         if "error" in pyg:
             summary["pyg"] = pyg["error"]
@@ -126,13 +129,20 @@ def _model(dataset, hidden, num_layers, seed) -> GraphSAGE:
     return GraphSAGE(dataset.num_features, hidden, num_layers, dataset.num_classes)
 
 
-def _graphengine_steps(dataset, fanouts, batch_size, hidden, batches, seed) -> dict:
+def _graphengine_steps(dataset, fanouts, batch_size, hidden, batches, seed, forward) -> dict:
     """Times ``batches`` steps from the start of an iteration over exactly that many batches
     (after one warm-up step that compiles the kernels), so that every stage's time
     counts the same batches as the wall time."""
     model = _model(dataset, hidden, len(fanouts), seed)
     trainer = Trainer(
-        model, dataset, fanouts, batch_size, seed=seed, progress=False, eval_mode="sampled"
+        model,
+        dataset,
+        fanouts,
+        batch_size,
+        seed=seed,
+        progress=False,
+        eval_mode="sampled",
+        forward=forward,
     )
     seeds = np.random.default_rng(seed).permutation(np.asarray(dataset.train_idx))
     warm_up = NeighborLoader(
@@ -157,7 +167,12 @@ def _graphengine_steps(dataset, fanouts, batch_size, hidden, batches, seed) -> d
     wall = time.perf_counter() - start
     stages = loader.stage_times
     stages["compute"] = compute
-    return {"step_s": wall / batches, "wall": wall, "stages": stages}
+    return {
+        "step_s": wall / batches,
+        "wall": wall,
+        "stages": stages,
+        "forward": trainer.forward_mode,
+    }
 
 
 def _pyg_loader(data, fanouts, batch_size, num_workers, input_nodes):
