@@ -135,11 +135,21 @@ def block_conv(conv: torch.nn.Module, x: torch.Tensor, block: Block) -> torch.Te
     fused aggregation (``conv.fuse``: GraphSAGE's mean, GIN's sum) on the CSR adjacency,
     else on ``edge_index``. Other layers run on all ``num_src`` nodes, then are sliced.
     """
+    # A slice's gradient is a zero-filled tensor of x's size: skip the slice when it is all of x.
+    x_src = x if x.shape[0] == block.num_src else x[: block.num_src]
     if not isinstance(conv, _BIPARTITE_CONVS):
-        return conv(x[: block.num_src], block.edge_index)[: block.num_dst]
-    pair = (x[: block.num_src], x[: block.num_dst])
-    adjacency = block.csr(x.dtype) if getattr(conv, "fuse", False) else block.edge_index
-    return conv(pair, adjacency)
+        return conv(x_src, block.edge_index)[: block.num_dst]
+    return conv((x_src, x[: block.num_dst]), _adjacency(conv, block, x))
+
+
+def _adjacency(conv: torch.nn.Module, block: Block, x: torch.Tensor) -> torch.Tensor:
+    """The CSR adjacency where ``conv`` fuses its aggregation and ``torch.sparse.mm`` has that
+    reduction on ``x``'s device (CUDA has only sum, and mean through it), else ``edge_index``."""
+    aggregation = getattr(conv, "aggr", None)
+    on_csr = getattr(conv, "fuse", False) and (
+        x.device.type == "cpu" or aggregation in ("add", "sum", "mean")
+    )
+    return block.csr(x.dtype) if on_csr else block.edge_index
 
 
 def block_forward(model: BasicGNN, x: torch.Tensor, blocks: Sequence[Block]) -> torch.Tensor:
