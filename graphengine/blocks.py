@@ -69,8 +69,8 @@ def to_blocks(
     hops.
 
     Args:
-        edge_index: int64 ``[2, num_edges]`` local edges sorted by destination, hop by hop,
-            as the loader gives them.
+        edge_index: integer ``[2, num_edges]`` local edges sorted by destination, hop by
+            hop, as the loader gives them (the blocks hold them as int64).
         num_sampled_nodes: nodes per hop (seeds first), ``len(num_sampled_edges) + 1`` counts.
         num_sampled_edges: edges per hop.
 
@@ -91,6 +91,7 @@ def to_blocks(
             f"'edge_index' has {edge_index.shape[1]} edges, the hop counts {num_edges}"
         )
     num_nodes = sum(num_sampled_nodes)
+    edge_index = edge_index.long()
     col = edge_index[1]
     if num_edges and not bool((col[1:] >= col[:-1]).all()):
         raise ValueError("'edge_index' must be sorted by destination (its second row)")

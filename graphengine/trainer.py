@@ -79,7 +79,10 @@ class Trainer:
         if eval_mode not in _EVAL_MODES:
             raise ValueError(f"'eval_mode' must be one of {_EVAL_MODES} (got {eval_mode!r})")
         if eval_mode == "layerwise" and not supports_blocks(model):
-            raise ValueError(f"'eval_mode' 'layerwise' needs a PyG BasicGNN (got {type(model)})")
+            raise ValueError(
+                "'eval_mode' 'layerwise' needs a PyG BasicGNN without norms, jumping knowledge "
+                f"or degree-normalizing GCN layers (got {type(model).__name__})"
+            )
         if eval_mode == "auto":
             if dataset.graph.num_edges <= _FULL_EVAL_MAX_EDGES:
                 eval_mode = "full"
