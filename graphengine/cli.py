@@ -96,6 +96,11 @@ def _parser() -> argparse.ArgumentParser:
         help="how graphengine's Trainer runs the model on a batch (default: blocks)",
     )
     train_bench.add_argument(
+        "--device",
+        default="cpu",
+        help="where the models train (e.g. cuda); loading stays on the CPU",
+    )
+    train_bench.add_argument(
         "--nproc",
         type=int,
         default=1,
@@ -284,6 +289,7 @@ def _bench_train(args) -> int:
         vs_pyg=args.vs == "pyg",
         epochs=args.epochs,
         forward="whole batch" if args.forward == "whole" else args.forward,
+        device=args.device,
     )
     return 0
 

@@ -114,3 +114,14 @@ def test_seed_logits_refuses_a_forward_the_model_does_not_allow():
     with pytest.raises(ValueError, match="'forward' must be one of"):
         SeedLogits(GCN(8, 16, 2, 3), 2, forward="fast")
     assert SeedLogits(GraphSAGE(8, 16, 2, 3), 2, forward="trim").mode == "trim"
+
+
+@pytest.mark.skipif(not torch.cuda.is_available(), reason="no CUDA device here")
+@pytest.mark.parametrize("aggr", ["mean", "max"])
+def test_block_forward_on_cuda_equals_whole_batch_forward(batch, aggr):
+    torch.manual_seed(0)
+    model = GraphSAGE(8, 16, 3, 3, aggr=aggr).eval().cuda()
+    batch = batch.to("cuda")
+    expected = model(batch.x, batch.edge_index)[: batch.batch_size]
+    blocks = to_blocks(batch.edge_index, batch.num_sampled_nodes, batch.num_sampled_edges)
+    assert torch.allclose(block_forward(model, batch.x, blocks), expected, atol=1e-5)

@@ -48,8 +48,10 @@ def run(
     epochs: int = 0,
     seed: int = 0,
     forward: str = "auto",
+    device: str = "cpu",
 ) -> dict:
     set_threads(threads)
+    device = torch.device(device)
     dataset = load_dataset(dataset_name, root=root)
     batches_per_epoch = math.ceil(len(dataset.train_idx) / batch_size)
     if batches >= batches_per_epoch:
@@ -65,15 +67,16 @@ def run(
         "batches": batches,
         "threads": threads,
         "forward": forward,
+        "device": str(device),
     }
     rows = []
     pyg = None
     if vs_pyg:
         # PyG first: its worker processes fork, which Numba's OpenMP pool would not survive;
         # and with glibc's default allocator settings, which is what PyG's users run with.
-        pyg = _pyg_steps(dataset, fanouts, batch_size, hidden, batches, seed)
+        pyg = _pyg_steps(dataset, fanouts, batch_size, hidden, batches, seed, device)
     summary["allocator_tuned"] = tune_host_allocator()
-    ours = _graphengine_steps(dataset, fanouts, batch_size, hidden, batches, seed, forward)
+    ours = _graphengine_steps(dataset, fanouts, batch_size, hidden, batches, seed, forward, device)
     epoch_s = ours["step_s"] * batches_per_epoch
     stages = ours["stages"]
     slowest = max(stages, key=lambda k: stages[k] if k != "waiting" else -1)
@@ -84,6 +87,7 @@ def run(
         slowest_stage=slowest,
         wall_over_slowest=ours["wall"] / stages[slowest],
         overlap=sum(v for k, v in stages.items() if k != "waiting") / ours["wall"],
+        waiting_share=stages["waiting"] / ours["wall"],
     )
     summary["forward"] = ours["forward"]
     rows.append([f"graphengine (pipelined, {ours['forward']})", ours["step_s"], epoch_s, ""])
@@ -108,11 +112,11 @@ def run(
             rows[0][3] = f"{pyg_epoch / epoch_s:.2f}x"
     if epochs:
         summary["test_acc"] = _accuracy_graphengine(
-            dataset, fanouts, batch_size, hidden, epochs, seed
+            dataset, fanouts, batch_size, hidden, epochs, seed, device
         )
         if vs_pyg and pyg is not None and "error" not in pyg:
             summary["pyg_test_acc"] = _accuracy_pyg(
-                dataset, fanouts, batch_size, hidden, epochs, seed
+                dataset, fanouts, batch_size, hidden, epochs, seed, device
             )
     stage_rows = [
         [f"  stage: {k}", v / batches, v / batches * batches_per_epoch, ""]
@@ -129,7 +133,9 @@ def _model(dataset, hidden, num_layers, seed) -> GraphSAGE:
     return GraphSAGE(dataset.num_features, hidden, num_layers, dataset.num_classes)
 
 
-def _graphengine_steps(dataset, fanouts, batch_size, hidden, batches, seed, forward) -> dict:
+def _graphengine_steps(
+    dataset, fanouts, batch_size, hidden, batches, seed, forward, device
+) -> dict:
     """Times ``batches`` steps from the start of an iteration over exactly that many batches
     (after one warm-up step that compiles the kernels), so that every stage's time
     counts the same batches as the wall time."""
@@ -143,10 +149,12 @@ def _graphengine_steps(dataset, fanouts, batch_size, hidden, batches, seed, forw
         progress=False,
         eval_mode="sampled",
         forward=forward,
+        device=device,
     )
     seeds = np.random.default_rng(seed).permutation(np.asarray(dataset.train_idx))
+    on_device = {"device": device, "pin_memory": device.type == "cuda"}
     warm_up = NeighborLoader(
-        dataset, fanouts, batch_size=batch_size, input_nodes=seeds[:batch_size]
+        dataset, fanouts, batch_size=batch_size, input_nodes=seeds[:batch_size], **on_device
     )
     trainer.model.train()
     trainer.step(next(iter(warm_up)))
@@ -157,6 +165,7 @@ def _graphengine_steps(dataset, fanouts, batch_size, hidden, batches, seed, forw
         input_nodes=seeds[batch_size : (batches + 1) * batch_size],
         seed=seed,
         num_workers=1,
+        **on_device,
     )
     compute = 0.0
     start = time.perf_counter()
@@ -189,7 +198,7 @@ def _pyg_loader(data, fanouts, batch_size, num_workers, input_nodes):
     )
 
 
-def _pyg_steps(dataset, fanouts, batch_size, hidden, batches, seed) -> dict:
+def _pyg_steps(dataset, fanouts, batch_size, hidden, batches, seed, device) -> dict:
     import torch_geometric.typing as pyg_typing
 
     if not (pyg_typing.WITH_PYG_LIB or pyg_typing.WITH_TORCH_SPARSE):
@@ -209,42 +218,48 @@ def _pyg_steps(dataset, fanouts, batch_size, hidden, batches, seed) -> dict:
         log.info("PyG loading with num_workers=%d: %.3f s per batch", num_workers, seconds / probes)
         if best is None or seconds < best[1]:
             best = (num_workers, seconds)
-    model = _model(dataset, hidden, len(fanouts), seed)
+    model = _model(dataset, hidden, len(fanouts), seed).to(device)
     optimizer = torch.optim.Adam(model.parameters(), lr=0.003)
     iterator = iter(_pyg_loader(data, fanouts, batch_size, best[0], train))
     next(iterator)
     start = time.perf_counter()
     for _, batch in zip(range(batches), iterator, strict=False):
-        optimizer.zero_grad()
-        out = model(batch.x, batch.edge_index)[: batch.batch_size]
-        F.cross_entropy(out, batch.y[: batch.batch_size]).backward()
-        optimizer.step()
+        _pyg_step(model, optimizer, batch.to(device))
+    if device.type == "cuda":
+        torch.cuda.synchronize(device)
     wall = time.perf_counter() - start
     return {"step_s": wall / batches, "num_workers": best[0]}
 
 
-def _accuracy_graphengine(dataset, fanouts, batch_size, hidden, epochs, seed) -> float:
+def _pyg_step(model, optimizer, batch) -> None:
+    """A PyG user's training step."""
+    optimizer.zero_grad()
+    out = model(batch.x, batch.edge_index)[: batch.batch_size]
+    F.cross_entropy(out, batch.y[: batch.batch_size]).backward()
+    optimizer.step()
+
+
+def _accuracy_graphengine(dataset, fanouts, batch_size, hidden, epochs, seed, device) -> float:
     model = _model(dataset, hidden, len(fanouts), seed)
-    trainer = Trainer(model, dataset, fanouts, batch_size, seed=seed, progress=False)
+    trainer = Trainer(model, dataset, fanouts, batch_size, seed=seed, progress=False, device=device)
     trainer.fit(epochs, eval_every=epochs)
     return trainer.evaluate("test")
 
 
-def _accuracy_pyg(dataset, fanouts, batch_size, hidden, epochs, seed) -> float:
+def _accuracy_pyg(dataset, fanouts, batch_size, hidden, epochs, seed, device) -> float:
     """Trains through PyG's loader; tests with the Trainer's evaluation (exact full-neighbor
     inference, layer-wise on large graphs), the same as for graphengine's model."""
     data = dataset.to_data()
-    model = _model(dataset, hidden, len(fanouts), seed)
+    model = _model(dataset, hidden, len(fanouts), seed).to(device)
     optimizer = torch.optim.Adam(model.parameters(), lr=0.003)
     loader = _pyg_loader(data, fanouts, batch_size, 0, data.train_mask)
     for _ in range(epochs):
         model.train()
         for batch in loader:
-            optimizer.zero_grad()
-            out = model(batch.x, batch.edge_index)[: batch.batch_size]
-            F.cross_entropy(out, batch.y[: batch.batch_size]).backward()
-            optimizer.step()
-    evaluator = Trainer(model, dataset, fanouts, batch_size, seed=seed, progress=False)
+            _pyg_step(model, optimizer, batch.to(device))
+    evaluator = Trainer(
+        model, dataset, fanouts, batch_size, seed=seed, progress=False, device=device
+    )
     return evaluator.evaluate("test")
 
 
