@@ -66,7 +66,6 @@ def run(
         "batch_size": batch_size,
         "batches": batches,
         "threads": threads,
-        "forward": forward,
         "device": str(device),
     }
     rows = []
