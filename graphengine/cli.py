@@ -11,6 +11,7 @@ import sys
 import torch
 
 from graphengine import distributed
+from graphengine.trainer import FORWARDS
 
 log = logging.getLogger("graphengine")
 
@@ -91,7 +92,7 @@ def _parser() -> argparse.ArgumentParser:
     train_bench.add_argument("--vs", choices=["pyg"], help="also time PyG's NeighborLoader loop")
     train_bench.add_argument(
         "--forward",
-        choices=["auto", "blocks", "trim", "whole"],
+        choices=FORWARDS,
         default="auto",
         help="how graphengine's Trainer runs the model on a batch (default: blocks)",
     )
@@ -288,7 +289,7 @@ def _bench_train(args) -> int:
         root=args.root,
         vs_pyg=args.vs == "pyg",
         epochs=args.epochs,
-        forward="whole batch" if args.forward == "whole" else args.forward,
+        forward=args.forward,
         device=args.device,
     )
     return 0

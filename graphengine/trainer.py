@@ -189,7 +189,7 @@ class Trainer:
 
     @property
     def forward_mode(self) -> str:
-        """How the model runs on a batch: ``'blocks'``, ``'trim'`` or ``'whole batch'``."""
+        """How the model runs on a batch: ``'blocks'``, ``'trim'`` or ``'whole'``."""
         return self._seed_logits.mode
 
     def step(self, batch) -> tuple[float, int]:
@@ -291,14 +291,14 @@ class Trainer:
             self.save_checkpoint(self.checkpoint)
 
 
-FORWARDS = ("auto", "blocks", "trim", "whole batch")
+FORWARDS = ("auto", "blocks", "trim", "whole")
 
 
 class SeedLogits(torch.nn.Module):
     """``model``'s logits for a batch's seeds: ``[batch.batch_size, num_classes]``.
 
     ``forward``: ``'blocks'`` (:func:`~graphengine.blocks.block_forward`), ``'trim'``
-    (PyG's ``trim_to_layer``), ``'whole batch'`` (``model(x, edge_index)``), or
+    (PyG's ``trim_to_layer``), ``'whole'`` (``model(x, edge_index)`` on the whole batch), or
     ``'auto'``: the first of these that gives ``model``'s results. A module, so that
     ``DistributedDataParallel`` can wrap it.
     """
@@ -308,11 +308,14 @@ class SeedLogits(torch.nn.Module):
         if forward not in FORWARDS:
             raise ValueError(f"'forward' must be one of {FORWARDS} (got {forward!r})")
         self.model = model
-        allowed = ["whole batch"]
-        if isinstance(model, BasicGNN) and model.num_layers == num_hops:
-            if not normalizes_by_degree(model):
-                allowed.insert(0, "trim")
-            if supports_blocks(model, num_hops):
+        allowed = ["whole"]
+        if (
+            isinstance(model, BasicGNN)
+            and model.num_layers == num_hops
+            and not normalizes_by_degree(model)
+        ):
+            allowed.insert(0, "trim")
+            if supports_blocks(model):
                 allowed.insert(0, "blocks")
         if forward != "auto" and forward not in allowed:
             raise ValueError(

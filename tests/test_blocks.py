@@ -85,7 +85,7 @@ def test_supports_blocks():
 def test_seed_logits_picks_blocks_then_trimming(batch):
     assert SeedLogits(GraphSAGE(8, 16, 3, 3), 3).mode == "blocks"
     assert SeedLogits(GraphSAGE(8, 16, 3, 3, norm="batch_norm"), 3).mode == "trim"
-    assert SeedLogits(GCN(8, 16, 3, 3), 3).mode == "whole batch"
+    assert SeedLogits(GCN(8, 16, 3, 3), 3).mode == "whole"
     torch.manual_seed(0)
     model = GraphSAGE(8, 16, 3, 3, norm="batch_norm").eval()
     expected = model(batch.x, batch.edge_index)[: batch.batch_size]
