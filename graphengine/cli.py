@@ -11,7 +11,7 @@ import sys
 import torch
 
 from graphengine import distributed
-from graphengine.trainer import FORWARDS
+from graphengine.nn.forward import FORWARDS
 
 log = logging.getLogger("graphengine")
 
@@ -145,9 +145,9 @@ def _fanouts(text: str) -> list[int]:
 
 
 def _train(args) -> int:
-    from graphengine.models import build_model
+    from graphengine.nn.models import build_model
     from graphengine.runtime import tune_host_allocator
-    from graphengine.trainer import Trainer
+    from graphengine.train.trainer import Trainer
 
     if args.nproc > 1 and not distributed.launched_by_torchrun():
         return distributed.launch(args.nproc, _without_nproc(args.argv))
@@ -184,24 +184,21 @@ def _train(args) -> int:
         device=device,
     )
     history = trainer.fit(args.epochs, eval_every=args.eval_every)
+    accuracies = trainer.evaluate_all() if args.eval_every > 0 else {}  # every rank takes part
+    if rank == 0:
+        for metrics in history:
+            print(json.dumps(metrics))
+        result = {
+            "dataset": dataset.name,
+            "model": args.model,
+            "epochs": trainer.epoch,
+            "workers": world_size,
+            **accuracies,
+            "epoch_s": sum(m["epoch_s"] for m in history) / max(len(history), 1),
+        }
+        print(json.dumps(result))
     if world_size > 1:
-        torch.distributed.barrier()
-        if rank != 0:
-            distributed.finish(0, wait=False)
-    for metrics in history:
-        print(json.dumps(metrics))
-    result = {
-        "dataset": dataset.name,
-        "model": args.model,
-        "epochs": trainer.epoch,
-        "workers": world_size,
-    }
-    if args.eval_every > 0:
-        result.update(trainer.evaluate_all())
-    result["epoch_s"] = sum(m["epoch_s"] for m in history) / max(len(history), 1)
-    print(json.dumps(result))
-    if world_size > 1:
-        distributed.finish(0, wait=False)  # the others left after the barrier above
+        distributed.finish(0)
     return 0
 
 

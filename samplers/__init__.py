@@ -1,10 +1,20 @@
 """Numba sampling kernels and sampler classes: which nodes and edges a mini-batch needs.
 
-Plain NumPy in, plain NumPy out: nothing here knows torch or PyG.
+Plain NumPy in, plain NumPy out: nothing here knows torch or PyG. :mod:`samplers.base` is the
+contract every sampler implements; the kernels under ``samplers/_kernels`` trust their input,
+so the sampler classes validate it first.
 """
 
+from samplers.base import BaseSampler, EdgeSamplerInput, SamplerInput, SamplerOutput
 from samplers.csc import check_csc, check_node_ids
 from samplers.neighbor import NeighborSampler
-from samplers.types import SamplerInput, SamplerOutput
 
-__all__ = ["NeighborSampler", "SamplerInput", "SamplerOutput", "check_csc", "check_node_ids"]
+__all__ = [
+    "BaseSampler",
+    "EdgeSamplerInput",
+    "NeighborSampler",
+    "SamplerInput",
+    "SamplerOutput",
+    "check_csc",
+    "check_node_ids",
+]

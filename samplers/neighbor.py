@@ -4,15 +4,15 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from samplers import _neighbor_kernels as kernels
-from samplers._random import MAX_BOUND, hop_key
+from samplers._kernels import neighbor as kernels
+from samplers._kernels.random import MAX_BOUND, hop_key
+from samplers.base import BaseSampler, SamplerInput, SamplerOutput
 from samplers.csc import check_csc, check_node_ids
-from samplers.types import SamplerInput, SamplerOutput
 
 _MIN_TABLE_BITS = 10
 
 
-class NeighborSampler:
+class NeighborSampler(BaseSampler):
     """Samples up to ``fanouts[h]`` in-neighbors per node at hop ``h``.
 
     Without replacement (the default) every subset of a node's in-neighbors of
@@ -66,6 +66,11 @@ class NeighborSampler:
         Raises:
             ValueError: a seed id outside ``[0, num_nodes)``.
         """
+        if inputs.time is not None or inputs.input_type is not None:
+            raise NotImplementedError(
+                "NeighborSampler samples homogeneous graphs without time; 'time' and "
+                "'input_type' must be None"
+            )
         seeds = check_node_ids(inputs.node, self.num_nodes, "node")
         batch_size = seeds.shape[0]
         # Size the buffers like the previous batch's, so that one allocation usually suffices.

@@ -14,9 +14,9 @@ import torch
 import torch.distributed as dist
 
 from graphengine.datasets import load_dataset
-from graphengine.distributed import finish
-from graphengine.models import build_model
-from graphengine.trainer import Trainer
+from graphengine.distributed.launch import finish
+from graphengine.nn.models import build_model
+from graphengine.train.trainer import Trainer
 
 GRAD_SETUP = {"hidden": 16, "fanouts": [-1, -1], "batch_size": 32, "lr": 0.01, "seed": 3}
 

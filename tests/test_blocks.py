@@ -6,9 +6,9 @@ import torch
 from torch_geometric.nn import GAT, GCN, GIN, GCNConv, GraphSAGE
 
 from graphengine import NeighborLoader
-from graphengine.blocks import block_conv, block_forward, supports_blocks, to_blocks
 from graphengine.datasets import SyntheticSpec, generate
-from graphengine.trainer import SeedLogits
+from graphengine.nn.blocks import block_conv, block_forward, supports_blocks, to_blocks
+from graphengine.nn.forward import SeedLogits
 
 
 @pytest.fixture(scope="module")

@@ -16,7 +16,7 @@ import torch.nn.functional as F
 from graphengine import NeighborLoader
 from graphengine.datasets import load_dataset
 from graphengine.loader.seeds import SeedBatches
-from graphengine.models import build_model
+from graphengine.nn.models import build_model
 from tests.distributed_worker import GRAD_SETUP
 
 WORKER = Path(__file__).with_name("distributed_worker.py")

@@ -7,7 +7,7 @@ import pytest
 import torch
 
 from graphengine import ops
-from graphengine.feature_store import FeatureStore
+from graphengine.data.feature_store import FeatureStore
 
 DTYPES = [
     pytest.param(torch.float32, id="float32"),

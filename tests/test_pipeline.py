@@ -10,8 +10,8 @@ import torch
 
 from graphengine import NeighborLoader
 from graphengine.datasets import SyntheticSpec, generate
-from graphengine.inference import layerwise_inference
-from graphengine.pipeline import Pipeline, Stage
+from graphengine.loader.pipeline import Pipeline, Stage
+from graphengine.nn.inference import layerwise_inference
 
 
 def graphengine_threads() -> list[threading.Thread]:

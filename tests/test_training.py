@@ -8,8 +8,8 @@ from torch_geometric.nn import MLP
 
 from graphengine.cli import main
 from graphengine.datasets import load_dataset
-from graphengine.models import build_model
-from graphengine.trainer import Trainer
+from graphengine.nn.models import build_model
+from graphengine.train.trainer import Trainer
 
 
 class FeaturesOnly(torch.nn.Module):

@@ -2,7 +2,7 @@
 
 GraphSAGE (3 layers, hidden 256 by default) on fanouts 15,10,5 and batches of 1024:
 a fixed number of training steps through graphengine's pipelined loader and the Trainer
-(layers run on blocks, :mod:`graphengine.blocks`), and with ``--vs pyg`` the same model
+(layers run on blocks, :mod:`graphengine.nn.blocks`), and with ``--vs pyg`` the same model
 through PyG's ``NeighborLoader`` (at its best ``num_workers`` of 0, 1, 2) called as
 ``model(batch.x, batch.edge_index)``.
 Epoch time is extrapolated from the steps to the full training split. With
@@ -31,7 +31,7 @@ from graphengine.bench.sample import set_threads
 from graphengine.datasets import load_dataset
 from graphengine.loader import NeighborLoader
 from graphengine.runtime import tune_host_allocator
-from graphengine.trainer import Trainer
+from graphengine.train.trainer import Trainer
 
 log = logging.getLogger(__name__)
 

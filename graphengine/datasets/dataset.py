@@ -9,8 +9,8 @@ import numpy as np
 import torch
 from torch_geometric.data import Data
 
-from graphengine.graph import Graph
-from graphengine.storage import load_array, read_manifest, write_manifest
+from graphengine.data.format import load_array, read_manifest, write_manifest
+from graphengine.data.graph_store import Graph
 from samplers import check_node_ids
 
 FORMAT = "graphengine.dataset"

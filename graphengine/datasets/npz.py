@@ -15,8 +15,8 @@ from pathlib import Path
 import numpy as np
 import scipy.sparse as sp
 
+from graphengine.data.graph_store import Graph
 from graphengine.datasets.dataset import GraphDataset
-from graphengine.graph import Graph
 
 FILES = {
     "amazon-computers": "amazon_electronics_computers.npz",

@@ -17,8 +17,8 @@ from pathlib import Path
 import numpy as np
 import scipy.sparse as sp
 
+from graphengine.data.graph_store import Graph
 from graphengine.datasets.dataset import GraphDataset
-from graphengine.graph import Graph
 
 NAMES = {"cora": "Cora", "citeseer": "CiteSeer", "pubmed": "PubMed"}
 _PARTS = ("x", "tx", "allx", "y", "ty", "ally", "graph")

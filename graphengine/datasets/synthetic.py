@@ -19,8 +19,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from graphengine.data.graph_store import Graph
 from graphengine.datasets.dataset import GraphDataset
-from graphengine.graph import Graph
 
 
 @dataclass(frozen=True)

@@ -1,7 +1,19 @@
-"""Loaders: turn sampled ids into PyG ``Data`` mini-batches."""
+"""Loaders: how batches are built. Public stages that every loader composes, the threaded
+pipeline that runs them, and the loaders themselves."""
 
-from graphengine.loader.batch import BatchBuilder
 from graphengine.loader.neighbor_loader import NeighborLoader
+from graphengine.loader.pipeline import Pipeline, Stage
 from graphengine.loader.seeds import BatchRequest, SeedBatches
+from graphengine.loader.stages import CopyToDevice, GatherFeatures, SampleNodes, Transform
 
-__all__ = ["BatchBuilder", "BatchRequest", "NeighborLoader", "SeedBatches"]
+__all__ = [
+    "BatchRequest",
+    "CopyToDevice",
+    "GatherFeatures",
+    "NeighborLoader",
+    "Pipeline",
+    "SampleNodes",
+    "SeedBatches",
+    "Stage",
+    "Transform",
+]

@@ -6,17 +6,15 @@ import time
 from collections.abc import Callable, Iterator, Sequence
 from typing import Any
 
-import numpy as np
 import torch
 from torch_geometric.data import Data
 
 from graphengine.datasets.dataset import GraphDataset
-from graphengine.feature_store import FeatureStore, as_tensor
-from graphengine.graph import Graph
-from graphengine.loader.batch import BatchBuilder
+from graphengine.loader.adapters import graph_and_gather, seed_nodes
+from graphengine.loader.pipeline import Pipeline, Stage, StageTimes
 from graphengine.loader.seeds import BatchRequest, SeedBatches, derive_seed
-from graphengine.pipeline import Pipeline, Stage, StageTimes
-from samplers import NeighborSampler, SamplerInput, SamplerOutput, check_node_ids
+from graphengine.loader.stages import CopyToDevice, SampleNodes, Transform
+from samplers import NeighborSampler, check_node_ids
 
 _UNSUPPORTED = {
     "input_time": None,
@@ -28,54 +26,6 @@ _UNSUPPORTED = {
     "temporal_strategy": "uniform",
 }
 _DATALOADER_ARGS_IGNORED = ("persistent_workers",)
-
-
-class _Sample:
-    """The sampling stage: a batch request -> the sampler's output."""
-
-    def __init__(self, sampler, input_nodes: np.ndarray, input_ids: np.ndarray):
-        self.sampler = sampler
-        self.input_nodes = input_nodes
-        self.input_ids = input_ids
-
-    def __call__(self, request: BatchRequest) -> SamplerOutput:
-        return self.sampler.sample_from_nodes(
-            SamplerInput(
-                node=self.input_nodes[request.index],
-                input_id=self.input_ids[request.index],
-                seed=request.seed,
-            )
-        )
-
-
-class _Build:
-    """The gathering stage: the sampler's output -> a ``Data`` batch (then ``transform``)."""
-
-    def __init__(self, build: BatchBuilder, transform):
-        self.build = build
-        self.transform = transform
-
-    def __call__(self, out: SamplerOutput) -> Data:
-        data = self.build(out)
-        return data if self.transform is None else self.transform(data)
-
-
-class _CopyToDevice:
-    """The copy stage: moves a batch to a CUDA device on a side stream, in its own thread."""
-
-    def __init__(self, device: torch.device):
-        self.device = device
-        self.stream = torch.cuda.Stream(device)
-        self.consumer_stream = torch.cuda.default_stream(device)
-
-    def __call__(self, data: Data) -> Data:
-        with torch.cuda.stream(self.stream):
-            moved = data.to(self.device, non_blocking=True)
-        self.stream.synchronize()
-        for value in moved.values():
-            if isinstance(value, torch.Tensor) and value.is_cuda:
-                value.record_stream(self.consumer_stream)
-        return moved
 
 
 class NeighborLoader:
@@ -102,13 +52,17 @@ class NeighborLoader:
         replace: sample with replacement.
         drop_last: drop the last, incomplete batch.
         seed: base random seed; ``None`` draws one per epoch from torch's global generator.
-        transform: a function applied to each ``Data`` batch (in the gathering stage).
+        transform: a function applied to each ``Data`` batch, in a stage of its own that
+            takes the batches in order (one thread), so a random transform gives the same
+            batches whatever ``num_workers`` is.
         num_workers: sampling threads, as PyG's ``num_workers`` counts producers; ``0``
             loads every batch in the caller's thread, without a pipeline.
         filter_per_worker: gather features in the sampling threads (``True``, the default
             as in PyG on the CPU: measured fastest here) or in one gathering thread of its
             own (``False``).
-        prefetch: batches loaded ahead of the caller.
+        prefetch: batches in flight per sampling thread, as torch's ``prefetch_factor``:
+            at most ``prefetch * max(num_workers, 1)`` batches are being loaded or wait
+            for the caller at any time (memory grows with it).
         device: where batches go; a CUDA device adds a copy stage on a side stream.
         pin_memory: gather features into pinned memory (for fast host-to-device copies).
         neighbor_sampler: a ready :class:`samplers.NeighborSampler` to use instead.
@@ -161,12 +115,12 @@ class NeighborLoader:
         if isinstance(num_workers, bool) or not isinstance(num_workers, int) or num_workers < 0:
             raise ValueError(f"'num_workers' must be an int >= 0 (got {num_workers!r})")
 
-        graph, build = _prepare(data, pin_memory)
+        graph, gather = graph_and_gather(data, pin_memory)
         if neighbor_sampler is None:
             neighbor_sampler = NeighborSampler(
                 graph.indptr, graph.indices, num_neighbors, replace=replace, validate=False
             )
-        input_nodes, input_ids = _input_nodes(input_nodes, graph.num_nodes)
+        input_nodes, input_ids = seed_nodes(input_nodes, graph.num_nodes)
 
         self.data = data
         self.graph = graph
@@ -178,10 +132,11 @@ class NeighborLoader:
         self.prefetch = prefetch
         self.device = torch.device(device) if device is not None else None
         self.seed = seed
-        self._sample = _Sample(neighbor_sampler, input_nodes, input_ids)
-        self._build = _Build(build, transform)
+        self._sample = SampleNodes(neighbor_sampler, input_nodes, input_ids)
+        self._gather = gather
+        self._transform = Transform(transform) if transform is not None else None
         self._copy = (
-            _CopyToDevice(self.device)
+            CopyToDevice(self.device)
             if self.device is not None and self.device.type == "cuda"
             else None
         )
@@ -189,7 +144,9 @@ class NeighborLoader:
             len(input_nodes), batch_size, shuffle, drop_last, seed, rank, world_size
         )
         self._stages = self._build_stages()
-        self._pipeline = Pipeline(self._seed_batches, self._stages, prefetch=max(prefetch, 1))
+        self._pipeline = Pipeline(
+            self._seed_batches, self._stages, prefetch=max(prefetch, 1) * max(num_workers, 1)
+        )
         self._times = self._pipeline.times
 
     @property
@@ -235,8 +192,10 @@ class NeighborLoader:
         workers = max(self.num_workers, 1)
         stages = [
             Stage("sample", self._sample, workers),
-            Stage("gather", self._build, workers if self.filter_per_worker else 1),
+            Stage("gather", self._gather, workers if self.filter_per_worker else 1),
         ]
+        if self._transform is not None:
+            stages.append(Stage("transform", self._transform, ordered=True))
         if self._copy is not None:
             stages.append(Stage("copy", self._copy))
         return stages
@@ -253,71 +212,3 @@ class NeighborLoader:
             item = stage.function(item)
             times.add(stage.name, time.perf_counter() - started)
         return item
-
-
-def _prepare(data, pin_memory: bool) -> tuple[Graph, BatchBuilder]:
-    """The graph store and batch builder of a ``Data``, a ``GraphDataset`` or a
-    ``(FeatureStore, Graph)`` pair."""
-    if isinstance(data, GraphDataset):
-        store = FeatureStore({"x": data.x, "y": data.y})
-        return data.graph, BatchBuilder(store, pin_memory=pin_memory)
-    if isinstance(data, tuple) and len(data) == 2 and isinstance(data[1], Graph):
-        store, graph = data
-        if not isinstance(store, FeatureStore) or store.num_nodes != graph.num_nodes:
-            raise ValueError("'data' as a pair must be (FeatureStore, Graph) of as many nodes")
-        return graph, BatchBuilder(store, edge_ids=graph.edge_ids, pin_memory=pin_memory)
-    if not isinstance(data, Data):
-        raise TypeError(
-            f"'data' must be a torch_geometric.data.Data, a graphengine GraphDataset or a "
-            f"(FeatureStore, Graph) pair (got {type(data).__name__}); HeteroData and PyG's "
-            "remote stores are not supported yet"
-        )
-    graph = Graph.from_data(data)
-    tables = {"node": {}, "edge": {}}
-    other_attrs, odd_attrs = {}, {}
-    for key, value in data.items():
-        if key in ("edge_index", "num_nodes"):
-            continue
-        if data.is_node_attr(key):
-            level = "node"
-        elif data.is_edge_attr(key):
-            level = "edge"
-        else:
-            other_attrs[key] = value
-            continue
-        dim = data.__cat_dim__(key, value)
-        if dim == 0 and _row_table(value):
-            tables[level][key] = value
-        else:
-            odd_attrs[key] = (value, dim, level)
-    nodes, edges = (FeatureStore(t) if t else None for t in (tables["node"], tables["edge"]))
-    return graph, BatchBuilder(nodes, edges, other_attrs, graph.edge_ids, odd_attrs, pin_memory)
-
-
-def _row_table(value) -> bool:
-    """Whether ``value`` is a CPU table the extension gathers rows of (1-D, or 2-D rows
-    contiguous)."""
-    if isinstance(value, np.ndarray):
-        value = as_tensor(value)
-    if not isinstance(value, torch.Tensor) or value.is_cuda or value.dim() not in (1, 2):
-        return False
-    return value.dim() == 1 or value.shape[1] <= 1 or value.stride(1) == 1
-
-
-def _input_nodes(input_nodes, num_nodes: int) -> tuple[np.ndarray, np.ndarray]:
-    """Seed ids and their ``input_id`` (positions, or node ids for a boolean mask)."""
-    if input_nodes is None:
-        nodes = np.arange(num_nodes, dtype=np.int64)
-        return nodes, nodes
-    if isinstance(input_nodes, torch.Tensor):
-        input_nodes = input_nodes.detach().cpu().numpy()
-    array = np.asarray(input_nodes)
-    if array.dtype == np.bool_:
-        if array.shape != (num_nodes,):
-            raise ValueError(
-                f"'input_nodes' as a mask must have shape ({num_nodes},) (got {array.shape})"
-            )
-        nodes = np.flatnonzero(array).astype(np.int64)
-        return nodes, nodes
-    nodes = check_node_ids(array, num_nodes, "input_nodes")
-    return nodes, np.arange(nodes.shape[0], dtype=np.int64)

@@ -8,11 +8,11 @@ import numpy as np
 import scipy.sparse as sp
 import torch
 
-from graphengine.feature_store import as_tensor
-from graphengine.storage import load_array, read_manifest, write_manifest
+from graphengine.data.arrays import as_tensor
+from graphengine.data.format import load_array, read_manifest, write_manifest
 from samplers import check_csc
 
-FORMAT = "graphengine.graph"
+FORMAT = "graphengine.data.graph_store"
 FORMAT_VERSION = 1
 _MANIFEST = "graph.json"
 _INT32_MAX = np.iinfo(np.int32).max

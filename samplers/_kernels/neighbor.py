@@ -13,8 +13,8 @@ new nodes are numbered in order of first appearance, as PyG does).
 import numpy as np
 from numba import njit, prange
 
-from samplers._prefetch import prefetch
-from samplers._random import GOLDEN, stream_state, uniform_below
+from samplers._kernels.prefetch import prefetch
+from samplers._kernels.random import GOLDEN, stream_state, uniform_below
 
 # Below this fanout, Floyd's algorithm with a linear duplicate scan is cheapest;
 # above it, selection sampling (Knuth's Algorithm S) costs one draw per neighbor.

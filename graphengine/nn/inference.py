@@ -12,10 +12,10 @@ import torch
 from torch_geometric.nn.models.basic_gnn import BasicGNN
 from tqdm import tqdm
 
-from graphengine.blocks import block_conv, supports_blocks, to_blocks
-from graphengine.feature_store import FeatureStore
-from graphengine.graph import Graph
+from graphengine.data.feature_store import FeatureStore
+from graphengine.data.graph_store import Graph
 from graphengine.loader import NeighborLoader
+from graphengine.nn.blocks import block_conv, supports_blocks, to_blocks
 
 
 @torch.no_grad()
@@ -30,7 +30,7 @@ def layerwise_inference(
     """The model's output for every node: float32 ``[num_nodes, out_channels]`` on the CPU.
 
     Args:
-        model: a PyG ``BasicGNN`` (see :func:`~graphengine.blocks.supports_blocks`), in eval mode.
+        model: a PyG ``BasicGNN`` (see :func:`~graphengine.nn.supports_blocks`), in eval mode.
         graph: the CSC graph.
         x: ``[num_nodes, in_channels]`` input features (a CPU tensor; memory maps work).
         chunk_size: destination nodes per step.

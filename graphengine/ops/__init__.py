@@ -20,7 +20,7 @@ import torch
 
 log = logging.getLogger(__name__)
 
-CSRC = Path(__file__).resolve().parents[1] / "csrc"
+CSRC = Path(__file__).resolve().parents[2] / "csrc"
 _NAME = "graphengine_ops"
 _lock = threading.Lock()
 _state: dict[str, object] = {}

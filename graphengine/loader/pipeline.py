@@ -4,10 +4,12 @@ Like DGL GraphBolt's datapipes (item sampler -> subgraph sampler -> feature fetc
 copy-to-device), but in threads of one process: the Numba sampler and the C++ gather
 release the GIL, so threads overlap them without pickling or copying batches.
 
-Items come out in the order they went in, whatever the number of workers per stage.
-At most ``prefetch`` items are in flight beyond the one the caller holds. An exception
-in a stage is re-raised in the caller at that item's turn; leaving the loop early,
-an exception, Ctrl-C or garbage collection of the iterator stop every thread.
+Items come out in the order they went in, whatever the number of workers per stage; a
+stage marked ``ordered`` also takes them in that order (one worker). At most ``prefetch``
+items are in flight (in a stage or waiting for the caller) besides the one the caller
+holds. An exception in a stage is re-raised in the caller at that item's turn; leaving
+the loop early, an exception, Ctrl-C or garbage collection of the iterator stop every
+thread.
 """
 
 from __future__ import annotations
@@ -25,15 +27,19 @@ _JOIN_S = 5.0
 
 @dataclass(frozen=True)
 class Stage:
-    """One step: ``function`` applied to each item by ``workers`` threads."""
+    """One step: ``function`` applied to each item by ``workers`` threads; an ``ordered``
+    stage has one worker that takes the items in their source order."""
 
     name: str
     function: Callable[[Any], Any]
     workers: int = 1
+    ordered: bool = False
 
     def __post_init__(self):
         if self.workers < 1:
             raise ValueError(f"stage '{self.name}' needs at least one worker (got {self.workers})")
+        if self.ordered and self.workers != 1:
+            raise ValueError(f"ordered stage '{self.name}' must have one worker")
 
 
 @dataclass(frozen=True)
@@ -91,8 +97,7 @@ class _Run:
     def __init__(self, pipeline: Pipeline):
         self.pipeline = pipeline
         self.stop = threading.Event()
-        in_flight = pipeline.prefetch + sum(stage.workers for stage in pipeline.stages)
-        self.tickets = threading.Semaphore(in_flight)
+        self.tickets = threading.Semaphore(pipeline.prefetch)
         self.queues = [queue.Queue() for _ in range(len(pipeline.stages) + 1)]
         self.threads: list[threading.Thread] = []
 
@@ -160,14 +165,9 @@ class _Run:
 
     def _work(self, index: int, stage: Stage, remaining: list[int], lock: threading.Lock) -> None:
         inbox, outbox = self.queues[index], self.queues[index + 1]
+        items = _in_order(self._items(inbox)) if stage.ordered else self._items(inbox)
         times = self.pipeline.times
-        while True:
-            try:
-                seq, item = self._get(inbox)
-            except _Stopped:
-                return
-            if item is _END:
-                break
+        for seq, item in items:
             if not isinstance(item, _Failure):
                 started = time.perf_counter()
                 try:
@@ -176,6 +176,8 @@ class _Run:
                     item = _Failure(error)
                 times.add(stage.name, time.perf_counter() - started)
             outbox.put((seq, item))
+        if self.stop.is_set():
+            return
         with lock:
             remaining[0] -= 1
             last = remaining[0] == 0
@@ -184,6 +186,17 @@ class _Run:
             followers = stages[index + 1].workers if index + 1 < len(stages) else 1
             for _ in range(followers):
                 outbox.put((None, _END))
+
+    def _items(self, inbox: queue.Queue) -> Iterator[tuple[int, Any]]:
+        """``(seq, item)`` pairs from ``inbox`` until its end marker or a stop."""
+        while True:
+            try:
+                seq, item = self._get(inbox)
+            except _Stopped:
+                return
+            if item is _END:
+                return
+            yield seq, item
 
     def _get(self, inbox: queue.Queue):
         while True:
@@ -200,6 +213,17 @@ class _Run:
         for thread in self.threads:
             if thread is not current:
                 thread.join(timeout=_JOIN_S)
+
+
+def _in_order(items: Iterator[tuple[int, Any]]) -> Iterator[tuple[int, Any]]:
+    """``items`` re-sorted by sequence number (numbers are 0, 1, 2, ... without gaps)."""
+    pending: dict[int, Any] = {}
+    expected = 0
+    for seq, item in items:
+        pending[seq] = item
+        while expected in pending:
+            yield expected, pending.pop(expected)
+            expected += 1
 
 
 class _Stopped(Exception):

@@ -9,7 +9,6 @@ pinned host memory by zero-copy, all in one kernel.
 
 from __future__ import annotations
 
-import warnings
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -18,16 +17,7 @@ import numpy as np
 import torch
 
 from graphengine import ops
-
-
-def as_tensor(value) -> torch.Tensor:
-    """A torch view of a tensor or numpy array (read-only memmaps included), without a copy."""
-    if isinstance(value, torch.Tensor):
-        return value
-    with warnings.catch_warnings():
-        warnings.filterwarnings("ignore", message=".*not writable.*")
-        return torch.from_numpy(np.asarray(value))
-
+from graphengine.data.arrays import as_tensor
 
 _HOST_REGISTER_READ_ONLY = 8
 

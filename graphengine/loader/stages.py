@@ -1,0 +1,136 @@
+"""The stages every loader composes: seeds -> sample -> gather -> transform -> copy.
+
+Each stage is a small callable with one job, taking the previous stage's item and returning
+the next; :class:`~graphengine.loader.pipeline.Pipeline` runs them in threads, or a loader
+calls them in turn in the caller's thread. A new loader (link prediction, subgraphs,
+distributed sampling) reuses these and adds its own where it differs.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+import numpy as np
+import torch
+from torch_geometric.data import Data
+
+from graphengine.data.arrays import as_tensor
+from graphengine.data.feature_store import FeatureStore
+from graphengine.loader.seeds import BatchRequest
+from samplers import BaseSampler, SamplerInput, SamplerOutput
+
+
+class SampleNodes:
+    """Sampling: a :class:`BatchRequest` -> the sampler's :class:`SamplerOutput`.
+
+    Args:
+        sampler: any :class:`samplers.BaseSampler`.
+        input_nodes: int64 ``[num_seeds]``, the loader's seed node ids.
+        input_ids: int64 ``[num_seeds]``, each seed's ``input_id``.
+    """
+
+    def __init__(self, sampler: BaseSampler, input_nodes: np.ndarray, input_ids: np.ndarray):
+        self.sampler = sampler
+        self.input_nodes = input_nodes
+        self.input_ids = input_ids
+
+    def __call__(self, request: BatchRequest) -> SamplerOutput:
+        return self.sampler.sample_from_nodes(
+            SamplerInput(
+                node=self.input_nodes[request.index],
+                input_id=self.input_ids[request.index],
+                seed=request.seed,
+            )
+        )
+
+
+class Transform:
+    """The user's ``transform`` on each batch. Pipelines run it in one thread, in batch order,
+    so that a random transform sees batches in the same order whatever the thread count."""
+
+    def __init__(self, function: Callable[[Data], Any]):
+        if not callable(function):
+            raise TypeError(f"'transform' must be callable (got {type(function).__name__})")
+        self.function = function
+
+    def __call__(self, data: Data) -> Any:
+        return self.function(data)
+
+
+class CopyToDevice:
+    """Copying: moves a batch to a CUDA device on a side stream, in its own thread."""
+
+    def __init__(self, device: torch.device):
+        self.device = device
+        self.stream = torch.cuda.Stream(device)
+        self.consumer_stream = torch.cuda.default_stream(device)
+
+    def __call__(self, data: Data) -> Data:
+        with torch.cuda.stream(self.stream):
+            moved = data.to(self.device, non_blocking=True)
+        self.stream.synchronize()
+        for value in moved.values():
+            if isinstance(value, torch.Tensor) and value.is_cuda:
+                value.record_stream(self.consumer_stream)
+        return moved
+
+
+class GatherFeatures:
+    """Gathering: a :class:`SamplerOutput` -> a ``Data`` with node attributes gathered by
+    ``n_id`` and edge attributes by ``e_id``.
+
+    Args:
+        nodes: the node-level tables, gathered through the extension.
+        edges: the edge-level tables (indexed by original edge id), or ``None``.
+        other_attrs: name -> value copied into every batch unchanged.
+        edge_ids: optional int64 ``[num_edges]``: the original edge id of each CSC position.
+        odd_attrs: name -> (value, dim, "node" or "edge") for attributes indexed along a
+            dimension other than 0, gathered with ``index_select``.
+        pin_memory: gather the tables into pinned memory (needs CUDA), for fast copies.
+    """
+
+    def __init__(
+        self,
+        nodes: FeatureStore | None,
+        edges: FeatureStore | None = None,
+        other_attrs: dict | None = None,
+        edge_ids: np.ndarray | None = None,
+        odd_attrs: dict | None = None,
+        pin_memory: bool = False,
+    ):
+        self.nodes = nodes
+        self.edges = edges
+        self.other_attrs = other_attrs or {}
+        self.edge_ids = None if edge_ids is None else as_tensor(edge_ids)
+        self.odd_attrs = odd_attrs or {}
+        self.pin_memory = pin_memory
+
+    def __call__(self, out: SamplerOutput) -> Data:
+        n_id = torch.from_numpy(out.node)
+        edge = torch.from_numpy(out.edge)
+        e_id = edge if self.edge_ids is None else self.edge_ids[edge]
+        data = Data(edge_index=torch.from_numpy(np.stack([out.row, out.col])))
+        for store, index in ((self.nodes, n_id), (self.edges, e_id)):
+            for key in store.keys() if store is not None else ():
+                data[key] = store.gather(key, index, self._pinned(store[key], index))
+        for key, (value, dim, level) in self.odd_attrs.items():
+            data[key] = as_tensor(value).index_select(dim, n_id if level == "node" else e_id)
+        for key, value in self.other_attrs.items():
+            data[key] = value
+        data.num_nodes = int(out.node.shape[0])
+        data.n_id = n_id
+        data.e_id = e_id
+        data.input_id = torch.from_numpy(out.input_id)
+        data.batch_size = out.batch_size
+        data.num_sampled_nodes = list(out.num_sampled_nodes)
+        data.num_sampled_edges = list(out.num_sampled_edges)
+        return data
+
+    def _pinned(self, table: torch.Tensor, index: torch.Tensor) -> torch.Tensor | None:
+        """A pinned output buffer for ``table``'s rows at ``index`` (torch caches pinned
+        allocations), or ``None`` to let the gather allocate."""
+        if not self.pin_memory:
+            return None
+        shape = (index.shape[0], *table.shape[1:])
+        return torch.empty(shape, dtype=table.dtype, pin_memory=True)

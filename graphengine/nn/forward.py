@@ -1,0 +1,54 @@
+"""How a model runs on one sampled batch to give its seeds' logits: blocks, trimming or whole."""
+
+from __future__ import annotations
+
+import torch
+from torch_geometric.nn.models.basic_gnn import BasicGNN
+
+from graphengine.nn.blocks import block_forward, normalizes_by_degree, supports_blocks, to_blocks
+
+FORWARDS = ("auto", "blocks", "trim", "whole")
+
+
+class SeedLogits(torch.nn.Module):
+    """``model``'s logits for a batch's seeds: ``[batch.batch_size, num_classes]``.
+
+    ``forward``: ``'blocks'`` (:func:`~graphengine.nn.blocks.block_forward`), ``'trim'``
+    (PyG's ``trim_to_layer``), ``'whole'`` (``model(x, edge_index)`` on the whole batch), or
+    ``'auto'``: the first of these that gives ``model``'s results. A module, so that
+    ``DistributedDataParallel`` can wrap it.
+    """
+
+    def __init__(self, model: torch.nn.Module, num_hops: int, forward: str = "auto"):
+        super().__init__()
+        if forward not in FORWARDS:
+            raise ValueError(f"'forward' must be one of {FORWARDS} (got {forward!r})")
+        self.model = model
+        allowed = ["whole"]
+        if (
+            isinstance(model, BasicGNN)
+            and model.num_layers == num_hops
+            and not normalizes_by_degree(model)
+        ):
+            allowed.insert(0, "trim")
+            if supports_blocks(model):
+                allowed.insert(0, "blocks")
+        if forward != "auto" and forward not in allowed:
+            raise ValueError(
+                f"'forward' {forward!r} does not give this model's results on {num_hops}-hop "
+                f"batches; it allows {allowed}"
+            )
+        self.mode = allowed[0] if forward == "auto" else forward
+
+    def forward(self, batch) -> torch.Tensor:
+        if self.mode == "blocks":
+            blocks = to_blocks(batch.edge_index, batch.num_sampled_nodes, batch.num_sampled_edges)
+            return block_forward(self.model, batch.x, blocks)
+        if self.mode == "trim":
+            return self.model(
+                batch.x,
+                batch.edge_index,
+                num_sampled_nodes_per_hop=batch.num_sampled_nodes,
+                num_sampled_edges_per_hop=batch.num_sampled_edges,
+            )[: batch.batch_size]
+        return self.model(batch.x, batch.edge_index)[: batch.batch_size]

@@ -1,0 +1,133 @@
+"""Accuracy of a node classifier on a dataset's splits: full-graph, layer-wise or sampled.
+
+With several workers every rank takes part, so that none waits at a collective, bounded by
+the process-group timeout, while another evaluates: full-graph and layer-wise inference run
+on every rank (each gets the same exact answer), sampled evaluation splits the nodes across
+ranks and sums the counts.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import torch
+from tqdm import tqdm
+
+from graphengine.data.arrays import as_tensor
+from graphengine.datasets.dataset import SPLITS, GraphDataset
+from graphengine.loader import NeighborLoader
+from graphengine.nn.blocks import supports_blocks
+from graphengine.nn.forward import SeedLogits
+from graphengine.nn.inference import layerwise_inference
+from graphengine.parallel.base import SingleProcess, Strategy
+
+# Full-graph evaluation needs the whole graph's activations in memory at once.
+FULL_EVAL_MAX_EDGES = 5_000_000
+EVAL_MODES = ("auto", "full", "layerwise", "sampled")
+
+
+def resolve_eval_mode(mode: str, dataset: GraphDataset, model: torch.nn.Module) -> str:
+    """``mode`` checked against ``model``; ``'auto'`` becomes ``'full'`` below 5M edges, else
+    ``'layerwise'`` when the model allows it, else ``'sampled'``."""
+    if mode not in EVAL_MODES:
+        raise ValueError(f"'eval_mode' must be one of {EVAL_MODES} (got {mode!r})")
+    if mode == "layerwise" and not supports_blocks(model):
+        raise ValueError(
+            "'eval_mode' 'layerwise' needs a PyG BasicGNN without norms, jumping knowledge "
+            f"or degree-normalizing GCN layers (got {type(model).__name__})"
+        )
+    if mode != "auto":
+        return mode
+    if dataset.graph.num_edges <= FULL_EVAL_MAX_EDGES:
+        return "full"
+    return "layerwise" if supports_blocks(model) else "sampled"
+
+
+class Evaluator:
+    """Accuracy of ``seed_logits.model`` on ``dataset``'s splits.
+
+    Args:
+        seed_logits: the model and how it runs on a sampled batch (for ``'sampled'``).
+        dataset: graph, features, labels and splits.
+        mode: ``'full'``, ``'layerwise'``, ``'sampled'`` or ``'auto'`` (see
+            :func:`resolve_eval_mode`).
+        fanouts, batch_size, seed, num_workers: the sampled evaluation's loader.
+        strategy: who else evaluates; every worker must call the same methods.
+        progress: show a tqdm progress bar.
+    """
+
+    def __init__(
+        self,
+        seed_logits: SeedLogits,
+        dataset: GraphDataset,
+        mode: str,
+        fanouts: list[int],
+        batch_size: int,
+        seed: int = 0,
+        num_workers: int = 1,
+        strategy: Strategy | None = None,
+        progress: bool = False,
+    ):
+        self.seed_logits = seed_logits
+        self.model = seed_logits.model
+        self.dataset = dataset
+        self.mode = resolve_eval_mode(mode, dataset, self.model)
+        self.fanouts = list(fanouts)
+        self.batch_size = batch_size
+        self.seed = seed
+        self.num_workers = num_workers
+        self.strategy = strategy or SingleProcess()
+        self.progress = progress
+        self._y = as_tensor(dataset.y)
+
+    @property
+    def device(self) -> torch.device:
+        return self.strategy.device
+
+    @torch.no_grad()
+    def accuracy(self, split: str) -> float:
+        """Accuracy on ``split`` (``'train'``, ``'val'`` or ``'test'``)."""
+        return self.accuracies((split,))[f"{split}_acc"]
+
+    @torch.no_grad()
+    def accuracies(self, splits: tuple[str, ...] = SPLITS) -> dict[str, float]:
+        """``{split}_acc`` for each of ``splits``; one pass of full or layer-wise inference
+        serves them all."""
+        self.model.eval()
+        if self.mode in ("full", "layerwise"):
+            prediction = self._all_logits().argmax(dim=-1)
+            result = {}
+            for split in splits:
+                index = torch.from_numpy(np.asarray(self.dataset.split(split)))
+                result[f"{split}_acc"] = float((prediction[index] == self._y[index]).float().mean())
+            return result
+        return {f"{split}_acc": self._sampled(split) for split in splits}
+
+    def _sampled(self, split: str) -> float:
+        nodes = np.asarray(self.dataset.split(split))
+        mine = nodes[self.strategy.rank :: self.strategy.world_size]
+        correct = 0
+        if len(mine):
+            loader = NeighborLoader(
+                self.dataset,
+                self.fanouts,
+                batch_size=self.batch_size,
+                input_nodes=mine,
+                seed=self.seed + 1,
+                num_workers=self.num_workers,
+                device=self.device,
+            )
+            batches = tqdm(loader, desc=f"eval {split}", disable=not self.progress, leave=False)
+            for batch in batches:
+                logits = self.seed_logits(batch)
+                correct += int((logits.argmax(dim=-1) == batch.y[: batch.batch_size]).sum())
+        correct, total = self.strategy.sum([correct, len(mine)])
+        return correct / max(total, 1)
+
+    def _all_logits(self) -> torch.Tensor:
+        x = as_tensor(self.dataset.x)
+        if self.mode == "layerwise":
+            return layerwise_inference(
+                self.model, self.dataset.graph, x, device=self.device, progress=self.progress
+            )
+        edge_index = self.dataset.graph.to_edge_index().to(self.device)
+        return self.model(x.to(self.device, torch.float32), edge_index).cpu()

@@ -1,0 +1,104 @@
+"""The sampler-to-loader contract: what a sampler takes, what it returns, what it implements.
+
+Every sampler (neighbor, weighted, temporal, heterogeneous, distributed, subgraph) derives
+from :class:`BaseSampler` and takes :class:`SamplerInput` (seed nodes) or
+:class:`EdgeSamplerInput` (seed edges, for link prediction); loaders call nothing else.
+"""
+
+from abc import ABC, abstractmethod
+from dataclasses import dataclass
+
+import numpy as np
+
+
+@dataclass(frozen=True)
+class SamplerInput:
+    """One mini-batch of seed nodes.
+
+    Attributes:
+        node: int64 ``[batch_size]``, global ids of the seeds, in batch order.
+        input_id: int64 ``[batch_size]``, each seed's position in the loader's
+            list of input nodes.
+        seed: the random seed of this batch (any Python int); the same seed gives
+            the same sample whatever the number of threads.
+        time: optional int64 ``[batch_size]``, each seed's timestamp (temporal sampling:
+            only neighbors no later than it).
+        input_type: the seeds' node type (heterogeneous graphs), ``None`` when homogeneous.
+    """
+
+    node: np.ndarray
+    input_id: np.ndarray
+    seed: int
+    time: np.ndarray | None = None
+    input_type: str | None = None
+
+
+@dataclass(frozen=True)
+class EdgeSamplerInput:
+    """One mini-batch of seed edges (link prediction): sample around both endpoints.
+
+    Attributes:
+        row: int64 ``[batch_size]``, source node of each seed edge.
+        col: int64 ``[batch_size]``, destination node of each seed edge.
+        input_id: int64 ``[batch_size]``, each edge's position in the loader's seed edges.
+        seed: the random seed of this batch.
+        label: optional ``[batch_size]`` edge labels.
+        time: optional int64 ``[batch_size]``, each edge's timestamp.
+        input_type: the edges' ``(src, relation, dst)`` type, ``None`` when homogeneous.
+    """
+
+    row: np.ndarray
+    col: np.ndarray
+    input_id: np.ndarray
+    seed: int
+    label: np.ndarray | None = None
+    time: np.ndarray | None = None
+    input_type: tuple[str, str, str] | None = None
+
+
+@dataclass(frozen=True)
+class SamplerOutput:
+    """A sampled subgraph, with PyG's ``NeighborLoader`` semantics.
+
+    Invariants: ``node`` is global and starts with the seeds in input order
+    (``node[:batch_size]``), followed by each hop's new nodes in order of first
+    appearance; ``row``/``col`` are local (positions in ``node``); edges are
+    grouped by hop, so ``num_sampled_nodes``/``num_sampled_edges`` can drive
+    PyG's ``trim_to_layer``.
+
+    Attributes:
+        node: int64 ``[num_nodes]``, global node ids.
+        row: int64 ``[num_edges]``, local id of each edge's source (the sampled neighbor).
+        col: int64 ``[num_edges]``, local id of each edge's destination (the node it
+            was sampled for).
+        edge: int64 ``[num_edges]``, each edge's position in the graph's CSC ``indices``.
+        num_sampled_nodes: nodes added per hop, the seeds first (``num_hops + 1`` ints).
+        num_sampled_edges: edges sampled per hop (``num_hops`` ints).
+        batch_size: the number of seeds.
+        input_id: int64 ``[batch_size]``, as in :class:`SamplerInput`.
+    """
+
+    node: np.ndarray
+    row: np.ndarray
+    col: np.ndarray
+    edge: np.ndarray
+    num_sampled_nodes: tuple[int, ...]
+    num_sampled_edges: tuple[int, ...]
+    batch_size: int
+    input_id: np.ndarray
+
+
+class BaseSampler(ABC):
+    """What every sampler implements. Samplers take and return NumPy arrays only; whatever
+    a sampler holds is shared by the loader's threads, so it must be safe to call from
+    several threads at once."""
+
+    @abstractmethod
+    def sample_from_nodes(self, inputs: SamplerInput) -> SamplerOutput:
+        """The subgraph around ``inputs.node``; its first ``batch_size`` nodes are the seeds."""
+
+    def sample_from_edges(self, inputs: EdgeSamplerInput) -> SamplerOutput:
+        """The subgraph around both endpoints of ``inputs``' edges (link prediction)."""
+        raise NotImplementedError(
+            f"{type(self).__name__} does not sample from seed edges (link prediction) yet"
+        )
