@@ -7,7 +7,7 @@ so the sampler classes validate it first.
 
 from samplers.base import BaseSampler, EdgeSamplerInput, SamplerInput, SamplerOutput
 from samplers.csc import check_csc, check_node_ids
-from samplers.neighbor import NeighborSampler
+from samplers.neighbor import NeighborSampler, check_fanouts
 
 __all__ = [
     "BaseSampler",
@@ -16,5 +16,6 @@ __all__ = [
     "SamplerInput",
     "SamplerOutput",
     "check_csc",
+    "check_fanouts",
     "check_node_ids",
 ]

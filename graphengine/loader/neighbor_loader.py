@@ -6,6 +6,7 @@ import time
 from collections.abc import Callable, Iterator, Sequence
 from typing import Any
 
+import numba
 import torch
 from torch_geometric.data import Data
 
@@ -14,7 +15,7 @@ from graphengine.loader.adapters import graph_and_gather, seed_nodes
 from graphengine.loader.pipeline import Pipeline, Stage, StageTimes
 from graphengine.loader.seeds import BatchRequest, SeedBatches, derive_seed
 from graphengine.loader.stages import CopyToDevice, SampleNodes, Transform
-from samplers import NeighborSampler, check_node_ids
+from samplers import NeighborSampler, check_fanouts, check_node_ids
 
 _UNSUPPORTED = {
     "input_time": None,
@@ -26,6 +27,12 @@ _UNSUPPORTED = {
     "temporal_strategy": "uniform",
 }
 _DATALOADER_ARGS_IGNORED = ("persistent_workers",)
+
+
+def sampler_threads(num_workers: int) -> int:
+    """Numba threads per sampling call when ``num_workers`` threads sample at once: the
+    cores Numba may use (``NUMBA_NUM_THREADS``, by default all) shared among them."""
+    return max(1, numba.config.NUMBA_NUM_THREADS // max(num_workers, 1))
 
 
 class NeighborLoader:
@@ -56,7 +63,8 @@ class NeighborLoader:
             takes the batches in order (one thread), so a random transform gives the same
             batches whatever ``num_workers`` is.
         num_workers: sampling threads, as PyG's ``num_workers`` counts producers; ``0``
-            loads every batch in the caller's thread, without a pipeline.
+            loads every batch in the caller's thread, without a pipeline. The threads share
+            Numba's cores: each sampling call uses ``NUMBA_NUM_THREADS // num_workers``.
         filter_per_worker: gather features in the sampling threads (``True``, the default
             as in PyG on the CPU: measured fastest here) or in one gathering thread of its
             own (``False``).
@@ -118,7 +126,12 @@ class NeighborLoader:
         graph, gather = graph_and_gather(data, pin_memory)
         if neighbor_sampler is None:
             neighbor_sampler = NeighborSampler(
-                graph.indptr, graph.indices, num_neighbors, replace=replace, validate=False
+                graph.indptr,
+                graph.indices,
+                check_fanouts(num_neighbors, "num_neighbors"),
+                replace=replace,
+                validate=False,
+                num_threads=sampler_threads(num_workers),
             )
         input_nodes, input_ids = seed_nodes(input_nodes, graph.num_nodes)
 

@@ -1,0 +1,102 @@
+"""Sampling from several threads at once, Numba's threads, and the relabel table's size."""
+
+import os
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+import numpy as np
+import pytest
+import torch
+from torch_geometric.data import Data
+
+from graphengine import NeighborLoader
+from samplers import NeighborSampler, SamplerInput
+from samplers.neighbor import table_bits_for
+from tests.conftest import random_csc
+
+REPO = Path(__file__).resolve().parents[1]
+
+_CONCURRENT = textwrap.dedent(
+    """
+    import threading, numba, numpy as np
+    from samplers import NeighborSampler, SamplerInput
+    from tests.conftest import random_csc
+
+    indptr, indices = random_csc(20000, 300000, seed=1)
+    sampler = NeighborSampler(indptr, indices, [10, 10])
+    seeds = np.arange(0, 20000, 7)
+    expected = [sampler.sample_from_nodes(SamplerInput(seeds, seeds, s)).node for s in range(8)]
+    results = [None] * 8
+
+    def work(s):
+        for _ in range(5):
+            results[s] = sampler.sample_from_nodes(SamplerInput(seeds, seeds, s)).node
+
+    threads = [threading.Thread(target=work, args=(s,)) for s in range(8)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert all(np.array_equal(a, b) for a, b in zip(results, expected))
+    print(numba.threading_layer())
+    """
+)
+
+
+@pytest.mark.parametrize("layer", ["workqueue", "default"])
+def test_threads_sample_at_once_on_any_threading_layer(layer):
+    """``workqueue`` aborts when two threads launch parallel kernels at once; the sampler
+    then makes them take turns. Elsewhere it runs them concurrently."""
+    env = {**os.environ, "PYTHONPATH": str(REPO), "NUMBA_THREADING_LAYER": layer}
+    done = subprocess.run(
+        [sys.executable, "-c", _CONCURRENT],
+        capture_output=True,
+        text=True,
+        timeout=240,
+        env=env,
+        cwd=REPO,
+    )
+    assert done.returncode == 0, done.stderr[-3000:]
+    used = done.stdout.split()[-1]
+    assert used == "workqueue" if layer == "workqueue" else used in ("omp", "tbb")
+    if layer == "workqueue":
+        assert "take turns" in done.stderr
+
+
+def test_relabel_table_shrinks_after_a_huge_batch():
+    indptr, indices = random_csc(50000, 400000, seed=2)
+    sampler = NeighborSampler(indptr, indices, [-1, -1])
+    small = np.arange(4)
+    sampler.sample_from_nodes(SamplerInput(small, small, 0))
+    small_bits = sampler._table_bits
+    every = np.arange(50000)
+    sampler.sample_from_nodes(SamplerInput(every, every, 0))
+    assert sampler._table_bits == table_bits_for(50000) > small_bits
+    out = sampler.sample_from_nodes(SamplerInput(small, small, 0))
+    assert sampler._table_bits == table_bits_for(out.node.shape[0]) == small_bits
+
+
+def test_table_bits_keep_the_load_below_the_limit():
+    for n in [0, 1, 700, 716, 717, 10_000, 1_000_000]:
+        bits = table_bits_for(n)
+        assert n < (1 << bits) * 70 // 100
+        assert bits == 10 or n >= (1 << (bits - 1)) * 70 // 100
+
+
+def test_sampler_thread_count_is_checked():
+    indptr, indices = random_csc(10, 20, seed=0)
+    with pytest.raises(ValueError, match=r"'num_threads' must be None or an int >= 1 \(got 0\)"):
+        NeighborSampler(indptr, indices, [2], num_threads=0)
+    sampler = NeighborSampler(indptr, indices, [2], num_threads=1)
+    seeds = np.arange(10)
+    assert sampler.sample_from_nodes(SamplerInput(seeds, seeds, 0)).node.shape[0] == 10
+
+
+def test_loader_names_num_neighbors_in_its_errors():
+    data = Data(edge_index=torch.tensor([[0, 1], [1, 0]]), num_nodes=2)
+    with pytest.raises(ValueError, match=r"'num_neighbors' entries must be ints >= -1"):
+        NeighborLoader(data, num_neighbors=[5, -2])
+    with pytest.raises(TypeError, match=r"'num_neighbors' must be a sequence of ints"):
+        NeighborLoader(data, num_neighbors=5)
