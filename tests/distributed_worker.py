@@ -1,8 +1,10 @@
 """Worker programs that tests/test_distributed.py starts under torchrun (2 processes, gloo).
 
 ``grad OUT ROOT``: trains one epoch with the data-parallel Trainer and rank 0 saves the
-parameters to OUT. ``memory OUT ROOT``: opens the dataset memory-mapped, reads every
-feature row and writes this worker's resident and proportional share of the feature file.
+parameters to OUT. ``evaluate OUT ROOT``: every rank takes part in a sampled evaluation of an
+untrained model (seeded) and writes its accuracy to ``OUT.<rank>``. ``memory OUT ROOT``:
+opens the dataset memory-mapped, reads every feature row and writes this worker's resident
+and proportional share of the feature file.
 """
 
 import json
@@ -19,6 +21,7 @@ from graphengine.nn.models import build_model
 from graphengine.train.trainer import Trainer
 
 GRAD_SETUP = {"hidden": 16, "fanouts": [-1, -1], "batch_size": 32, "lr": 0.01, "seed": 3}
+EVAL_SETUP = {"fanouts": [-1, -1], "batch_size": 256, "seed": 5}
 
 
 def grad(out: Path, root: Path) -> None:
@@ -42,6 +45,23 @@ def grad(out: Path, root: Path) -> None:
         torch.save(model.state_dict(), out)
 
 
+def evaluate(out: Path, root: Path) -> None:
+    dataset = load_dataset("synthetic-small", root=root)
+    torch.manual_seed(EVAL_SETUP["seed"])
+    model = build_model("sage", dataset.num_features, 16, dataset.num_classes, 2, dropout=0.0)
+    trainer = Trainer(
+        model,
+        dataset,
+        EVAL_SETUP["fanouts"],
+        EVAL_SETUP["batch_size"],
+        seed=EVAL_SETUP["seed"],
+        eval_mode="sampled",
+        progress=False,
+    )
+    accuracy = trainer.evaluate("test")
+    Path(f"{out}.{dist.get_rank()}").write_text(json.dumps({"accuracy": accuracy}))
+
+
 def memory(out: Path, root: Path) -> None:
     dataset = load_dataset("synthetic-small", root=root)
     checksum = float(np.asarray(dataset.x, dtype=np.float64).sum())
@@ -62,5 +82,6 @@ def memory(out: Path, root: Path) -> None:
 
 if __name__ == "__main__":
     dist.init_process_group("gloo")
-    {"grad": grad, "memory": memory}[sys.argv[1]](Path(sys.argv[2]), Path(sys.argv[3]))
+    programs = {"grad": grad, "evaluate": evaluate, "memory": memory}
+    programs[sys.argv[1]](Path(sys.argv[2]), Path(sys.argv[3]))
     finish(0)
