@@ -9,7 +9,7 @@ import pytest
 import scipy.sparse as sp
 import torch
 
-from graphengine import Graph
+from graphengine import FeatureStore, Graph, NeighborLoader
 
 
 def random_edge_index(num_nodes, num_edges, seed):
@@ -103,17 +103,136 @@ def test_bad_edge_index():
         Graph(np.array([0, 1, 3], dtype=np.int64), np.array([0, 1], dtype=np.int32))
 
 
-def test_share_memory_keeps_values(tmp_path):
+def test_share_memory_copies_only_in_memory_arrays(tmp_path):
     graph = Graph.from_edge_index(random_edge_index(100, 1000, 4))
     graph.save(tmp_path / "g")
-    for source in (graph, Graph.load(tmp_path / "g")):
-        expected = {name: np.array(getattr(source, name)) for name in ("indptr", "indices")}
-        source.share_memory_()
-        for name, values in expected.items():
-            shared = getattr(source, name)
-            assert not isinstance(shared, np.memmap)
-            assert "/dev/shm/" in mapping_of(shared.ctypes.data)
-            assert np.array_equal(shared, values)
+    expected = {name: np.array(getattr(graph, name)) for name in ("indptr", "indices")}
+    graph.share_memory_()
+    for name, values in expected.items():
+        shared = getattr(graph, name)
+        assert not isinstance(shared, np.memmap)
+        assert "/dev/shm/" in mapping_of(shared.ctypes.data)
+        assert np.array_equal(shared, values)
+    mapped = Graph.load(tmp_path / "g")
+    before = {name: getattr(mapped, name) for name in ("indptr", "indices", "edge_ids")}
+    mapped.share_memory_()
+    for name, array in before.items():
+        after = getattr(mapped, name)
+        assert after is array and isinstance(after, np.memmap)
+        assert mapping_of(after.ctypes.data).endswith(str(tmp_path / "g" / f"{name}.npy"))
+        assert np.array_equal(after, expected.get(name, graph.edge_ids))
+
+
+def unique_edge_index(num_nodes, num_edges, seed):
+    """Random edges without duplicates, in random order."""
+    rng = np.random.default_rng(seed)
+    keys = rng.choice(num_nodes * num_nodes, size=num_edges, replace=False)
+    return np.stack(np.divmod(keys, num_nodes))
+
+
+def test_from_edge_index_against_scipy_csc_and_stable():
+    edge_index = unique_edge_index(300, 4000, 5)
+    graph = Graph.from_edge_index(edge_index, num_nodes=310)
+    edge_id = np.arange(edge_index.shape[1])
+    reference = sp.csc_matrix(
+        (edge_id + 1, (edge_index[0], edge_index[1])), shape=(310, 310)
+    )  # the data carries each edge's id (+1: no explicit zeros)
+    reference.sort_indices()
+    assert np.array_equal(graph.indptr, reference.indptr)
+    dst = np.repeat(np.arange(310), graph.in_degree())
+    order = np.lexsort((graph.indices, dst))  # sort ours by (column, row) as scipy is
+    assert np.array_equal(graph.indices[order], reference.indices)
+    assert np.array_equal(graph.edge_ids[order], reference.data - 1)
+    # Stable: within a column, edges keep the caller's order.
+    same_column = dst[1:] == dst[:-1]
+    assert np.all(np.diff(graph.edge_ids)[same_column] > 0)
+    # Already sorted by destination: no permutation.
+    sorted_graph = Graph.from_edge_index(edge_index[:, np.argsort(edge_index[1], kind="stable")])
+    assert sorted_graph.edge_ids is None
+
+
+def test_pyg_graph_store_interface_against_scipy():
+    from torch_geometric.data import EdgeAttr
+
+    edge_index = unique_edge_index(200, 1500, 6)
+    graph = Graph.from_edge_index(torch.from_numpy(edge_index), num_nodes=200)
+    reference = sp.csc_matrix((np.ones(1500), (edge_index[0], edge_index[1])), shape=(200, 200))
+    row, colptr, perm = graph.csc()
+    assert perm is None and np.array_equal(colptr.numpy(), reference.indptr)
+    for v in (0, 17, 199):
+        mine = np.sort(row[colptr[v] : colptr[v + 1]].numpy())
+        assert np.array_equal(
+            mine, np.sort(reference.indices[reference.indptr[v] : reference.indptr[v + 1]])
+        )
+    (attr,) = graph.get_all_edge_attrs()
+    assert attr == EdgeAttr(None, "csc", is_sorted=True, size=(200, 200))
+    row2, colptr2 = graph.get_edge_index(layout="csc")
+    assert torch.equal(row2, row) and torch.equal(colptr2, colptr)
+    row3, col3 = graph.get_edge_index(None, "coo")
+    assert np.array_equal(torch.stack([row3, col3]).numpy(), edge_index)
+    coo_row, coo_col, _ = graph.coo()
+    assert np.array_equal(
+        np.sort(coo_row.numpy() * 200 + coo_col.numpy()),
+        np.sort(edge_index[0] * 200 + edge_index[1]),
+    )
+    with pytest.raises(KeyError, match="not found"):
+        graph.get_edge_index(("a", "to", "b"), "csc")
+    with pytest.raises(KeyError, match="not found"):
+        graph.get_edge_index(None, "csr")
+    assert not graph.remove_edge_index(None, "csc")
+
+    other = Graph.from_edge_index(np.array([[1, 0, 2], [0, 2, 2]]))
+    assert other.put_edge_index((row, colptr), None, "csc")
+    assert np.array_equal(other.indptr, graph.indptr) and other.edge_ids is None
+    assert other.validated and other.num_edges == 1500
+    assert other.put_edge_index(
+        (torch.tensor([3, 0]), torch.tensor([1, 1])), None, "coo", size=(5, 5)
+    )
+    assert other.num_nodes == 5 and other.to_edge_index().tolist() == [[3, 0], [1, 1]]
+    with pytest.raises(ValueError, match="'edge_type' must be None"):
+        other.put_edge_index((row, colptr), ("a", "to", "b"), "csc")
+    with pytest.raises(ValueError, match=r"'size' must be square for a Graph \(got \(5, 6\)\)"):
+        other.put_edge_index((row, colptr), None, "coo", size=(5, 6))
+    with pytest.raises(ValueError, match="'indices' must lie in"):
+        other.put_edge_index((torch.tensor([9]), torch.tensor([0, 1])), None, "csc")
+
+
+def test_from_scipy_validates_malformed_matrices():
+    for fmt in ("csc", "csr"):
+        matrix = sp.random(30, 30, density=0.1, format=fmt, random_state=2)
+        matrix.indices[3] = 40  # edited after construction: out of range
+        with pytest.raises(ValueError, match="'matrix' is malformed: indices must be < 30"):
+            Graph.from_scipy(matrix)
+    coo = sp.random(30, 30, density=0.1, format="coo", random_state=2)
+    coo.row[0] = 31
+    with pytest.raises(ValueError, match=r"'matrix' is malformed: row index 31 outside \[0, 30\)"):
+        Graph.from_scipy(coo)
+    coo.row[0] = 0
+    coo.col[1] = -1
+    with pytest.raises(ValueError, match="'matrix' is malformed: col index -1"):
+        Graph.from_scipy(coo)
+    good = Graph.from_scipy(sp.random(30, 30, density=0.1, format="coo", random_state=2))
+    assert good.validated
+
+
+def test_validated_flag_survives_pickle_and_load(tmp_path):
+    indptr = np.array([0, 1, 2], dtype=np.int64)
+    indices = np.array([1, 0], dtype=np.int32)
+    assert Graph(indptr, indices).validated
+    unchecked = Graph(indptr, indices, validate=False)
+    assert not unchecked.validated
+    assert not pickle.loads(pickle.dumps(unchecked)).validated
+    built = Graph.from_edge_index(random_edge_index(50, 300, 7))
+    assert built.validated and pickle.loads(pickle.dumps(built)).validated
+    built.save(tmp_path / "g")
+    assert Graph.load(tmp_path / "g").validated
+    unchecked_load = Graph.load(tmp_path / "g", validate=False)
+    assert not unchecked_load.validated
+    restored = pickle.loads(pickle.dumps(unchecked_load))
+    assert isinstance(restored.indices, np.memmap) and not restored.validated
+    restored = pickle.loads(pickle.dumps(Graph.load(tmp_path / "g")))
+    assert isinstance(restored.indices, np.memmap) and restored.validated
+    assert len(pickle.dumps(restored)) < 1_000
 
 
 def mapping_of(address: int) -> str:
@@ -123,3 +242,15 @@ def mapping_of(address: int) -> str:
         if low <= address < high:
             return line
     return ""
+
+
+def test_loader_validates_an_unchecked_graph_once():
+    indptr = np.array([0, 1, 2], dtype=np.int64)
+    bad = Graph(indptr, np.array([1, 7], dtype=np.int32), validate=False)
+    store = FeatureStore({"x": torch.arange(2.0)})
+    with pytest.raises(ValueError, match=r"'indices' must lie in \[0, 2\) for 2 nodes \(found 7\)"):
+        NeighborLoader((store, bad), [1])
+    good = Graph(indptr, np.array([1, 0], dtype=np.int32), validate=False)
+    assert not good.validated
+    NeighborLoader((store, good), [1])
+    assert good.validated

@@ -29,7 +29,9 @@ def run(
             num_val=0,
         )
         graph = generate(f"scaling-{k}", spec).graph
-        sampler = NeighborSampler(graph.indptr, graph.indices, fanouts, validate=False)
+        sampler = NeighborSampler(
+            graph.indptr, graph.indices, fanouts, validate=not graph.validated
+        )
         seeds = np.random.default_rng(k).integers(0, n, size=(batches + 1) * batch_size)
         sampler.sample_from_nodes(SamplerInput(seeds[:batch_size], np.arange(batch_size), 0))
         edges = 0

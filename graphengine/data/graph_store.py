@@ -1,4 +1,9 @@
-"""The graph store: a directed graph in CSC layout, in memory or memory-mapped from disk."""
+"""The graph store: a directed graph in CSC layout, in memory or memory-mapped from disk.
+
+:class:`Graph` is a ``torch_geometric.data.GraphStore`` too: it holds one edge index, of
+edge type ``None``, in layout ``'csc'`` (``colptr = indptr``, ``row = indices``, sorted by
+destination), so ``graph.csc()`` and ``graph.get_edge_index(layout='csc')`` work.
+"""
 
 from __future__ import annotations
 
@@ -7,6 +12,8 @@ from pathlib import Path
 import numpy as np
 import scipy.sparse as sp
 import torch
+from torch_geometric.data import EdgeAttr, GraphStore
+from torch_geometric.data.graph_store import EdgeLayout
 
 from graphengine.data.arrays import as_tensor
 from graphengine.data.format import load_array, read_manifest, write_manifest
@@ -18,7 +25,15 @@ _MANIFEST = "graph.json"
 _INT32_MAX = np.iinfo(np.int32).max
 
 
-class Graph:
+class _EdgeAttr(EdgeAttr):
+    """PyG's ``EdgeAttr`` with defaults for a homogeneous CSC graph: ``get_edge_index()``,
+    ``get_edge_index(layout='coo')``."""
+
+    def __init__(self, edge_type=None, layout=EdgeLayout.CSC, is_sorted=False, size=None):
+        super().__init__(edge_type, layout, is_sorted, size)
+
+
+class Graph(GraphStore):
     """A directed graph in CSC layout: for each destination node, its incoming neighbors.
 
     Attributes:
@@ -28,6 +43,17 @@ class Graph:
         edge_ids: optional int64 ``[num_edges]``, the id of the edge at each CSC
             position in the caller's original edge order (e.g. the column of PyG's
             ``edge_index``); ``None`` means the CSC order is the edge order.
+        validated: whether the arrays are known to be a valid CSC graph (checked by the
+            constructor, or valid by construction as from :meth:`from_edge_index`);
+            ``False`` after ``Graph(..., validate=False)`` or ``load(validate=False)``.
+            Samplers may skip their own checks when it is ``True``.
+
+    As a PyG ``GraphStore``: one edge attribute, ``EdgeAttr(None, 'csc', is_sorted=True,
+    size=(num_nodes, num_nodes))``, whose edge index is ``(row, colptr) = (indices,
+    indptr)`` as zero-copy tensors (``row`` keeps the int32 dtype when ids fit; PyG's
+    ``csc()`` returns ``perm=None``: map CSC positions to edge ids with ``edge_ids``).
+    Layout ``'coo'`` is served too (:meth:`to_edge_index`); ``put_edge_index`` replaces
+    the graph; ``remove_edge_index`` is refused (returns ``False``).
 
     Construct with :meth:`from_edge_index`, :meth:`from_scipy`, :meth:`from_data`,
     or :meth:`load`; the constructor validates its arrays.
@@ -40,14 +66,24 @@ class Graph:
         edge_ids: np.ndarray | None = None,
         validate: bool = True,
     ):
-        if validate:
-            check_csc(indptr, indices)
-            if edge_ids is not None:
-                _check_edge_ids(edge_ids, indices.shape[0])
+        super().__init__(edge_attr_cls=_EdgeAttr)
         self.indptr = indptr
         self.indices = indices
         self.edge_ids = edge_ids
+        self.validated = False
         self._path: Path | None = None
+        if validate:
+            self.validate()
+
+    def validate(self) -> Graph:
+        """Check the arrays once (one pass over them); later calls return at once. Raises
+        ``TypeError``/``ValueError`` naming what is malformed."""
+        if not self.validated:
+            check_csc(self.indptr, self.indices)
+            if self.edge_ids is not None:
+                _check_edge_ids(self.edge_ids, self.indices.shape[0])
+            self.validated = True
+        return self
 
     @property
     def num_nodes(self) -> int:
@@ -93,30 +129,51 @@ class Graph:
                 f"'edge_index' holds node id {highest}, outside [0, {num_nodes}) "
                 f"for num_nodes={num_nodes}"
             )
-        perm = np.argsort(col, kind="stable")
         indptr = np.zeros(num_nodes + 1, dtype=np.int64)
         np.cumsum(np.bincount(col, minlength=num_nodes), out=indptr[1:])
-        indices = row[perm].astype(_index_dtype(num_nodes))
-        identity = bool(np.array_equal(perm, np.arange(perm.shape[0])))
-        return cls(indptr, indices, None if identity else perm, validate=False)
+        index_dtype = _index_dtype(num_nodes)
+        perm = None
+        if col.size and not bool((col[1:] >= col[:-1]).all()):
+            # Kept instead of PyG's to_csc (torch_geometric/sampler/utils.py), which sorts
+            # unstably (edge order within a column is not kept) and returns an int64 row.
+            # Measured on 2M nodes / 20M random edges, one thread, one conversion per
+            # process (time.perf_counter; peak RSS growth from resource.getrusage):
+            #   this code        3.09 s, +552 MiB  (with np.argsort(kind="stable"): 15.2 s)
+            #   PyG's to_csc     4.59 s, +613 MiB  (no pyg-lib: torch.sort, unstable)
+            # Command: python csc_bench.py {ours,pyg}, a script building
+            # rng.integers(0, 2_000_000, (2, 20_000_000)) and timing
+            # Graph.from_edge_index(ei, n) against to_csc(Data(edge_index=ei, num_nodes=n)).
+            # torch's stable CPU sort is a radix sort for integer keys; int32 keys halve it.
+            keys = torch.from_numpy(col.astype(index_dtype))
+            perm = torch.sort(keys, stable=True)[1].numpy()
+            del keys
+        indices = row.astype(index_dtype)
+        if perm is not None:
+            indices = indices[perm]
+        graph = cls(indptr, indices, perm, validate=False)
+        graph.validated = True  # ids checked above; indptr and perm valid by construction
+        return graph
 
     @classmethod
     def from_scipy(cls, matrix: sp.spmatrix | sp.sparray) -> Graph:
         """Build from a square scipy sparse matrix whose entry ``(i, j)`` is an edge ``i -> j``.
 
-        Edges keep the matrix's CSC order; explicit zeros count as edges.
+        Edges keep the matrix's CSC order; explicit zeros count as edges. The matrix's
+        index arrays are checked before scipy converts them (a malformed matrix, e.g. one
+        whose ``indices`` were edited after construction, raises ``ValueError``) and the
+        result is validated again.
         """
         if not sp.issparse(matrix):
             raise TypeError(f"'matrix' must be a scipy sparse matrix (got {type(matrix).__name__})")
         if matrix.shape[0] != matrix.shape[1]:
             raise ValueError(f"'matrix' must be square (got shape {matrix.shape})")
+        _check_scipy(matrix)
         csc = sp.csc_matrix(matrix)
         num_nodes = matrix.shape[0]
-        return cls(
-            csc.indptr.astype(np.int64),
-            csc.indices.astype(_index_dtype(num_nodes)),
-            validate=False,
-        )
+        try:
+            return cls(csc.indptr.astype(np.int64), csc.indices.astype(_index_dtype(num_nodes)))
+        except (ValueError, TypeError) as error:
+            raise ValueError(f"'matrix' is not a valid graph: {error}") from None
 
     @classmethod
     def from_data(cls, data) -> Graph:
@@ -176,22 +233,110 @@ class Graph:
         return graph
 
     def share_memory_(self) -> Graph:
-        """Copy the arrays into shared memory (once each) so that processes started from this
-        one by fork, or handed the arrays by torch.multiprocessing, see one copy."""
+        """Copy the in-memory arrays into shared memory (once each) so that processes started
+        from this one by fork, or handed the arrays by torch.multiprocessing, see one copy.
+
+        Memory-mapped arrays stay as they are: the page cache already shares them, and a
+        copy would make two."""
         for name, array in self._arrays().items():
-            setattr(self, name, as_tensor(array).share_memory_().numpy())
+            if not isinstance(array, np.memmap):
+                setattr(self, name, as_tensor(array).share_memory_().numpy())
         return self
 
     def __reduce__(self):
-        if self._path is not None and isinstance(self.indices, np.memmap):
-            return (Graph.load, (self._path, True, False))
-        return (Graph, (self.indptr, self.indices, self.edge_ids, False))
+        """A memory-mapped graph pickles as its path; others as their arrays. ``validated``
+        is kept either way."""
+        arrays = self._arrays()
+        if self._path is not None and all(isinstance(a, np.memmap) for a in arrays.values()):
+            return (_reopen, (self._path, self.validated))
+        return (_rebuild, (self.indptr, self.indices, self.edge_ids, self.validated))
+
+    # -- PyG's GraphStore interface ---------------------------------------------------------
+
+    def _edge_attr(self) -> EdgeAttr:
+        return EdgeAttr(None, EdgeLayout.CSC, True, (self.num_nodes, self.num_nodes))
+
+    def get_all_edge_attrs(self) -> list[EdgeAttr]:
+        """The one edge attribute: ``EdgeAttr(None, 'csc', True, (num_nodes, num_nodes))``."""
+        return [self._edge_attr()]
+
+    def _get_edge_index(self, edge_attr: EdgeAttr):
+        """``(row, colptr)`` for layout ``'csc'``, ``(row, col)`` for ``'coo'``; ``None``
+        (PyG raises ``KeyError``) for another edge type, size or layout."""
+        size = edge_attr.size
+        if edge_attr.edge_type is not None or (
+            size is not None and tuple(size) != (self.num_nodes, self.num_nodes)
+        ):
+            return None
+        layout = EdgeLayout(edge_attr.layout)
+        if layout == EdgeLayout.CSC:
+            return as_tensor(self.indices), as_tensor(self.indptr)
+        if layout == EdgeLayout.COO:
+            row, col = self.to_edge_index()
+            return row, col
+        return None
+
+    def _put_edge_index(self, edge_index, edge_attr: EdgeAttr) -> bool:
+        """Replace the graph by ``edge_index``: ``(row, colptr)`` in layout ``'csc'`` (kept in
+        that order, validated) or ``(row, col)`` in ``'coo'`` (``size`` gives the node count)."""
+        if edge_attr.edge_type is not None:
+            raise ValueError(
+                f"'edge_type' must be None for a homogeneous Graph (got {edge_attr.edge_type!r})"
+            )
+        layout = EdgeLayout(edge_attr.layout)
+        first, second = (np.asarray(as_tensor(part).cpu()) for part in edge_index)
+        if layout == EdgeLayout.CSC:
+            indptr = second.astype(np.int64, copy=False)
+            num_nodes = indptr.shape[0] - 1
+            graph = Graph(indptr, first.astype(_index_dtype(num_nodes), copy=False))
+        elif layout == EdgeLayout.COO:
+            size = edge_attr.size
+            if size is not None and size[0] != size[1]:
+                raise ValueError(f"'size' must be square for a Graph (got {tuple(size)})")
+            graph = Graph.from_edge_index(np.stack([first, second]), size and size[0])
+        else:
+            raise ValueError(f"'layout' must be 'csc' or 'coo' for a Graph (got '{layout.value}')")
+        self.indptr, self.indices, self.edge_ids = graph.indptr, graph.indices, graph.edge_ids
+        self.validated, self._path = graph.validated, None
+        return True
+
+    def _remove_edge_index(self, edge_attr: EdgeAttr) -> bool:
+        """Refused: a Graph always holds its one edge index."""
+        return False
 
     def _arrays(self) -> dict[str, np.ndarray]:
         arrays = {"indptr": self.indptr, "indices": self.indices}
         if self.edge_ids is not None:
             arrays["edge_ids"] = self.edge_ids
         return arrays
+
+
+def _reopen(path: Path, validated: bool) -> Graph:
+    """Unpickle a memory-mapped :class:`Graph`: reopen its files (not validated again)."""
+    graph = Graph.load(path, mmap=True, validate=False)
+    graph.validated = validated
+    return graph
+
+
+def _rebuild(indptr, indices, edge_ids, validated: bool) -> Graph:
+    """Unpickle an in-memory :class:`Graph` from its arrays."""
+    graph = Graph(indptr, indices, edge_ids, validate=False)
+    graph.validated = validated
+    return graph
+
+
+def _check_scipy(matrix) -> None:
+    """Check a scipy matrix's index arrays before scipy's (unchecked) conversions read them."""
+    try:
+        if hasattr(matrix, "check_format"):
+            matrix.check_format(full_check=True)
+        elif matrix.format == "coo":
+            for name, axis in zip(("row", "col"), matrix.coords, strict=True):
+                if axis.size and (axis.min() < 0 or axis.max() >= matrix.shape[0]):
+                    bad = axis.min() if axis.min() < 0 else axis.max()
+                    raise ValueError(f"{name} index {int(bad)} outside [0, {matrix.shape[0]})")
+    except ValueError as error:
+        raise ValueError(f"'matrix' is malformed: {error}") from None
 
 
 def _index_dtype(num_nodes: int) -> type:

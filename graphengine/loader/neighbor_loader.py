@@ -125,6 +125,7 @@ class NeighborLoader:
 
         graph, gather = graph_and_gather(data, pin_memory)
         if neighbor_sampler is None:
+            graph.validate()  # once per graph: the kernels do not check bounds
             neighbor_sampler = NeighborSampler(
                 graph.indptr,
                 graph.indices,
