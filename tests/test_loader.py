@@ -160,3 +160,95 @@ def test_unsupported_and_bad_arguments():
         NeighborLoader(data, [2], batch_size=0)
     with pytest.raises(ValueError, match="'index' holds node id 999"):
         NeighborLoader(data, [2])([999])
+
+
+def hop_slices(batch):
+    """Per hop: (first local id of its frontier, end of its frontier, its edge slice)."""
+    node_ends = np.cumsum(batch.num_sampled_nodes)
+    edge_ends = np.cumsum([0, *batch.num_sampled_edges])
+    starts = [0, *node_ends[:-1]]
+    return [
+        (starts[h], node_ends[h], slice(edge_ends[h], edge_ends[h + 1]))
+        for h in range(len(batch.num_sampled_edges))
+    ]
+
+
+def test_replace_draws_fanout_edges_of_the_graph_per_node():
+    data = id_graph(num_nodes=200, num_edges=600, seed=3)  # many nodes of in-degree 0..2
+    in_degree = torch.bincount(data.edge_index[1], minlength=200)
+    assert (in_degree == 0).any() and (in_degree < 4).any()
+    fanouts = [4, 3]
+    loader = NeighborLoader(data, fanouts, batch_size=32, replace=True, seed=6)
+    edges = set(map(tuple, data.edge_index.T.tolist()))
+    for batch in loader:
+        assert torch.equal(batch.x[:, 0].long(), batch.n_id)
+        src, dst = batch.n_id[batch.edge_index[0]], batch.n_id[batch.edge_index[1]]
+        assert set(zip(src.tolist(), dst.tolist(), strict=True)) <= edges
+        assert torch.equal(data.edge_index[:, batch.e_id], torch.stack([src, dst]))
+        for hop, (start, end, edge_slice) in enumerate(hop_slices(batch)):
+            col = batch.edge_index[1, edge_slice]
+            assert bool(((col >= start) & (col < end)).all())
+            counts = torch.bincount(col - start, minlength=end - start)
+            frontier = batch.n_id[start:end]
+            expected = torch.where(in_degree[frontier] > 0, fanouts[hop], 0)
+            assert torch.equal(counts, expected)
+
+
+def test_empty_seed_batches():
+    data = id_graph()
+    for num_workers in (0, 2):
+        for empty in ([], torch.zeros(300, dtype=torch.bool)):
+            loader = NeighborLoader(
+                data, [2], batch_size=4, input_nodes=empty, num_workers=num_workers
+            )
+            assert len(loader) == 0 and list(loader) == []
+    batch = NeighborLoader(data, [3, 2], batch_size=4)([])
+    assert batch.num_nodes == 0 and batch.batch_size == 0
+    assert batch.edge_index.shape == (2, 0) and batch.x.shape == (0, 3)
+    assert batch.n_id.numel() == batch.e_id.numel() == batch.input_id.numel() == 0
+    assert batch.num_sampled_nodes == [0, 0, 0] and batch.num_sampled_edges == [0, 0]
+
+
+@pytest.mark.parametrize("num_workers", [0, 2])
+def test_fanout_zero_gives_the_seeds_only(num_workers):
+    data = id_graph()
+    seeds = torch.tensor([7, 3, 250, 11, 0])
+    loader = NeighborLoader(data, [0, 0], batch_size=5, input_nodes=seeds, num_workers=num_workers)
+    (batch,) = list(loader)
+    assert torch.equal(batch.n_id, seeds) and torch.equal(batch.x[:, 0].long(), seeds)
+    assert batch.edge_index.shape == (2, 0) and batch.e_id.numel() == 0
+    assert batch.num_sampled_nodes == [5, 0, 0] and batch.num_sampled_edges == [0, 0]
+
+
+class RandomTransform:
+    """Tags each batch with the next draw of a generator it owns."""
+
+    def __init__(self):
+        self.generator = torch.Generator().manual_seed(11)
+
+    def __call__(self, batch):
+        batch.noise = torch.rand(1, generator=self.generator)
+        return batch
+
+
+def test_random_transform_sees_batches_in_order_for_any_worker_count():
+    data = id_graph()
+    expected_noise = torch.rand(10, generator=torch.Generator().manual_seed(11))
+    runs = {}
+    for num_workers in (0, 1, 2):
+        loader = NeighborLoader(
+            data,
+            [3, 2],
+            batch_size=30,
+            shuffle=True,
+            seed=8,
+            num_workers=num_workers,
+            transform=RandomTransform(),
+        )
+        runs[num_workers] = list(loader)
+        assert len(runs[num_workers]) == 10
+        noise = torch.cat([batch.noise for batch in runs[num_workers]])
+        assert torch.equal(noise, expected_noise)
+    for num_workers in (1, 2):
+        for a, b in zip(runs[0], runs[num_workers], strict=True):
+            assert torch.equal(a.n_id, b.n_id) and torch.equal(a.e_id, b.e_id)

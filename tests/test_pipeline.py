@@ -150,3 +150,57 @@ def test_layerwise_inference_refuses_gcn():
     dataset = small_dataset()
     with pytest.raises(ValueError, match="layer-wise inference needs a PyG BasicGNN"):
         layerwise_inference(GCN(8, 16, 2, 3).eval(), dataset.graph, torch.from_numpy(dataset.x))
+
+
+def wait_until(condition, timeout=3.0) -> bool:
+    deadline = time.monotonic() + timeout
+    while not condition() and time.monotonic() < deadline:
+        time.sleep(0.005)
+    return condition()
+
+
+@pytest.mark.parametrize("prefetch", [1, 3])
+def test_at_most_prefetch_items_in_flight_besides_the_held_one(prefetch):
+    pulled = []
+    admitted = []
+
+    def source():
+        for i in range(25):
+            pulled.append(i)
+            yield i
+
+    def enter(x):
+        admitted.append(x)  # items past the feeder's ticket
+        return x
+
+    pipeline = Pipeline(source(), [Stage("enter", enter), Stage("b", jitter, 3)], prefetch)
+    for held, item in enumerate(pipeline):
+        assert item == held
+        limit = min(held + 1 + prefetch, 25)
+        # The pipeline fills up to the bound (so the bound is checked, not idleness) ...
+        assert wait_until(lambda limit=limit: len(admitted) >= limit)
+        time.sleep(0.01)
+        # ... and never past it; the feeder may hold one more item waiting for a ticket.
+        assert len(admitted) == limit
+        assert len(pulled) <= limit + 1
+    wait_for_no_threads()
+
+
+def test_ordered_stage_takes_items_in_order_after_out_of_order_workers():
+    finished = []
+    received = []
+
+    def reverse_speed(x):
+        time.sleep(0.004 * (2 - x % 3))  # within a group of three, later items finish first
+        finished.append(x)
+        return x
+
+    def record(x):
+        received.append(x)
+        return x
+
+    stages = [Stage("unordered", reverse_speed, 3), Stage("ordered", record, ordered=True)]
+    assert list(Pipeline(range(30), stages, prefetch=6)) == list(range(30))
+    assert finished != sorted(finished)  # the first stage really did finish out of order
+    assert received == list(range(30))
+    wait_for_no_threads()

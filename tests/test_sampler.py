@@ -193,3 +193,14 @@ def test_malformed_csc_errors():
         check_csc(indptr, np.array([1, 5, 1], dtype=np.int32))
     with pytest.raises(ValueError, match="found -1"):
         check_csc(indptr, np.array([1, -1, 1], dtype=np.int32))
+
+
+def test_in_degree_above_max_bound_is_refused():
+    # A fake CSC (validate=False): node 1's in-degree is 2**32 + 1 without allocating it.
+    bound = 2**32
+    indices = np.zeros(3, dtype=np.int64)
+    too_wide = np.array([0, 1, bound + 2], dtype=np.int64)
+    with pytest.raises(ValueError, match=f"in-degrees above {bound} are not supported"):
+        NeighborSampler(too_wide, indices, [2], validate=False)
+    at_bound = np.array([0, 1, bound + 1], dtype=np.int64)
+    assert NeighborSampler(at_bound, indices, [2], validate=False).num_nodes == 2

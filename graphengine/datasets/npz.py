@@ -1,9 +1,11 @@
 """Reader of the gnn-benchmark ``.npz`` files (Shchur et al., "Pitfalls of GNN evaluation").
 
 Each file holds scipy CSR arrays ``adj_*`` (adjacency) and ``attr_*`` (features),
-and ``labels``. As in PyG's ``read_npz``: features are binarized, self loops are
-dropped and the graph is made undirected. The split is random but seeded, as in
-the paper: 20 nodes per class for training, 30 per class for validation, the
+and ``labels``. The parsing is PyG's ``torch_geometric.io.parse_npz`` (what
+``read_npz`` calls): features are binarized, self loops are dropped and the graph
+is made undirected. This module opens the file itself, so that a file that is not
+a gnn-benchmark archive gets a clear error, and adds a random but seeded split, as
+in the paper: 20 nodes per class for training, 30 per class for validation, the
 rest for testing.
 """
 
@@ -13,7 +15,8 @@ import zipfile
 from pathlib import Path
 
 import numpy as np
-import scipy.sparse as sp
+from torch_geometric.io import parse_npz
+from torch_geometric.utils import sort_edge_index
 
 from graphengine.data.graph_store import Graph
 from graphengine.datasets.dataset import GraphDataset
@@ -25,50 +28,64 @@ FILES = {
     "coauthor-physics": "ms_academic_phy.npz",
     "cora-full": "cora_full.npz",
 }
-_KEYS = ("adj_data", "adj_indices", "adj_indptr", "adj_shape", "labels")
+KEYS = (
+    "adj_data",
+    "adj_indices",
+    "adj_indptr",
+    "adj_shape",
+    "attr_data",
+    "attr_indices",
+    "attr_indptr",
+    "attr_shape",
+    "labels",
+)
 _WHERE = "the data/npz folder of the gnn-benchmark repository (shchur/gnn-benchmark on GitHub)"
 
 
 def load_npz(path: str | Path, name: str | None = None, split_seed: int = 0) -> GraphDataset:
-    """Read one gnn-benchmark ``.npz`` file; ``name`` defaults to the file's stem."""
+    """Read one gnn-benchmark ``.npz`` file; ``name`` defaults to the file's stem.
+
+    Returns a :class:`GraphDataset` with float32 ``x [num_nodes, num_features]`` of 0/1,
+    int64 ``y [num_nodes]``, a CSC graph holding both directions of every edge, and the
+    split of :func:`per_class_split` with ``split_seed``.
+
+    Raises:
+        FileNotFoundError: no file at ``path`` (named, with where to get it).
+        ValueError: a file that is not a zip archive of the gnn-benchmark arrays, or a
+            damaged one (named).
+    """
     path = Path(path)
     if not path.is_file():
         raise FileNotFoundError(f"missing gnn-benchmark file '{path}': get it from {_WHERE}")
+    # np.load would take a non-zip file for a pickle and advise allow_pickle=True.
+    if not zipfile.is_zipfile(path):
+        raise ValueError(
+            f"corrupt gnn-benchmark file '{path}': not a gnn-benchmark file "
+            "(expected a .npz zip archive of arrays)"
+        )
     try:
         with np.load(path, allow_pickle=False) as f:
-            arrays = {key: f[key] for key in f.files if key not in ("node_names", "class_names")}
-    except (zipfile.BadZipFile, OSError, EOFError, ValueError) as error:
+            missing = [key for key in KEYS if key not in f.files]
+            data = None if missing else parse_npz(f)
+    except (zipfile.BadZipFile, OSError, EOFError, ValueError, TypeError, IndexError) as error:
         raise ValueError(f"corrupt gnn-benchmark file '{path}': {error}") from None
-    missing = [key for key in _KEYS if key not in arrays]
     if missing:
         raise ValueError(f"'{path}' is not a gnn-benchmark file: no {missing}")
-
-    num_nodes = int(arrays["adj_shape"][0])
-    adjacency = sp.csr_matrix(
-        (arrays["adj_data"], arrays["adj_indices"], arrays["adj_indptr"]),
-        shape=tuple(arrays["adj_shape"]),
-    )
-    adjacency = (adjacency + adjacency.T).tocsc()
-    adjacency.setdiag(0)
-    adjacency.eliminate_zeros()
-    adjacency.sort_indices()
-
-    if "attr_data" in arrays:
-        features = sp.csr_matrix(
-            (arrays["attr_data"], arrays["attr_indices"], arrays["attr_indptr"]),
-            shape=tuple(arrays["attr_shape"]),
-        )
-        x = (features.toarray() > 0).astype(np.float32)
-    else:
-        x = np.asarray(arrays["attr_matrix"], dtype=np.float32)
-    y = np.asarray(arrays["labels"], dtype=np.int64)
+    num_nodes = int(data.x.shape[0])
+    y = data.y.numpy()
     if y.shape != (num_nodes,):
         raise ValueError(f"'{path}': labels of shape {y.shape}, expected ({num_nodes},)")
+    # Destination-major order, so that the CSC graph needs no edge-id permutation.
+    edge_index = sort_edge_index(data.edge_index, num_nodes=num_nodes, sort_by_row=False)
+    try:
+        graph = Graph.from_edge_index(edge_index, num_nodes)
+    except ValueError as error:
+        raise ValueError(f"corrupt gnn-benchmark file '{path}': {error}") from None
     train_idx, val_idx, test_idx = per_class_split(y, 20, 30, split_seed)
     return GraphDataset(
         name=name or path.stem,
-        graph=Graph.from_scipy(adjacency),
-        x=x,
+        graph=graph,
+        x=data.x.numpy(),
         y=y,
         train_idx=train_idx,
         val_idx=val_idx,

@@ -10,6 +10,15 @@ items are in flight (in a stage or waiting for the caller) besides the one the c
 holds. An exception in a stage is re-raised in the caller at that item's turn; leaving
 the loop early, an exception, Ctrl-C or garbage collection of the iterator stop every
 thread.
+
+Kept rather than ``torchdata.nodes`` (``ParallelMapper(method="thread", in_order=True)``
+-> ``Prefetcher(2)``, same sample+gather functions): on synthetic-products, fanouts
+15,10,5, batch 1024, 2 threads, 20 batches, median of 3 (throwaway script, run as
+``python /tmp/bench_torchdata.py synthetic-products``; 2 shared, loaded cores, so noisy) this
+pipeline gave 3.3 and 4.0 batches/s in two runs, torchdata 1.7 and 2.5, with identical batches.
+It also times each stage, bounds in-flight items exactly, runs ``ordered`` stages (the
+transform) in source order, and stops every thread cleanly on an early ``break``, where
+torchdata 0.11 printed "RuntimeError: cannot join current thread" from ``__del__``.
 """
 
 from __future__ import annotations
