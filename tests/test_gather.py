@@ -168,17 +168,18 @@ def test_fallback_without_compiler_warns_once(monkeypatch):
     def broken(verbose):
         raise RuntimeError("no compiler found")
 
-    monkeypatch.setattr(ops, "_state", {})
-    monkeypatch.setattr(ops, "_compile", broken)
+    monkeypatch.setattr(ops.build, "_state", {})
+    monkeypatch.setattr(ops, "_warned", [])
+    monkeypatch.setattr(ops.build, "_compile", broken)
     src = table(20, 3, torch.float32)
-    with pytest.warns(RuntimeWarning, match="could not be built.*torch.index_select"):
+    with pytest.warns(RuntimeWarning, match="could not be built.*no compiler found.*index_select"):
         result = ops.gather_rows(src, torch.tensor([4, 2]))
     assert torch.equal(result, src[[4, 2]])
     with warnings.catch_warnings():
         warnings.simplefilter("error")
         assert torch.equal(ops.gather_rows(src, torch.tensor([1])), src[[1]])
-    with pytest.raises(IndexError, match="holds id 20"):
-        ops.gather_rows(src, torch.tensor([20]))
+    with pytest.raises(IndexError, match="holds id 20 at position 1, outside \\[0, 20\\)"):
+        ops.gather_rows(src, torch.tensor([0, 20]))
 
 
 def test_operators_pass_torch_opcheck():
@@ -190,3 +191,19 @@ def test_operators_pass_torch_opcheck():
     torch.library.opcheck(
         torch.ops.graphengine.cached_gather.default, (src, index, src[3:4].clone(), slot_of, None)
     )
+
+
+def test_fake_kernels_put_the_result_on_the_index_device():
+    from torch._subclasses.fake_tensor import FakeTensorMode
+
+    with FakeTensorMode():
+        src = torch.empty(10, 4, dtype=torch.float16)  # a pinned CPU table, say
+        index = torch.empty(5, dtype=torch.int32, device="cuda")
+        result = torch.ops.graphengine.gather_rows(src, index, None)
+        assert (result.device.type, result.shape, result.dtype) == ("cuda", (5, 4), src.dtype)
+        cache = torch.empty(2, 4, dtype=torch.float16, device="cuda")
+        slot_of = torch.empty(10, dtype=torch.int32, device="cuda")
+        cached = torch.ops.graphengine.cached_gather(src, index, cache, slot_of, None)
+        assert (cached.device.type, cached.shape) == ("cuda", (5, 4))
+        out = torch.empty(5, 4, dtype=torch.float16, device="cuda")
+        assert torch.ops.graphengine.gather_rows(src, index, out) is out

@@ -335,3 +335,28 @@ def test_memory_mapped_stores_survive_spawn(tmp_path):
     assert np.array_equal(indptr, graph.indptr) and np.array_equal(indices, graph.indices)
     assert still_mapped and validated
     assert np.array_equal(values, x) and size == len(pickle.dumps(store)) < 2_000
+
+
+def test_pyg_remote_backend_code_reads_our_stores():
+    """PyG's own sampler set-up and batch filter take (FeatureStore, Graph) as they take any
+    remote backend, and give the rows our loader gathers."""
+    import warnings
+
+    from torch_geometric.loader.utils import filter_custom_store
+    from torch_geometric.sampler import NeighborSampler as PygNeighborSampler
+
+    from graphengine import NeighborLoader
+
+    edge_index = torch.randint(0, 50, (2, 300), generator=torch.Generator().manual_seed(0))
+    graph = Graph.from_edge_index(edge_index, 50)
+    store = FeatureStore({"x": torch.arange(150.0).view(50, 3), "y": torch.arange(50)})
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # PyG warns that pyg-lib is not installed
+        pyg_sampler = PygNeighborSampler((store, graph), num_neighbors=[3, 2])
+    in_degree = np.bincount(edge_index[1].numpy(), minlength=50)  # repeated edges count
+    expected_colptr = np.concatenate([[0], np.cumsum(in_degree)])
+    assert np.array_equal(pyg_sampler.colptr.numpy(), expected_colptr)
+    batch = next(iter(NeighborLoader((store, graph), [3, 2], batch_size=5, num_workers=0)))
+    data = filter_custom_store(store, graph, batch.n_id, *batch.edge_index, batch.e_id)
+    assert torch.equal(data.x, torch.arange(150.0).view(50, 3)[batch.n_id])
+    assert torch.equal(data.y, batch.n_id)

@@ -2,13 +2,23 @@
 //   (a) from a GPU-resident table;
 //   (b) zero-copy (UVA) from a pinned or host-registered CPU table straight into GPU memory;
 //   (c) cached: rows whose id has a slot in a GPU cache come from it, the rest by zero-copy.
+//
+// Bad ids are checked on the device, without a host sync: reading a flag back after each
+// launch (`.item()`) would stall the caller until the gather is done and serialise the
+// loader's copy stream with its compute. A warp whose id is outside [0, num_rows) (or whose
+// cached slot is not a row of the cache) fails a device-side assertion naming the id and its
+// position, and writes nothing. The assertion aborts the kernel and poisons the CUDA context:
+// the launch's stream, and every later CUDA call of the process, raise "device-side assert
+// triggered", so that no batch with unwritten rows is ever used silently, and nothing is
+// read or written out of bounds. The error is asynchronous (it surfaces at the next sync) and
+// not recoverable, so callers with ids on the host validate them there first, where a bad id
+// is a plain IndexError: graphengine.ops.check_index, used by the loader before it copies
+// ids to the GPU; the CPU kernel reports the first bad position through raise_bad_entry.
 #include <ATen/ATen.h>
 #include <c10/cuda/CUDAException.h>
 #include <c10/cuda/CUDAGuard.h>
 #include <c10/cuda/CUDAStream.h>
 #include <torch/library.h>
-
-#include <limits>
 
 #include "../gather.h"
 
@@ -24,16 +34,16 @@ __global__ void gather_rows_kernel(const char* __restrict__ src, int64_t src_str
                                    int64_t cache_stride, int64_t num_slots,
                                    const int32_t* __restrict__ slot_of,
                                    const index_t* __restrict__ index, int64_t count,
-                                   char* __restrict__ out, int64_t row_vecs,
-                                   unsigned long long* first_bad) {
+                                   char* __restrict__ out, int64_t row_vecs) {
   const int lane = threadIdx.x % kWarp;
   const int64_t warps = static_cast<int64_t>(gridDim.x) * kWarpsPerBlock;
   for (int64_t i = static_cast<int64_t>(blockIdx.x) * kWarpsPerBlock + threadIdx.x / kWarp;
        i < count; i += warps) {
     const int64_t id = static_cast<int64_t>(index[i]);
     const char* row = nullptr;
-    if (id >= 0 && id < num_rows) {
-      const int32_t slot = slot_of != nullptr ? slot_of[id] : -1;
+    const bool in_range = id >= 0 && id < num_rows;
+    const int32_t slot = in_range && slot_of != nullptr ? slot_of[id] : -1;
+    if (in_range) {
       if (slot < 0) {
         row = src + id * src_stride;
       } else if (slot < num_slots) {
@@ -41,10 +51,20 @@ __global__ void gather_rows_kernel(const char* __restrict__ src, int64_t src_str
       }
     }
     if (row == nullptr) {
+      // See the top of this file: a device-side assertion, not a flag read back by the host.
       if (lane == 0) {
-        atomicMin(first_bad, static_cast<unsigned long long>(i));
+        CUDA_KERNEL_ASSERT_PRINTF(in_range,
+                                  "gather_rows: 'index' holds id %lld at position %lld, "
+                                  "outside [0, %lld)",
+                                  static_cast<long long>(id), static_cast<long long>(i),
+                                  static_cast<long long>(num_rows));
+        CUDA_KERNEL_ASSERT_PRINTF(row != nullptr,
+                                  "cached_gather: 'slot_of'[%lld] = %d is outside the cache's "
+                                  "[0, %lld) slots",
+                                  static_cast<long long>(id), static_cast<int>(slot),
+                                  static_cast<long long>(num_slots));
       }
-      continue;
+      continue;  // where assertions are compiled out: still never read or write out of bounds
     }
     const vec_t* from = reinterpret_cast<const vec_t*>(row);
     vec_t* to = reinterpret_cast<vec_t*>(out + i * row_vecs * sizeof(vec_t));
@@ -93,9 +113,6 @@ at::Tensor gather_cuda(const at::Tensor& src, const at::Tensor& index, const at:
   const int32_t* slots = slot_of ? slot_of->data_ptr<int32_t>() : nullptr;
   char* target = static_cast<char*>(result.data_ptr());
 
-  at::Tensor first_bad = at::full({1}, static_cast<int64_t>(std::numeric_limits<int64_t>::max()),
-                                  index.options().dtype(at::kLong));
-  auto* bad = reinterpret_cast<unsigned long long*>(first_bad.data_ptr<int64_t>());
   const cudaStream_t stream = c10::cuda::getCurrentCUDAStream();
   const int64_t blocks_needed = (count + kWarpsPerBlock - 1) / kWarpsPerBlock;
   const int blocks = static_cast<int>(std::min<int64_t>(blocks_needed, 65535LL * 8));
@@ -113,7 +130,7 @@ at::Tensor gather_cuda(const at::Tensor& src, const at::Tensor& index, const at:
       gather_rows_kernel<vec_t, index_t>
           <<<blocks, kWarp * kWarpsPerBlock, 0, stream>>>(
               base, src_stride, src.size(0), cached, cache_stride, num_slots, slots, ids, count,
-              target, row_bytes / static_cast<int64_t>(sizeof(vec_t)), bad);
+              target, row_bytes / static_cast<int64_t>(sizeof(vec_t)));
       C10_CUDA_KERNEL_LAUNCH_CHECK();
     };
     if (wide) {
@@ -122,11 +139,6 @@ at::Tensor gather_cuda(const at::Tensor& src, const at::Tensor& index, const at:
       launch(uint32_t{});
     } else {
       launch(uint8_t{});
-    }
-    const int64_t position = first_bad.item<int64_t>();
-    if (position < count) {
-      raise_bad_entry(position, index.select(0, position).item<int64_t>(), src.size(0), slot_of,
-                      num_slots);
     }
   });
   return result;

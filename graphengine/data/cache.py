@@ -80,8 +80,11 @@ class RowCache:
         self, table: torch.Tensor, ids: torch.Tensor, out: torch.Tensor | None = None
     ) -> torch.Tensor:
         """Rows ``ids`` of the 2-D host ``table``: ``[len(ids), num_cols]``, on the cache's
-        device."""
-        ids = ids.to(self.cache.device)
+        device. Ids on another device than the cache's are checked there before the copy, so
+        that a bad id is an ``IndexError`` rather than the CUDA kernel's device-side assertion."""
+        if ids.device != self.cache.device:
+            ops.check_index(ids, table.shape[0])
+            ids = ids.to(self.cache.device)
         result = ops.cached_gather(table, ids, self.cache, self.slot_of, out)
         self.hits += (self.slot_of[ids.long()] >= 0).sum()
         self.lookups += ids.numel()

@@ -369,6 +369,11 @@ class FeatureStore(PyGFeatureStore):
         self._caches[normal] = RowCache.build(two_d, capacity, ranking, device)
         return self._caches[normal].rows
 
+    def cache_device(self, key: Key) -> torch.device | None:
+        """The device of table ``key``'s row cache, or ``None`` when it has none."""
+        cached = self._caches.get(_key(key))
+        return None if cached is None else cached.cache.device
+
     def cache_stats(self, key: Key) -> dict:
         """``rows``, ``hits``, ``lookups`` and ``hit_rate`` of table ``key``'s cache."""
         normal = _key(key)

@@ -14,17 +14,22 @@ from graphengine.loader.stages import GatherFeatures
 from samplers import check_node_ids
 
 
-def graph_and_gather(data, pin_memory: bool) -> tuple[Graph, GatherFeatures]:
-    """The graph store and batch builder of a ``Data``, a ``GraphDataset`` or a
-    ``(FeatureStore, Graph)`` pair."""
+def graph_and_gather(
+    data, pin_memory: bool, device: torch.device | None = None
+) -> tuple[Graph, GatherFeatures]:
+    """The graph store and gathering stage of a ``Data``, a ``GraphDataset`` or a
+    ``(FeatureStore, Graph)`` pair, for batches that go to ``device``."""
     if isinstance(data, GraphDataset):
         store = FeatureStore({"x": data.x, "y": data.y})
-        return data.graph, GatherFeatures(store, pin_memory=pin_memory)
+        return data.graph, GatherFeatures(store, pin_memory=pin_memory, device=device)
     if isinstance(data, tuple) and len(data) == 2 and isinstance(data[1], Graph):
         store, graph = data
         if not isinstance(store, FeatureStore) or store.num_nodes != graph.num_nodes:
             raise ValueError("'data' as a pair must be (FeatureStore, Graph) of as many nodes")
-        return graph, GatherFeatures(store, edge_ids=graph.edge_ids, pin_memory=pin_memory)
+        gather = GatherFeatures(
+            store, edge_ids=graph.edge_ids, pin_memory=pin_memory, device=device
+        )
+        return graph, gather
     if not isinstance(data, Data):
         raise TypeError(
             f"'data' must be a torch_geometric.data.Data, a graphengine GraphDataset or a "
@@ -50,7 +55,10 @@ def graph_and_gather(data, pin_memory: bool) -> tuple[Graph, GatherFeatures]:
         else:
             odd_attrs[key] = (value, dim, level)
     nodes, edges = (FeatureStore(t) if t else None for t in (tables["node"], tables["edge"]))
-    return graph, GatherFeatures(nodes, edges, other_attrs, graph.edge_ids, odd_attrs, pin_memory)
+    gather = GatherFeatures(
+        nodes, edges, other_attrs, graph.edge_ids, odd_attrs, pin_memory, device=device
+    )
+    return graph, gather
 
 
 def _row_table(value) -> bool:

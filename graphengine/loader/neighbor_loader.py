@@ -71,7 +71,9 @@ class NeighborLoader:
         prefetch: batches in flight per sampling thread, as torch's ``prefetch_factor``:
             at most ``prefetch * max(num_workers, 1)`` batches are being loaded or wait
             for the caller at any time (memory grows with it).
-        device: where batches go; a CUDA device adds a copy stage on a side stream.
+        device: where batches go; a CUDA device adds a copy stage on a side stream, and
+            tables that are pinned (``FeatureStore.pin_memory_``) or cached on the GPU
+            (``enable_cache``) are gathered there directly, by zero-copy.
         pin_memory: gather features into pinned memory (for fast host-to-device copies).
         neighbor_sampler: a ready :class:`samplers.NeighborSampler` to use instead.
         rank, world_size: for data-parallel training: this rank loads only its equal,
@@ -123,7 +125,8 @@ class NeighborLoader:
         if isinstance(num_workers, bool) or not isinstance(num_workers, int) or num_workers < 0:
             raise ValueError(f"'num_workers' must be an int >= 0 (got {num_workers!r})")
 
-        graph, gather = graph_and_gather(data, pin_memory)
+        device = torch.device(device) if device is not None else None
+        graph, gather = graph_and_gather(data, pin_memory, device)
         if neighbor_sampler is None:
             graph.validate()  # once per graph: the kernels do not check bounds
             neighbor_sampler = NeighborSampler(
@@ -144,7 +147,7 @@ class NeighborLoader:
         self.num_workers = num_workers
         self.filter_per_worker = True if filter_per_worker is None else bool(filter_per_worker)
         self.prefetch = prefetch
-        self.device = torch.device(device) if device is not None else None
+        self.device = device
         self.seed = seed
         self._sample = SampleNodes(neighbor_sampler, input_nodes, input_ids)
         self._gather = gather

@@ -15,6 +15,7 @@ import numpy as np
 import torch
 from torch_geometric.data import Data
 
+from graphengine import ops
 from graphengine.data.arrays import as_tensor
 from graphengine.data.feature_store import FeatureStore
 from graphengine.loader.seeds import BatchRequest
@@ -59,14 +60,26 @@ class Transform:
 
 
 class CopyToDevice:
-    """Copying: moves a batch to a CUDA device on a side stream, in its own thread."""
+    """Copying: moves a batch to a CUDA device on a side stream, in its own thread.
 
-    def __init__(self, device: torch.device):
-        self.device = device
-        self.stream = torch.cuda.Stream(device)
-        self.consumer_stream = torch.cuda.default_stream(device)
+    Tensors already on ``device`` (rows gathered there from a GPU cache or by zero-copy, see
+    :class:`GatherFeatures`) are not copied; they are made safe to use on the consumer's
+    stream like the copied ones.
+    """
+
+    def __init__(self, device: torch.device | str):
+        self.device = torch.device(device)
+        if self.device.type != "cuda":
+            raise ValueError(f"CopyToDevice: 'device' must be a CUDA device (got {self.device})")
+        if self.device.index is None:
+            self.device = torch.device("cuda", torch.cuda.current_device())
+        self.stream = torch.cuda.Stream(self.device)
+        self.consumer_stream = torch.cuda.default_stream(self.device)
 
     def __call__(self, data: Data) -> Data:
+        # Whatever the gather stage queued on this device (zero-copy or cached gathers on the
+        # current stream) must be done before this stream reads it.
+        self.stream.wait_stream(torch.cuda.current_stream(self.device))
         with torch.cuda.stream(self.stream):
             moved = data.to(self.device, non_blocking=True)
         self.stream.synchronize()
@@ -80,6 +93,18 @@ class GatherFeatures:
     """Gathering: a :class:`SamplerOutput` -> a ``Data`` with node attributes gathered by
     ``n_id`` and edge attributes by ``e_id``.
 
+    Each table takes one of three paths (:meth:`placement`):
+
+    - cached on a device (``FeatureStore.enable_cache``): the ids go to the cache's device and
+      the cached gather writes the rows there (hot rows from the cache, the others read by
+      zero-copy from the pinned table); no host buffer;
+    - pinned (``FeatureStore.pin_memory_``) while the batch goes to the CUDA ``device``: the ids
+      go to that GPU and the zero-copy gather writes the rows straight into its memory;
+    - otherwise on the host, into pinned memory when ``pin_memory``.
+
+    Ids are checked on the host before they are copied to a GPU, so that a bad id is an
+    ``IndexError``, not the CUDA kernels' device-side assertion.
+
     Args:
         nodes: the node-level tables, gathered through the extension.
         edges: the edge-level tables (indexed by original edge id), or ``None``.
@@ -87,7 +112,10 @@ class GatherFeatures:
         edge_ids: optional int64 ``[num_edges]``: the original edge id of each CSC position.
         odd_attrs: name -> (value, dim, "node" or "edge") for attributes indexed along a
             dimension other than 0, gathered with ``index_select``.
-        pin_memory: gather the tables into pinned memory (needs CUDA), for fast copies.
+        pin_memory: gather the host-path tables into pinned memory (needs CUDA), for fast
+            copies.
+        device: where the batch goes (the loader's ``device``), or ``None``: pinned tables
+            are gathered on the GPU only when this is a CUDA device.
     """
 
     def __init__(
@@ -98,6 +126,7 @@ class GatherFeatures:
         edge_ids: np.ndarray | None = None,
         odd_attrs: dict | None = None,
         pin_memory: bool = False,
+        device: torch.device | str | None = None,
     ):
         self.nodes = nodes
         self.edges = edges
@@ -105,6 +134,28 @@ class GatherFeatures:
         self.edge_ids = None if edge_ids is None else as_tensor(edge_ids)
         self.odd_attrs = odd_attrs or {}
         self.pin_memory = pin_memory
+        self.device = device
+
+    @property
+    def device(self) -> torch.device | None:
+        return self._device
+
+    @device.setter
+    def device(self, device: torch.device | str | None) -> None:
+        self._device = None if device is None else torch.device(device)
+
+    def placement(self, store: FeatureStore, key: str) -> torch.device | None:
+        """The device table ``key`` of ``store`` is gathered on, or ``None`` for the host path.
+
+        A cached table: its cache's device when that is a GPU (the cached gather only runs
+        there). A pinned table: the CUDA ``device`` the batch goes to. Otherwise ``None``.
+        """
+        cache_device = store.cache_device(key)
+        if cache_device is not None:
+            return cache_device if cache_device.type == "cuda" else None
+        if self.device is not None and self.device.type == "cuda" and store[key].is_pinned():
+            return self.device
+        return None
 
     def __call__(self, out: SamplerOutput) -> Data:
         n_id = torch.from_numpy(out.node)
@@ -112,8 +163,16 @@ class GatherFeatures:
         e_id = edge if self.edge_ids is None else self.edge_ids[edge]
         data = Data(edge_index=torch.from_numpy(np.stack([out.row, out.col])))
         for store, index in ((self.nodes, n_id), (self.edges, e_id)):
+            on_device: dict[torch.device, torch.Tensor] = {}  # index copied once per device
             for key in store.keys() if store is not None else ():
-                data[key] = store.gather(key, index, self._pinned(store[key], index))
+                device = self.placement(store, key)
+                if device is None:
+                    data[key] = store.gather(key, index, self._pinned(store[key], index))
+                    continue
+                if device not in on_device:
+                    ops.check_index(index, store.num_nodes)
+                    on_device[device] = index.to(device, non_blocking=True)
+                data[key] = store.gather(key, on_device[device])
         for key, (value, dim, level) in self.odd_attrs.items():
             data[key] = as_tensor(value).index_select(dim, n_id if level == "node" else e_id)
         for key, value in self.other_attrs.items():

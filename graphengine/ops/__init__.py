@@ -1,144 +1,227 @@
-"""The graphengine C++/CUDA extension (``csrc/``): building, loading, and row gathers.
+"""Row gathers through the graphengine C++/CUDA extension (``csrc/``), or a torch fallback.
 
 The extension registers ``torch.ops.graphengine.gather_rows`` and
-``torch.ops.graphengine.cached_gather`` with a CPU and, when the installed torch has
-CUDA, a CUDA implementation. It is compiled on first use against whatever torch is
-installed (``torch.utils.cpp_extension.load`` with ninja; the build is cached under
-``$TORCH_EXTENSIONS_DIR``, by default ``~/.cache/torch_extensions``). Where it cannot be
-built, :func:`gather_rows` falls back to ``torch.index_select`` with one warning.
+``torch.ops.graphengine.cached_gather`` with a CPU and, when the installed torch has CUDA, a
+CUDA implementation; :mod:`graphengine.ops.build` compiles it on first use. Which
+implementation a gather uses is its *backend*:
+
+- ``"auto"`` (the default): the extension when it builds, else ``torch.index_select`` with
+  one ``RuntimeWarning``;
+- ``"csrc"``: the extension, or :class:`ExtensionUnavailableError` (an ``ImportError``) with
+  the build error and what to do;
+- ``"torch"``: ``torch.index_select``, without building anything.
+
+Pick it per call (``backend=``) or for the process (:func:`set_backend`, or the
+``GRAPHENGINE_OPS_BACKEND`` environment variable read at import).
 """
 
 from __future__ import annotations
 
-import hashlib
-import logging
+import os
 import threading
 import warnings
-from pathlib import Path
 
 import torch
 
-log = logging.getLogger(__name__)
+from graphengine.ops.build import (
+    INSTALL_HINT,
+    build_error,
+    build_extension,
+    library_path,
+    sources_dir,
+    with_cuda,
+)
 
-CSRC = Path(__file__).resolve().parents[2] / "csrc"
-_NAME = "graphengine_ops"
-_lock = threading.Lock()
-_state: dict[str, object] = {}
+__all__ = [
+    "BACKENDS",
+    "ExtensionUnavailableError",
+    "build_error",
+    "build_extension",
+    "cached_gather",
+    "check_index",
+    "gather_rows",
+    "get_backend",
+    "library_path",
+    "set_backend",
+    "sources_dir",
+    "with_cuda",
+]
+
+BACKENDS = ("auto", "csrc", "torch")
+_warned_lock = threading.Lock()
+_warned: list[bool] = []
 
 
-def build_extension(verbose: bool = False) -> bool:
-    """Compile (or load the cached build of) the extension; ``True`` when its ops are usable.
+class ExtensionUnavailableError(ImportError):
+    """``backend='csrc'`` was asked for, and the extension did not build."""
 
-    Raises nothing: a failed build is logged, warned about once, and reported as ``False``.
-    """
-    with _lock:
-        if "available" in _state:
-            return bool(_state["available"])
-        try:
-            _compile(verbose)
-            _state["available"] = True
-        except Exception as error:  # any compiler or loader failure means: use the fallback
-            _state["available"] = False
-            _state["error"] = error
+
+def _checked_backend(backend: object) -> str:
+    if backend not in BACKENDS:
+        raise ValueError(f"'backend' must be one of {BACKENDS} (got {backend!r})")
+    return str(backend)
+
+
+_backend = _checked_backend(os.environ.get("GRAPHENGINE_OPS_BACKEND", "auto"))
+
+
+def set_backend(backend: str) -> str:
+    """Make ``backend`` (``"auto"``, ``"csrc"`` or ``"torch"``) the process-wide default of
+    gathers called without ``backend=``; returns the previous default."""
+    global _backend
+    previous, _backend = _backend, _checked_backend(backend)
+    return previous
+
+
+def get_backend() -> str:
+    """The process-wide default backend (see :func:`set_backend`)."""
+    return _backend
+
+
+def _use_extension(backend: str | None) -> bool:
+    """Whether a gather with this ``backend=`` runs the extension; raises or warns per the
+    module's docstring."""
+    backend = _backend if backend is None else _checked_backend(backend)
+    if backend == "torch":
+        return False
+    if build_extension():
+        return True
+    error = build_error()
+    summary = f"{type(error).__name__}: {_last_line(error)}" if error else "unknown error"
+    if backend == "csrc":
+        raise ExtensionUnavailableError(
+            f"backend='csrc': graphengine's C++ extension is not available ({summary}); "
+            + INSTALL_HINT
+        ) from error
+    with _warned_lock:
+        if not _warned:
+            _warned.append(True)
             warnings.warn(
-                f"graphengine's C++ extension could not be built ({type(error).__name__}: "
-                f"{str(error).strip().splitlines()[-1] if str(error).strip() else ''}); "
-                "gathers fall back to torch.index_select",
+                f"graphengine's C++ extension could not be built ({summary}); gathers fall back "
+                "to torch.index_select",
                 RuntimeWarning,
-                stacklevel=2,
+                stacklevel=3,
             )
-        return bool(_state["available"])
+    return False
 
 
-def build_error() -> BaseException | None:
-    """Why the last :func:`build_extension` failed, or ``None``."""
-    return _state.get("error")
+def _last_line(error: BaseException) -> str:
+    text = str(error).strip()
+    return text.splitlines()[-1] if text else ""
 
 
-def with_cuda() -> bool:
-    """Whether the extension is built with its CUDA kernels (needs a CUDA build of torch)."""
-    from torch.utils.cpp_extension import CUDA_HOME
-
-    return torch.version.cuda is not None and CUDA_HOME is not None
-
-
-def _compile(verbose: bool) -> None:
-    from torch.utils.cpp_extension import load
-
-    sources = [
-        CSRC / "gather.cpp",
-        CSRC / "cpu" / "gather_kernel.cpp",
-        CSRC / "cpu" / "buffer_pool.cpp",
-    ]
-    if not all(path.is_file() for path in sources):
-        raise FileNotFoundError(f"extension sources not found under '{CSRC}'")
-    flags = ["-O3", "-fopenmp"]
-    if with_cuda():
-        sources.append(CSRC / "cuda" / "gather_kernel.cu")
-    # One build per checkout: two checkouts sharing a name would rebuild over each other.
-    checkout = hashlib.sha1(str(CSRC).encode()).hexdigest()[:8]
-    load(
-        name=f"{_NAME}_{'cuda' if with_cuda() else 'cpu'}_{checkout}",
-        sources=[str(path) for path in sources],
-        extra_cflags=flags,
-        extra_cuda_cflags=["-O3", "--use_fast_math"],
-        extra_ldflags=["-fopenmp"],
-        is_python_module=False,
-        verbose=verbose,
-    )
-    _register_fakes()
-
-
-def _register_fakes() -> None:
-    """Shape functions so that the ops trace under ``torch.compile``."""
-
-    def fake_gather(src, index, out=None):
-        return out if out is not None else src.new_empty((index.shape[0], src.shape[1]))
-
-    def fake_cached(src, index, cache, slot_of, out=None):
-        return fake_gather(src, index, out)
-
-    torch.library.register_fake("graphengine::gather_rows", fake_gather)
-    torch.library.register_fake("graphengine::cached_gather", fake_cached)
-
-
-def gather_rows(src: torch.Tensor, index: torch.Tensor, out: torch.Tensor | None = None):
+def gather_rows(
+    src: torch.Tensor,
+    index: torch.Tensor,
+    out: torch.Tensor | None = None,
+    *,
+    backend: str | None = None,
+) -> torch.Tensor:
     """``out[i] = src[index[i]]`` for a 2-D ``src`` of any dtype.
 
     Args:
-        src: ``[num_rows, num_cols]``, rows contiguous (a memory-mapped table works).
-        index: int32 or int64 ``[n]``.
-        out: optional ``[n, num_cols]`` buffer of ``src``'s dtype (e.g. pinned, reused).
+        src: ``[num_rows, num_cols]``, rows contiguous (a memory-mapped table works); on the
+            CPU, on the GPU, or pinned on the CPU for zero-copy reads by CUDA ``index``.
+        index: int32 or int64 ``[n]``, contiguous.
+        out: optional ``[n, num_cols]`` contiguous buffer of ``src``'s dtype on ``index``'s
+            device (e.g. pinned, reused).
+        backend: ``"auto"``, ``"csrc"`` or ``"torch"``; ``None``: :func:`get_backend`.
 
-    Returns ``out`` or a new ``[n, num_cols]`` tensor. Raises ``IndexError`` naming the
-    first id outside ``[0, num_rows)``; nothing is written past ``out``.
+    Returns ``out`` or a new ``[n, num_cols]`` tensor of ``src``'s dtype on ``index``'s
+    device. Raises ``IndexError`` naming the first id outside ``[0, num_rows)``; nothing is
+    written past ``out``. CUDA ids are checked on the GPU by a device-side assertion (no host
+    sync; it ends the process's CUDA context): check ids still on the host with
+    :func:`check_index` first.
     """
-    if build_extension():
+    if _use_extension(backend):
         return torch.ops.graphengine.gather_rows(src, index, out)
     return _index_select(src, index, out)
 
 
-def cached_gather(src, index, cache, slot_of, out=None):
+def cached_gather(
+    src: torch.Tensor,
+    index: torch.Tensor,
+    cache: torch.Tensor,
+    slot_of: torch.Tensor,
+    out: torch.Tensor | None = None,
+    *,
+    backend: str | None = None,
+) -> torch.Tensor:
     """Like :func:`gather_rows`, but rows whose ``slot_of[id] >= 0`` come from ``cache``.
 
     ``cache`` is ``[slots, num_cols]`` of ``src``'s dtype and ``slot_of`` int32
-    ``[num_rows]``. On CUDA, ``src`` is pinned host memory read by zero-copy.
+    ``[num_rows]``, both on ``index``'s device. On CUDA, ``src`` is pinned host memory read by
+    zero-copy (the ``"torch"`` backend copies the uncached rows through the host instead).
     """
-    if build_extension():
+    if _use_extension(backend):
         return torch.ops.graphengine.cached_gather(src, index, cache, slot_of, out)
+    if cache.device != index.device or slot_of.device != index.device:
+        raise ValueError(
+            f"cached_gather: 'cache' and 'slot_of' must be on 'index''s device {index.device} "
+            f"(got {cache.device} and {slot_of.device})"
+        )
+    _check_index_tensor(index)
+    check_index(index, src.shape[0])
     slots = slot_of[index.long()]
+    stale = slots >= cache.shape[0]
+    if bool(stale.any()):
+        id_ = int(index[stale.nonzero()[0, 0]])
+        raise IndexError(
+            f"cached_gather: 'slot_of'[{id_}] = {int(slot_of[id_])} is outside the cache's "
+            f"[0, {cache.shape[0]}) slots"
+        )
     result = _index_select(src, index, out)
     hit = slots >= 0
     result[hit] = cache[slots[hit].long()]
     return result
 
 
+def check_index(index: torch.Tensor, num_rows: int) -> None:
+    """Raise ``IndexError`` naming the first entry of ``index`` outside ``[0, num_rows)``,
+    with the extension's message. Cheap on the host (a min and a max); on a GPU it syncs."""
+    if not index.numel():
+        return
+    low, high = int(index.min()), int(index.max())
+    if low >= 0 and high < num_rows:
+        return
+    position = int(((index < 0) | (index >= num_rows)).nonzero()[0, 0])
+    raise IndexError(
+        f"gather_rows: 'index' holds id {int(index[position])} at position {position}, "
+        f"outside [0, {num_rows})"
+    )
+
+
+def _check_index_tensor(index: torch.Tensor) -> None:
+    if not isinstance(index, torch.Tensor):
+        raise TypeError(f"gather_rows: 'index' must be a tensor (got {type(index).__name__})")
+    if index.dim() != 1:
+        raise ValueError(f"gather_rows: 'index' must be 1-D (got {index.dim()}-D)")
+    if index.dtype not in (torch.int32, torch.int64):
+        raise TypeError(f"gather_rows: 'index' must be int32 or int64 (got {index.dtype})")
+
+
 def _index_select(src, index, out):
+    """The ``"torch"`` backend; the result is on ``index``'s device, like the kernels'."""
     if src.dim() != 2:
         raise ValueError(f"gather_rows: 'src' must be 2-D (got {src.dim()}-D)")
-    if index.numel():
-        low, high = int(index.min()), int(index.max())
-        if low < 0 or high >= src.shape[0]:
-            bad = low if low < 0 else high
-            raise IndexError(f"gather_rows: 'index' holds id {bad}, outside [0, {src.shape[0]})")
-    return torch.index_select(src, 0, index.long(), out=out)
+    _check_index_tensor(index)
+    if out is not None and out.device != index.device:
+        raise ValueError(
+            f"gather_rows: 'out' must be on 'index''s device {index.device} (got {out.device})"
+        )
+    if src.device == index.device:
+        check_index(index, src.shape[0])
+        return torch.index_select(src, 0, index.long(), out=out)
+    if src.device.type != "cpu":
+        raise ValueError(
+            f"gather_rows: 'src' on {src.device} needs 'index' on the same device "
+            f"(got {index.device})"
+        )
+    # A CPU (e.g. pinned) table and GPU ids: gather on the host, where the table is, and copy
+    # only the gathered rows over; `src.to(device)` would copy the whole table.
+    host_index = index.cpu()
+    check_index(host_index, src.shape[0])
+    rows = torch.index_select(src, 0, host_index.long())
+    if out is None:
+        return rows.to(index.device)
+    return out.copy_(rows)
