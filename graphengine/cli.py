@@ -1,100 +1,223 @@
-"""The ``graphengine`` command: ``train``, ``datasets`` and ``bench``."""
+"""The ``graphengine`` command: ``train``, ``datasets``, ``build`` and ``bench``.
+
+Parsing, checking the options and reporting (JSON results on stdout, logs on stderr) are
+here; the work is done by :mod:`graphengine.train`, :mod:`graphengine.datasets` and
+:mod:`graphengine.bench`.
+"""
 
 from __future__ import annotations
 
 import argparse
 import json
 import logging
+import math
 import os
 import sys
+from pathlib import Path
 
 import torch
 
 from graphengine import distributed
+from graphengine.datasets import CATALOG
 from graphengine.nn.forward import FORWARDS
+from graphengine.train.evaluate import EVAL_MODES
 
 log = logging.getLogger("graphengine")
 
+DESCRIPTION = """\
+Mini-batch GNN training on large graphs: node classification, the dataset catalog and
+benchmarks. Run 'graphengine build' once to compile the C++ gather extension (without it,
+gathers fall back to torch.index_select). 'graphengine COMMAND --help' shows each
+command's options."""
+
+TRAIN_EPILOG = """\
+output: one JSON line per epoch on stdout as it ends (epoch, loss, train_acc: the running
+accuracy on that epoch's training batches, val_acc, epoch_s, seeds_per_s, stage_s), then a
+final JSON line: dataset, model, epochs (in total), epochs_run (by this command), workers;
+train_acc, val_acc, test_acc: the trained
+model evaluated on each split (--eval; absent with --eval-every 0); train_acc_running: the
+last epoch's running training accuracy (dropout on, weights changing while it is counted);
+first_epoch_s: the first epoch run's seconds (it includes compiling the Numba kernels);
+epoch_s: the mean seconds of the later epochs (of the first when only one ran).
+Logs and the progress bar go to stderr. Ctrl-C stops after logging where the last
+checkpoint is (exit code 130). Exit code 2: bad options or input."""
+
+# Exceptions that are the user's to fix: one log line and exit code 2, no traceback.
+USER_ERRORS = (ValueError, FileNotFoundError, NotImplementedError)
+INTERRUPTED = 130  # the shell's code for a process ended by SIGINT
+
+
+class _Formatter(argparse.RawDescriptionHelpFormatter):
+    """Descriptions and epilogs kept as written; each option's default after its help
+    (lists comma-separated as typed; none for flags and options without one)."""
+
+    def _get_help_string(self, action: argparse.Action) -> str:
+        text, default = action.help or "", action.default
+        if not action.option_strings or default is None or default is False:
+            return text
+        if default is argparse.SUPPRESS or "%(default)" in text:
+            return text
+        shown = ",".join(map(str, default)) if isinstance(default, list) else "%(default)s"
+        return f"{text} (default: {shown})"
+
 
 def main(argv: list[str] | None = None) -> int:
-    argv = sys.argv[1:] if argv is None else argv
-    args = _parser().parse_args(argv)
+    """Run ``graphengine <argv>`` (default: ``sys.argv[1:]``); returns the exit code."""
+    argv = sys.argv[1:] if argv is None else list(argv)
+    args = _parser().parse_args(_join_negative_values(argv))
     args.argv = argv
     logging.basicConfig(level=logging.INFO, format="%(levelname)s %(name)s: %(message)s")
     try:
         return args.run(args)
-    except (ValueError, FileNotFoundError, NotImplementedError, RuntimeError) as error:
+    except USER_ERRORS as error:
         log.error("%s", error)
         return 2
+    except KeyboardInterrupt:
+        log.error("interrupted")
+        return INTERRUPTED
+
+
+def _join_negative_values(argv: list[str]) -> list[str]:
+    """``argv`` with ``--fanouts -1,-1`` written as ``--fanouts=-1,-1``: argparse would
+    otherwise read a value starting with ``-`` as an option."""
+    out, i = [], 0
+    while i < len(argv):
+        if argv[i] == "--":
+            return out + argv[i:]
+        value = argv[i + 1] if i + 1 < len(argv) else ""
+        if argv[i] == "--fanouts" and value[:1] == "-" and value[1:2].isdigit():
+            out.append(f"--fanouts={value}")
+            i += 2
+        else:
+            out.append(argv[i])
+            i += 1
+    return out
+
+
+FANOUTS_HELP = (
+    "neighbors sampled per hop, comma-separated, first hop (the seeds' neighbors) first; "
+    "-1 takes all neighbors; one hop per model layer (e.g. 15,10,5 or -1,-1)"
+)
 
 
 def _parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="graphengine", description=__doc__)
-    commands = parser.add_subparsers(dest="command", required=True)
+    parser = argparse.ArgumentParser(
+        prog="graphengine", description=DESCRIPTION, formatter_class=_Formatter
+    )
+    commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
 
-    train = commands.add_parser("train", help="node classification on a dataset")
+    train = commands.add_parser(
+        "train",
+        help="node classification on a dataset",
+        description="Train a GNN for node classification on sampled mini-batches.",
+        epilog=TRAIN_EPILOG,
+        formatter_class=_Formatter,
+    )
     _dataset_args(train)
-    train.add_argument("--model", choices=["sage", "gcn", "gat"], default="sage")
-    train.add_argument("--fanouts", type=_fanouts, default=[15, 10, 5])
-    train.add_argument("--batch-size", type=int, default=1024)
-    train.add_argument("--epochs", type=int, default=3)
-    train.add_argument("--hidden", type=int, default=128)
-    train.add_argument("--lr", type=float, default=0.003)
-    train.add_argument("--weight-decay", type=float, default=0.0)
-    train.add_argument("--dropout", type=float, default=0.5)
-    train.add_argument("--seed", type=int, default=0)
-    train.add_argument("--eval", choices=["auto", "full", "sampled"], default="auto")
-    train.add_argument("--eval-every", type=int, default=1, help="0: never evaluate")
-    train.add_argument("--num-workers", type=int, default=1, help="sampling threads")
-    train.add_argument("--checkpoint", help="save every epoch; resume when it exists")
+    train.add_argument("--model", choices=["sage", "gcn", "gat"], default="sage", help="the GNN")
+    train.add_argument("--fanouts", type=_fanouts, default=[15, 10, 5], help=FANOUTS_HELP)
+    train.add_argument(
+        "--batch-size", type=_at_least(1), default=1024, help="seeds per training batch"
+    )
+    train.add_argument(
+        "--epochs", type=_at_least(1), default=3, help="epochs in total (resumed ones count)"
+    )
+    train.add_argument("--hidden", type=_at_least(1), default=128, help="hidden channels")
+    train.add_argument("--lr", type=_positive_float, default=0.003, help="Adam's learning rate")
+    train.add_argument(
+        "--weight-decay", type=_nonnegative_float, default=0.0, help="Adam's weight decay"
+    )
+    train.add_argument(
+        "--dropout", type=_dropout, default=0.5, help="dropout probability, in [0, 1)"
+    )
+    train.add_argument("--seed", type=int, default=0, help="seeds the weights and the batches")
+    train.add_argument(
+        "--eval",
+        choices=EVAL_MODES,
+        default="auto",
+        help="how accuracy is measured: full (the model on the whole graph at once), "
+        "layerwise (each layer over all nodes in chunks; not for gcn), sampled (mini-batches "
+        "with --fanouts), auto (full up to 5M edges, else layerwise when the model allows, "
+        "else sampled)",
+    )
+    train.add_argument(
+        "--eval-every",
+        type=_at_least(0),
+        default=1,
+        help="val_acc every N epochs and at the last; 0: never evaluate",
+    )
+    train.add_argument(
+        "--num-workers",
+        type=_at_least(0),
+        default=1,
+        help="sampling threads (0: load in the training thread)",
+    )
+    train.add_argument("--checkpoint", help="save every epoch to this file; resume if it exists")
     train.add_argument("--metrics", help="append per-epoch JSON lines to this file")
     train.add_argument("--no-progress", action="store_true", help="hide the progress bar")
     train.add_argument(
-        "--nproc", type=int, default=1, help="data-parallel workers on this machine (torchrun)"
+        "--nproc",
+        type=_at_least(1),
+        default=1,
+        help="data-parallel workers on this machine (torchrun)",
     )
     train.add_argument(
         "--dist-timeout",
-        type=float,
+        type=_positive_float,
         default=300.0,
         help="seconds a worker waits for the others before failing",
     )
     train.set_defaults(run=_train)
 
-    build = commands.add_parser("build", help="compile the C++/CUDA extension (cached)")
+    build = commands.add_parser(
+        "build", help="compile the C++/CUDA extension (cached)", formatter_class=_Formatter
+    )
     build.add_argument("--verbose", action="store_true", help="show the compiler's output")
     build.set_defaults(run=_build)
 
-    datasets = commands.add_parser("datasets", help="list the catalog and what is on disk")
+    datasets = commands.add_parser(
+        "datasets",
+        help="list the catalog, what is on disk and the .npz files in the root",
+        formatter_class=_Formatter,
+    )
     datasets.add_argument("--root", help="data root (default: $GRAPHENGINE_DATA or datasets/)")
     datasets.set_defaults(run=_datasets)
 
-    bench = commands.add_parser("bench", help="benchmarks: a table, then one JSON line")
-    benches = bench.add_subparsers(dest="bench", required=True)
-    sample = benches.add_parser("sample", help="neighbor sampling through the NeighborLoader")
+    bench = commands.add_parser(
+        "bench", help="benchmarks: a table, then one JSON line", formatter_class=_Formatter
+    )
+    benches = bench.add_subparsers(dest="bench", required=True, metavar="BENCH")
+
+    def add_bench(name: str, help: str) -> argparse.ArgumentParser:
+        return benches.add_parser(name, help=help, formatter_class=_Formatter)
+
+    sample = add_bench("sample", "neighbor sampling through the NeighborLoader")
     _dataset_args(sample, default="synthetic-products")
-    sample.add_argument("--fanouts", type=_fanouts, default=[15, 10, 5])
-    sample.add_argument("--batch-size", type=int, default=1024)
-    sample.add_argument("--batches", type=int, default=20)
-    sample.add_argument("--threads", type=int, default=1)
+    sample.add_argument("--fanouts", type=_fanouts, default=[15, 10, 5], help=FANOUTS_HELP)
+    sample.add_argument("--batch-size", type=_at_least(1), default=1024, help="seeds per batch")
+    sample.add_argument("--batches", type=_at_least(1), default=20, help="batches timed")
+    sample.add_argument("--threads", type=_at_least(1), default=1, help="sampling threads")
     sample.add_argument("--vs", choices=["pyg"], help="also time PyG's NeighborLoader")
     sample.set_defaults(run=_bench_sample)
-    train_bench = benches.add_parser("train", help="end-to-end training steps, vs PyG's loop")
+    train_bench = add_bench("train", "end-to-end training steps, vs PyG's loop")
     _dataset_args(train_bench, default="synthetic-products")
-    train_bench.add_argument("--model", choices=["sage"], default="sage")
-    train_bench.add_argument("--fanouts", type=_fanouts, default=[15, 10, 5])
-    train_bench.add_argument("--batch-size", type=int, default=1024)
-    train_bench.add_argument("--hidden", type=int, default=256)
-    train_bench.add_argument("--batches", type=int, default=5)
-    train_bench.add_argument("--threads", type=int, default=2)
+    train_bench.add_argument("--model", choices=["sage"], default="sage", help="the GNN")
+    train_bench.add_argument("--fanouts", type=_fanouts, default=[15, 10, 5], help=FANOUTS_HELP)
     train_bench.add_argument(
-        "--epochs", type=int, default=0, help="also train E epochs for accuracy"
+        "--batch-size", type=_at_least(1), default=1024, help="seeds per batch"
+    )
+    train_bench.add_argument("--hidden", type=_at_least(1), default=256, help="hidden channels")
+    train_bench.add_argument("--batches", type=_at_least(1), default=5, help="steps timed")
+    train_bench.add_argument("--threads", type=_at_least(1), default=2, help="sampling threads")
+    train_bench.add_argument(
+        "--epochs", type=_at_least(0), default=0, help="also train E epochs for accuracy"
     )
     train_bench.add_argument("--vs", choices=["pyg"], help="also time PyG's NeighborLoader loop")
     train_bench.add_argument(
         "--forward",
         choices=FORWARDS,
         default="auto",
-        help="how graphengine's Trainer runs the model on a batch (default: blocks)",
+        help="how graphengine's Trainer runs the model on a batch (auto: blocks)",
     )
     train_bench.add_argument(
         "--device",
@@ -103,30 +226,36 @@ def _parser() -> argparse.ArgumentParser:
     )
     train_bench.add_argument(
         "--nproc",
-        type=int,
+        type=_at_least(1),
         default=1,
         help="instead: epochs of graphengine train with 1..N data-parallel workers",
     )
     train_bench.set_defaults(run=_bench_train)
-    gather = benches.add_parser("gather", help="feature-row gathers vs copy bandwidth")
-    gather.add_argument("--table-mib", type=int, default=1024)
-    gather.add_argument("--cols", type=int, default=128)
-    gather.add_argument("--ids", type=int, default=200_000)
-    gather.add_argument("--repeats", type=int, default=10)
-    gather.add_argument("--threads", type=int, default=1)
+    gather = add_bench("gather", "feature-row gathers vs copy bandwidth")
+    gather.add_argument("--table-mib", type=_at_least(1), default=1024, help="table size")
+    gather.add_argument("--cols", type=_at_least(1), default=128, help="float32 columns")
+    gather.add_argument("--ids", type=_at_least(1), default=200_000, help="rows per gather")
+    gather.add_argument("--repeats", type=_at_least(1), default=10, help="gathers timed")
+    gather.add_argument("--threads", type=_at_least(1), default=1, help="gather threads")
     gather.set_defaults(run=_bench_gather)
-    scaling = benches.add_parser("scaling", help="sampling cost per edge as the graph grows")
-    scaling.add_argument("--log2-nodes", type=_ints, default=[16, 18, 20, 22])
-    scaling.add_argument("--fanouts", type=_fanouts, default=[15, 10, 5])
-    scaling.add_argument("--batch-size", type=int, default=1024)
-    scaling.add_argument("--batches", type=int, default=20)
-    scaling.add_argument("--threads", type=int, default=1)
+    scaling = add_bench("scaling", "sampling cost per edge as the graph grows")
+    scaling.add_argument(
+        "--log2-nodes", type=_ints, default=[16, 18, 20, 22], help="graph sizes, as log2(nodes)"
+    )
+    scaling.add_argument("--fanouts", type=_fanouts, default=[15, 10, 5], help=FANOUTS_HELP)
+    scaling.add_argument("--batch-size", type=_at_least(1), default=1024, help="seeds per batch")
+    scaling.add_argument("--batches", type=_at_least(1), default=20, help="batches timed")
+    scaling.add_argument("--threads", type=_at_least(1), default=1, help="sampling threads")
     scaling.set_defaults(run=_bench_scaling)
     return parser
 
 
 def _dataset_args(parser: argparse.ArgumentParser, default: str = "synthetic-small") -> None:
-    parser.add_argument("--dataset", default=default, help="catalog name or path to a .npz file")
+    parser.add_argument(
+        "--dataset",
+        default=default,
+        help=f"a catalog name ({', '.join(CATALOG)}) or the path of a gnn-benchmark .npz file",
+    )
     parser.add_argument("--root", help="data root (default: $GRAPHENGINE_DATA or datasets/)")
 
 
@@ -135,6 +264,52 @@ def _ints(text: str) -> list[int]:
         return [int(part) for part in text.split(",")]
     except ValueError:
         raise argparse.ArgumentTypeError(f"expected comma-separated ints (got {text!r})") from None
+
+
+def _at_least(low: int):
+    """An argparse type: an int >= ``low``."""
+
+    def parse(text: str) -> int:
+        try:
+            value = int(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"expected an integer (got {text!r})") from None
+        if value < low:
+            raise argparse.ArgumentTypeError(f"must be >= {low} (got {value})")
+        return value
+
+    return parse
+
+
+def _float(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a number (got {text!r})") from None
+    if not math.isfinite(value):
+        raise argparse.ArgumentTypeError(f"expected a finite number (got {text!r})")
+    return value
+
+
+def _positive_float(text: str) -> float:
+    value = _float(text)
+    if value <= 0:
+        raise argparse.ArgumentTypeError(f"must be > 0 (got {value})")
+    return value
+
+
+def _nonnegative_float(text: str) -> float:
+    value = _float(text)
+    if value < 0:
+        raise argparse.ArgumentTypeError(f"must be >= 0 (got {value})")
+    return value
+
+
+def _dropout(text: str) -> float:
+    value = _float(text)
+    if not 0 <= value < 1:
+        raise argparse.ArgumentTypeError(f"must be in [0, 1) (got {value})")
+    return value
 
 
 def _fanouts(text: str) -> list[int]:
@@ -157,59 +332,107 @@ def _train(args) -> int:
     if distributed.launched_by_torchrun():
         rank, world_size = distributed.join(args.dist_timeout)
         device = distributed.local_device()
-    torch.manual_seed(args.seed)
-    dataset = _load_once_per_machine(args.dataset, args.root, world_size)
-    log.info("%s", dataset)
-    model = build_model(
-        args.model,
-        dataset.num_features,
-        args.hidden,
-        dataset.num_classes,
-        num_layers=len(args.fanouts),
-        dropout=args.dropout,
-    )
-    trainer = Trainer(
-        model,
-        dataset,
-        fanouts=args.fanouts,
-        batch_size=args.batch_size,
-        lr=args.lr,
-        weight_decay=args.weight_decay,
-        seed=args.seed,
-        eval_mode=args.eval,
-        num_workers=args.num_workers,
-        checkpoint=args.checkpoint,
-        metrics_path=args.metrics,
-        progress=rank == 0 and not args.no_progress and sys.stderr.isatty(),
-        device=device,
-    )
-    history = trainer.fit(args.epochs, eval_every=args.eval_every)
-    accuracies = trainer.evaluate_all() if args.eval_every > 0 else {}  # every rank takes part
+    saved = {"epoch": None}  # the epoch of the checkpoint on disk, once known
+    try:
+        torch.manual_seed(args.seed)
+        dataset = _load_once_per_machine(args.dataset, args.root, world_size)
+        log.info("%s", dataset)
+        model = build_model(
+            args.model,
+            dataset.num_features,
+            args.hidden,
+            dataset.num_classes,
+            num_layers=len(args.fanouts),
+            dropout=args.dropout,
+        )
+        trainer = Trainer(
+            model,
+            dataset,
+            fanouts=args.fanouts,
+            batch_size=args.batch_size,
+            lr=args.lr,
+            weight_decay=args.weight_decay,
+            seed=args.seed,
+            eval_mode=args.eval,
+            num_workers=args.num_workers,
+            checkpoint=args.checkpoint,
+            metrics_path=args.metrics,
+            progress=rank == 0 and not args.no_progress and sys.stderr.isatty(),
+            device=device,
+        )
+        if trainer.epoch > 0:
+            saved["epoch"] = trainer.epoch
+
+        def on_epoch(metrics: dict) -> None:
+            if args.checkpoint is not None:
+                saved["epoch"] = metrics["epoch"]  # fit saved it before calling this
+            _print_json(metrics)
+
+        history = trainer.fit(args.epochs, eval_every=args.eval_every, on_epoch=on_epoch)
+        accuracies = trainer.evaluate_all() if args.eval_every > 0 else {}  # every rank
+    except KeyboardInterrupt:
+        _log_interrupted(args.checkpoint, saved["epoch"])
+        return INTERRUPTED
     if rank == 0:
-        for metrics in history:
-            print(json.dumps(metrics))
-        result = {
-            "dataset": dataset.name,
-            "model": args.model,
-            "epochs": trainer.epoch,
-            "workers": world_size,
-            **accuracies,
-            "epoch_s": sum(m["epoch_s"] for m in history) / max(len(history), 1),
-        }
-        print(json.dumps(result))
+        _print_json(_result(args, dataset.name, trainer.epoch, world_size, history, accuracies))
     if world_size > 1:
         distributed.finish(0)
     return 0
+
+
+def _result(args, dataset: str, epochs: int, workers: int, history: list, accuracies: dict):
+    """The final JSON line of ``train`` (its fields are described in TRAIN_EPILOG)."""
+    times = [m["epoch_s"] for m in history]
+    later = times[1:] or times
+    return {
+        "dataset": dataset,
+        "model": args.model,
+        "epochs": epochs,
+        "epochs_run": len(history),
+        "workers": workers,
+        **accuracies,
+        "train_acc_running": history[-1]["train_acc"] if history else None,
+        "first_epoch_s": times[0] if times else None,
+        "epoch_s": sum(later) / len(later) if later else None,
+    }
+
+
+def _print_json(record: dict) -> None:
+    """``record`` as one JSON line on stdout, flushed so that a reader sees it at once."""
+    sys.stdout.write(json.dumps(record) + "\n")
+    sys.stdout.flush()
+
+
+def _log_interrupted(checkpoint: str | None, epoch: int | None) -> None:
+    """Say where training can resume from after Ctrl-C."""
+    if checkpoint is None:
+        log.error("interrupted: no checkpoint was saved (--checkpoint FILE saves one every epoch)")
+    elif Path(checkpoint).is_file():
+        at = f" (after epoch {epoch})" if epoch is not None else ""
+        log.error(
+            "interrupted: the last checkpoint is %s%s; run the same command to resume from it",
+            checkpoint,
+            at,
+        )
+    else:
+        log.error("interrupted before the first epoch ended: no checkpoint was saved")
 
 
 def _build(args) -> int:
     from graphengine import ops
 
     if not ops.build_extension(verbose=args.verbose):
-        log.error("the extension did not build: %s", ops.build_error())
+        log.error("the extension did not build: %s\n%s", ops.build_error(), ops.build.INSTALL_HINT)
         return 1
-    kernels = "CPU and CUDA" if ops.with_cuda() else "CPU (this torch has no CUDA)"
-    print(json.dumps({"extension": "built", "kernels": kernels, "torch": torch.__version__}))
+    kernels = "CPU and CUDA" if ops.with_cuda() else "CPU only (this torch has no CUDA)"
+    result = {
+        "extension": "built",
+        "kernels": kernels,
+        "library": ops.library_path(),
+        "sources": str(ops.sources_dir()),
+        "torch": torch.__version__,
+    }
+    print(json.dumps(result))
     return 0
 
 
@@ -241,14 +464,21 @@ def _load_once_per_machine(name: str, root: str | None, world_size: int):
 
 def _datasets(args) -> int:
     from graphengine.bench.report import print_report
-    from graphengine.datasets import CATALOG, default_root, is_available
+    from graphengine.datasets import default_root, is_available
 
-    root = args.root or default_root()
+    root = Path(args.root) if args.root else default_root()
     rows = [
         [name, entry.kind, "yes" if is_available(name, root) else "no", entry.description]
         for name, entry in CATALOG.items()
     ]
-    summary = {"root": str(root), "on_disk": [r[0] for r in rows if r[2] == "yes"]}
+    known = {entry.location(root) for entry in CATALOG.values()}
+    files = sorted(p for p in root.glob("*.npz") if p not in known) if root.is_dir() else []
+    rows += [[str(p), "npz file", "yes", "load with --dataset PATH"] for p in files]
+    summary = {
+        "root": str(root),
+        "on_disk": [r[0] for r in rows if r[2] == "yes" and r[1] != "npz file"],
+        "npz_files": [str(p) for p in files],
+    }
     print_report(["name", "kind", "on disk", "description"], rows, summary)
     return 0
 

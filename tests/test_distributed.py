@@ -18,6 +18,7 @@ from graphengine.datasets import load_dataset
 from graphengine.loader.seeds import SeedBatches
 from graphengine.nn.models import build_model
 from graphengine.train import Trainer
+from graphengine.train.checkpoint import read_state
 from tests.distributed_worker import EVAL_SETUP, GRAD_SETUP
 
 WORKER = Path(__file__).with_name("distributed_worker.py")
@@ -232,8 +233,8 @@ def test_resume_under_two_workers_continues_identically(tmp_path):
     train(2, tmp_path / "resumed.pt", tmp_path / "resumed.jsonl")
     epochs = [json.loads(line)["epoch"] for line in (tmp_path / "resumed.jsonl").open()]
     assert epochs == [1, 2]
-    straight = torch.load(tmp_path / "straight.pt", weights_only=True)
-    resumed = torch.load(tmp_path / "resumed.pt", weights_only=True)
+    straight = read_state(tmp_path / "straight.pt")
+    resumed = read_state(tmp_path / "resumed.pt")
     assert straight["epoch"] == resumed["epoch"] == 2
     assert len(resumed["torch_rng"]) == 2
     for name, value in straight["model"].items():

@@ -2,17 +2,34 @@
 
 Saving and restoring the training state is here; what the file looks like on disk (and how
 it is checked when read) is :func:`write_state` / :func:`read_state`.
+
+A file is one ASCII header line, then the ``torch.save`` payload::
+
+    GRAPHENGINE-CHECKPOINT 1 sha256=<64 hex digits> length=<payload bytes>\\n
+    <payload>
+
+The header's checksum and length are verified before the payload is unpickled (with
+``weights_only=True``), so a truncated or damaged file is refused instead of resuming with
+wrong weights. :func:`trained_on` describes what a checkpoint was trained on and
+:func:`check_trained_on` refuses to resume a different model or dataset.
 """
 
 from __future__ import annotations
 
+import hashlib
 import io
 import logging
+import pickle
 from pathlib import Path
 
 import torch
 
 log = logging.getLogger(__name__)
+
+MAGIC = b"GRAPHENGINE-CHECKPOINT"
+VERSION = 1
+# The header is short; anything longer than this without a newline is not ours.
+_MAX_HEADER = 256
 
 
 def write_state(path: str | Path, state: dict) -> None:
@@ -22,11 +39,98 @@ def write_state(path: str | Path, state: dict) -> None:
     path.parent.mkdir(parents=True, exist_ok=True)
     buffer = io.BytesIO()
     torch.save(state, buffer)
+    payload = buffer.getvalue()
+    digest = hashlib.sha256(payload).hexdigest()
+    header = b"%s %d sha256=%s length=%d\n" % (MAGIC, VERSION, digest.encode(), len(payload))
     temporary = path.with_suffix(path.suffix + ".tmp")
-    temporary.write_bytes(buffer.getvalue())
+    with temporary.open("wb") as f:
+        f.write(header)
+        f.write(payload)
     temporary.replace(path)
 
 
 def read_state(path: str | Path) -> dict:
-    """What :func:`write_state` wrote to ``path``, on the CPU."""
-    return torch.load(Path(path), map_location="cpu", weights_only=True)
+    """What :func:`write_state` wrote to ``path``, on the CPU.
+
+    Raises:
+        FileNotFoundError: no file at ``path``.
+        ValueError: the file is not a graphengine checkpoint (no header), has a format
+            version this code does not read, or is corrupt (checksum or length mismatch).
+    """
+    path = Path(path)
+    data = path.read_bytes()
+    newline = data.find(b"\n", 0, _MAX_HEADER)
+    if not data.startswith(MAGIC + b" ") or newline < 0:
+        raise ValueError(
+            f"{path} is not a graphengine checkpoint (it does not start with the "
+            f"{MAGIC.decode()} header that graphengine writes)"
+        )
+    fields = data[len(MAGIC) + 1 : newline].split(b" ")
+    try:
+        version = int(fields[0])
+        info = dict(field.split(b"=", 1) for field in fields[1:])
+        digest, length = info[b"sha256"].decode(), int(info[b"length"])
+    except (ValueError, KeyError, IndexError, UnicodeDecodeError):
+        raise ValueError(f"{path} is a corrupt graphengine checkpoint (bad header)") from None
+    if version != VERSION:
+        raise ValueError(
+            f"{path} is a graphengine checkpoint of format version {version}; "
+            f"this graphengine reads version {VERSION}"
+        )
+    payload = data[newline + 1 :]
+    if len(payload) != length:
+        raise ValueError(
+            f"{path} is a corrupt graphengine checkpoint: {len(payload)} bytes of data "
+            f"where the header says {length} (truncated or appended to)"
+        )
+    if hashlib.sha256(payload).hexdigest() != digest:
+        raise ValueError(
+            f"{path} is a corrupt graphengine checkpoint: its contents do not match "
+            "the checksum written with them"
+        )
+    try:
+        return torch.load(io.BytesIO(payload), map_location="cpu", weights_only=True)
+    except (pickle.UnpicklingError, RuntimeError) as error:
+        raise ValueError(f"{path} holds data graphengine cannot read: {error}") from None
+
+
+def trained_on(model: torch.nn.Module, dataset) -> dict:
+    """What ``model`` is trained on: ``dataset`` (name), ``num_nodes``, ``num_features``,
+    ``num_classes``, ``model`` (class name) and ``parameters`` (name -> shape as a list)."""
+    return {
+        "dataset": dataset.name,
+        "num_nodes": int(dataset.num_nodes),
+        "num_features": int(dataset.num_features),
+        "num_classes": int(dataset.num_classes),
+        "model": type(model).__name__,
+        "parameters": {name: list(p.shape) for name, p in model.named_parameters()},
+    }
+
+
+def check_trained_on(saved: dict | None, current: dict, path: str | Path) -> None:
+    """Raise ``ValueError`` naming what differs when checkpoint ``path``, trained on
+    ``saved`` (see :func:`trained_on`), is not of the ``current`` model and dataset."""
+    if saved is None:
+        raise ValueError(f"{path} does not say what it was trained on; it cannot be resumed")
+    differences = [
+        f"{key} {saved.get(key)!r} in the checkpoint, {current[key]!r} now"
+        for key in ("dataset", "num_nodes", "num_features", "num_classes", "model")
+        if saved.get(key) != current[key]
+    ]
+    before, now = saved.get("parameters", {}), current["parameters"]
+    for name in sorted(set(before) | set(now)):
+        if name not in now:
+            differences.append(f"parameter {name} only in the checkpoint")
+        elif name not in before:
+            differences.append(f"parameter {name} not in the checkpoint")
+        elif list(before[name]) != now[name]:
+            differences.append(
+                f"parameter {name} of shape {list(before[name])} in the checkpoint, {now[name]} now"
+            )
+    if differences:
+        shown = "; ".join(differences[:5])
+        more = f"; and {len(differences) - 5} more" if len(differences) > 5 else ""
+        raise ValueError(
+            f"{path} was trained on a different model or dataset: {shown}{more} "
+            "(delete it or use another checkpoint file to start afresh)"
+        )

@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 import logging
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 
 import torch
@@ -16,7 +16,7 @@ from graphengine.datasets.dataset import GraphDataset
 from graphengine.loader import NeighborLoader
 from graphengine.nn.forward import SeedLogits
 from graphengine.parallel import Strategy, strategy_for
-from graphengine.train.checkpoint import read_state, write_state
+from graphengine.train.checkpoint import check_trained_on, read_state, trained_on, write_state
 from graphengine.train.evaluate import Evaluator
 
 log = logging.getLogger(__name__)
@@ -130,16 +130,30 @@ class Trainer:
         """How the model runs on a batch: ``'blocks'``, ``'trim'`` or ``'whole'``."""
         return self._seed_logits.mode
 
-    def fit(self, epochs: int, eval_every: int = 1) -> list[dict]:
+    def fit(
+        self,
+        epochs: int,
+        eval_every: int = 1,
+        on_epoch: Callable[[dict], None] | None = None,
+    ) -> list[dict]:
         """Train until ``epochs`` epochs are done in total (resumed ones count).
 
         Returns one metrics dict per epoch run: ``epoch``, ``loss``, ``train_acc``
-        (on the training batches of all workers), ``val_acc`` (every ``eval_every``
-        epochs and at the last; never with ``eval_every=0``), ``epoch_s``, ``seeds_per_s``
-        (all workers), ``seeds_per_s_per_worker``, ``workers`` and ``stage_s``, this
-        worker's seconds per stage: ``sample``, ``gather``, ``copy`` (in the loader's
-        threads), ``compute`` and ``waiting`` (the training thread waiting for a batch).
+        (the running accuracy on the epoch's training batches of all workers, with dropout
+        on and the weights changing, so it differs from an evaluation's ``train_acc``),
+        ``val_acc`` (every ``eval_every`` epochs and at the last; never with
+        ``eval_every=0``), ``epoch_s``, ``seeds_per_s`` (all workers),
+        ``seeds_per_s_per_worker``, ``workers`` and ``stage_s``, this worker's seconds per
+        stage: ``sample``, ``gather``, ``copy`` (in the loader's threads), ``compute`` and
+        ``waiting`` (the training thread waiting for a batch).
+
+        ``on_epoch(metrics)`` is called on the writing worker (rank 0) as each epoch ends,
+        after its metrics line and checkpoint are written.
         """
+        if epochs < 0:
+            raise ValueError(f"'epochs' must be >= 0 (got {epochs})")
+        if eval_every < 0:
+            raise ValueError(f"'eval_every' must be >= 0, 0 for never (got {eval_every})")
         history = []
         while self.epoch < epochs:
             metrics = self.train_epoch()
@@ -147,6 +161,8 @@ class Trainer:
                 metrics["val_acc"] = self.evaluate("val")
             history.append(metrics)
             self._record(metrics)
+            if on_epoch is not None and self.strategy.is_writer:
+                on_epoch(metrics)
         return history
 
     def train_epoch(self) -> dict:
@@ -220,12 +236,19 @@ class Trainer:
             "optimizer": self.optimizer.state_dict(),
             "epoch": self.epoch,
             "torch_rng": rng_states,
+            "trained_on": trained_on(self.model, self.dataset),
         }
         write_state(path, state)
 
     def load_checkpoint(self, path: str | Path) -> None:
-        """Restore what :meth:`save_checkpoint` saved."""
+        """Restore what :meth:`save_checkpoint` saved.
+
+        Raises:
+            ValueError: ``path`` is not a graphengine checkpoint, is corrupt, or was
+                trained on another model or dataset (the message says what differs).
+        """
         state = read_state(path)
+        check_trained_on(state.get("trained_on"), trained_on(self.model, self.dataset), path)
         self.model.load_state_dict(state["model"])
         self.optimizer.load_state_dict(state["optimizer"])
         self.epoch = int(state["epoch"])
@@ -234,11 +257,23 @@ class Trainer:
         log.info("resumed from %s at epoch %d", path, self.epoch)
 
     def _record(self, metrics: dict) -> None:
+        """Log a readable summary of ``metrics``, append them as a JSON line to
+        ``metrics_path`` (writer only) and save the checkpoint (every worker takes part)."""
         if self.strategy.is_writer:
-            line = json.dumps(metrics)
-            log.info("%s", line)
+            log.info("%s", _summary(metrics))
             if self.metrics_path is not None:
                 with self.metrics_path.open("a") as f:
-                    f.write(line + "\n")
+                    f.write(json.dumps(metrics) + "\n")
         if self.checkpoint is not None:
             self.save_checkpoint(self.checkpoint)
+
+
+def _summary(metrics: dict) -> str:
+    """One readable line for an epoch's ``metrics`` (see :meth:`Trainer.fit`)."""
+    parts = [f"epoch {metrics['epoch']}: loss {metrics['loss']:.4f}"]
+    parts.append(f"running train_acc {metrics['train_acc']:.4f}")
+    if "val_acc" in metrics:
+        parts.append(f"val_acc {metrics['val_acc']:.4f}")
+    parts.append(f"{metrics['epoch_s']:.2f}s")
+    parts.append(f"{metrics['seeds_per_s']:,.0f} seeds/s")
+    return ", ".join(parts)

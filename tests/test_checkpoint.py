@@ -1,0 +1,149 @@
+"""Checkpoint files: checksummed, refused when foreign or damaged, tied to model and dataset."""
+
+import hashlib
+import os
+
+import pytest
+import torch
+
+from graphengine.datasets import load_dataset
+from graphengine.nn.models import build_model
+from graphengine.train.checkpoint import MAGIC, read_state, write_state
+from graphengine.train.trainer import Trainer
+
+
+def state():
+    generator = torch.Generator().manual_seed(0)
+    return {
+        "model": {"weight": torch.randn(64, 32, generator=generator), "bias": torch.zeros(64)},
+        "epoch": 3,
+        "names": ["a", "b"],
+    }
+
+
+def test_round_trip(tmp_path):
+    path = tmp_path / "sub" / "ckpt.pt"
+    write_state(path, state())
+    loaded = read_state(path)
+    expected = state()
+    assert loaded["epoch"] == 3 and loaded["names"] == ["a", "b"]
+    for key in ("weight", "bias"):
+        assert torch.equal(loaded["model"][key], expected["model"][key])
+    assert not path.with_suffix(".pt.tmp").exists()
+
+
+def test_header_holds_the_payloads_sha256_and_length(tmp_path):
+    path = tmp_path / "ckpt.pt"
+    write_state(path, state())
+    data = path.read_bytes()
+    header, payload = data.split(b"\n", 1)
+    # An independent reading of the documented layout.
+    assert header == b"%s 1 sha256=%s length=%d" % (
+        MAGIC,
+        hashlib.sha256(payload).hexdigest().encode(),
+        len(payload),
+    )
+
+
+def test_garbage_in_the_middle_is_refused_as_corrupt(tmp_path):
+    path = tmp_path / "ckpt.pt"
+    write_state(path, state())
+    data = bytearray(path.read_bytes())
+    middle = len(data) // 2
+    data[middle : middle + 800] = os.urandom(800)
+    path.write_bytes(bytes(data))
+    with pytest.raises(ValueError, match=r"ckpt\.pt is a corrupt graphengine checkpoint.*checksum"):
+        read_state(path)
+
+
+def test_truncated_file_is_refused_as_corrupt(tmp_path):
+    path = tmp_path / "ckpt.pt"
+    write_state(path, state())
+    path.write_bytes(path.read_bytes()[:-100])
+    with pytest.raises(ValueError, match=r"ckpt\.pt is a corrupt graphengine checkpoint.*trunc"):
+        read_state(path)
+
+
+def test_random_bytes_are_not_a_checkpoint(tmp_path):
+    path = tmp_path / "random.bin"
+    path.write_bytes(os.urandom(4096))
+    with pytest.raises(ValueError, match=r"random\.bin is not a graphengine checkpoint"):
+        read_state(path)
+
+
+def test_plain_torch_save_file_is_not_a_checkpoint(tmp_path):
+    path = tmp_path / "plain.pt"
+    torch.save(state(), path)
+    with pytest.raises(ValueError, match=r"plain\.pt is not a graphengine checkpoint"):
+        read_state(path)
+
+
+def test_other_format_version_is_refused(tmp_path):
+    path = tmp_path / "ckpt.pt"
+    write_state(path, state())
+    path.write_bytes(path.read_bytes().replace(MAGIC + b" 1 ", MAGIC + b" 9 ", 1))
+    with pytest.raises(
+        ValueError, match=r"ckpt\.pt is a graphengine checkpoint of format version 9"
+    ):
+        read_state(path)
+
+
+@pytest.fixture(scope="module")
+def dataset(tmp_path_factory):
+    return load_dataset("synthetic-small", root=tmp_path_factory.mktemp("data"))
+
+
+def trainer(dataset, checkpoint, hidden=16):
+    torch.manual_seed(0)
+    model = build_model("sage", dataset.num_features, hidden, dataset.num_classes, 2)
+    return Trainer(
+        model,
+        dataset,
+        fanouts=[3, 3],
+        batch_size=800,
+        progress=False,
+        checkpoint=checkpoint,
+        eval_mode="full",
+        num_workers=0,
+    )
+
+
+def test_checkpoint_records_what_it_was_trained_on(dataset, tmp_path):
+    path = tmp_path / "ckpt.pt"
+    trainer(dataset, path).fit(1, eval_every=0)
+    saved = read_state(path)["trained_on"]
+    assert saved["dataset"] == "synthetic-small"
+    assert (saved["num_nodes"], saved["num_features"], saved["num_classes"]) == (8192, 32, 8)
+    assert saved["model"] == "GraphSAGE"
+    assert saved["parameters"]["convs.0.lin_l.weight"] == [16, 32]
+
+
+def test_resuming_another_hidden_size_is_refused_naming_the_difference(dataset, tmp_path):
+    path = tmp_path / "ckpt.pt"
+    trainer(dataset, path, hidden=16).fit(1, eval_every=0)
+    with pytest.raises(
+        ValueError,
+        match=r"ckpt\.pt was trained on a different model or dataset: .*"
+        r"parameter convs\.0\.lin_l\.weight of shape \[16, 32\] in the checkpoint, \[24, 32\] now",
+    ):
+        trainer(dataset, path, hidden=24)
+
+
+def test_resuming_another_dataset_is_refused_naming_it(dataset, tmp_path):
+    path = tmp_path / "ckpt.pt"
+    trainer(dataset, path).fit(1, eval_every=0)
+    state = read_state(path)
+    state["trained_on"]["dataset"] = "cora"
+    write_state(path, state)
+    with pytest.raises(ValueError, match="dataset 'cora' in the checkpoint, 'synthetic-small' now"):
+        trainer(dataset, path)
+
+
+def test_damaged_checkpoint_is_refused_on_resume(dataset, tmp_path):
+    path = tmp_path / "ckpt.pt"
+    trainer(dataset, path).fit(1, eval_every=0)
+    data = bytearray(path.read_bytes())
+    data[len(data) // 2 : len(data) // 2 + 800] = bytes(800)
+    path.write_bytes(bytes(data))
+    with pytest.raises(ValueError, match="corrupt graphengine checkpoint"):
+        trainer(dataset, path)
