@@ -44,7 +44,7 @@ checkpoint is (exit code 130). Exit code 2: bad options or input."""
 
 # Exceptions that are the user's to fix: one log line and exit code 2, no traceback.
 USER_ERRORS = (ValueError, FileNotFoundError, NotImplementedError)
-INTERRUPTED = 130  # the shell's code for a process ended by SIGINT
+INTERRUPTED = distributed.INTERRUPTED
 
 
 class _Formatter(argparse.RawDescriptionHelpFormatter):
@@ -371,13 +371,22 @@ def _train(args) -> int:
         history = trainer.fit(args.epochs, eval_every=args.eval_every, on_epoch=on_epoch)
         accuracies = trainer.evaluate_all() if args.eval_every > 0 else {}  # every rank
     except KeyboardInterrupt:
-        _log_interrupted(args.checkpoint, saved["epoch"])
-        return INTERRUPTED
-    if rank == 0:
-        _print_json(_result(args, dataset.name, trainer.epoch, world_size, history, accuracies))
+        if rank == 0:
+            _log_interrupted(args.checkpoint, saved["epoch"])
+        code = INTERRUPTED
+    except USER_ERRORS as error:
+        if world_size == 1:
+            raise
+        log.error("rank %d: %s", rank, error)
+        code = 2
+    else:
+        if rank == 0:
+            _print_json(_result(args, dataset.name, trainer.epoch, world_size, history, accuracies))
+        code = 0
     if world_size > 1:
-        distributed.finish(0)
-    return 0
+        # A worker that stops early cannot wait for the others at a barrier.
+        distributed.finish(code, wait=code == 0)
+    return code
 
 
 def _result(args, dataset: str, epochs: int, workers: int, history: list, accuracies: dict):
@@ -422,7 +431,7 @@ def _build(args) -> int:
     from graphengine import ops
 
     if not ops.build_extension(verbose=args.verbose):
-        log.error("the extension did not build: %s\n%s", ops.build_error(), ops.build.INSTALL_HINT)
+        log.error("the extension did not build: %s\n%s", ops.build_error(), ops.INSTALL_HINT)
         return 1
     kernels = "CPU and CUDA" if ops.with_cuda() else "CPU only (this torch has no CUDA)"
     result = {

@@ -45,11 +45,11 @@ def grad(out: Path, root: Path) -> None:
         torch.save(model.state_dict(), out)
 
 
-def evaluate(out: Path, root: Path) -> None:
-    dataset = load_dataset("synthetic-small", root=root)
+def eval_trainer(dataset) -> Trainer:
+    """An untrained, seeded GraphSAGE whose sampled evaluation takes every neighbor."""
     torch.manual_seed(EVAL_SETUP["seed"])
     model = build_model("sage", dataset.num_features, 16, dataset.num_classes, 2, dropout=0.0)
-    trainer = Trainer(
+    return Trainer(
         model,
         dataset,
         EVAL_SETUP["fanouts"],
@@ -58,6 +58,10 @@ def evaluate(out: Path, root: Path) -> None:
         eval_mode="sampled",
         progress=False,
     )
+
+
+def evaluate(out: Path, root: Path) -> None:
+    trainer = eval_trainer(load_dataset("synthetic-small", root=root))
     accuracy = trainer.evaluate("test")
     Path(f"{out}.{dist.get_rank()}").write_text(json.dumps({"accuracy": accuracy}))
 

@@ -8,6 +8,7 @@ import torch
 
 from graphengine.datasets import load_dataset
 from graphengine.nn.models import build_model
+from graphengine.parallel import SingleProcess
 from graphengine.train.checkpoint import MAGIC, read_state, write_state
 from graphengine.train.trainer import Trainer
 
@@ -147,3 +148,49 @@ def test_damaged_checkpoint_is_refused_on_resume(dataset, tmp_path):
     path.write_bytes(bytes(data))
     with pytest.raises(ValueError, match="corrupt graphengine checkpoint"):
         trainer(dataset, path)
+
+
+def test_bad_header_and_unreadable_payload_are_refused(tmp_path):
+    path = tmp_path / "bad.pt"
+    path.write_bytes(MAGIC + b" 1 sha256 length=x\npayload")
+    with pytest.raises(ValueError, match=r"bad\.pt is a corrupt graphengine checkpoint \(bad head"):
+        read_state(path)
+    payload = b"not a torch file"
+    digest = hashlib.sha256(payload).hexdigest()
+    path.write_bytes(MAGIC + f" 1 sha256={digest} length={len(payload)}\n".encode() + payload)
+    with pytest.raises(ValueError, match=r"bad\.pt holds data graphengine cannot read"):
+        read_state(path)
+
+
+def test_checkpoint_without_what_it_was_trained_on_is_refused(dataset, tmp_path):
+    path = tmp_path / "old.pt"
+    trainer(dataset, path).fit(1, eval_every=0)
+    state = read_state(path)
+    del state["trained_on"]
+    write_state(path, state)
+    with pytest.raises(ValueError, match=r"old\.pt does not say what it was trained on"):
+        trainer(dataset, path)
+
+
+class _TwoRanks(SingleProcess):
+    """A stand-in strategy whose rank 1 does not see the checkpoint file."""
+
+    def gather_objects(self, value) -> list:
+        return [value, False]
+
+
+def test_workers_that_disagree_about_the_checkpoint_are_refused(dataset, tmp_path):
+    path = tmp_path / "local.pt"
+    trainer(dataset, path).fit(1, eval_every=0)
+    torch.manual_seed(0)
+    model = build_model("sage", dataset.num_features, 16, dataset.num_classes, 2)
+    with pytest.raises(ValueError, match=r"exists for some workers but not for ranks \[1\]"):
+        Trainer(model, dataset, [3, 3], 800, checkpoint=path, strategy=_TwoRanks(), progress=False)
+
+
+def test_fit_refuses_negative_counts(dataset, tmp_path):
+    run = trainer(dataset, None)
+    with pytest.raises(ValueError, match=r"'epochs' must be >= 0 \(got -1\)"):
+        run.fit(-1)
+    with pytest.raises(ValueError, match=r"'eval_every' must be >= 0, 0 for never \(got -2\)"):
+        run.fit(1, eval_every=-2)

@@ -211,3 +211,16 @@ def test_readme_python_example_trains_and_reports_accuracy(tmp_path, monkeypatch
     assert [line.split(":")[0] for line in lines[:-1]] == [f"epoch {e}" for e in range(1, 6)]
     # synthetic-small's classes are learnable from the graph: far above chance (1/8).
     assert float(lines[-1].removeprefix("test accuracy ")) > 0.8
+
+
+def test_interrupted_launcher_exits_130(monkeypatch, caplog):
+    """Under ``--nproc``, torchrun's agent turns Ctrl-C into a ``SignalException``."""
+    import torch.distributed.run
+    from torch.distributed.elastic.multiprocessing.api import SignalException
+
+    def interrupted(argv):
+        raise SignalException("Process 1 got signal: 2", signal.SIGINT)
+
+    monkeypatch.setattr(torch.distributed.run, "main", interrupted)
+    assert main(["train", "--nproc", "2", "--epochs", "1"]) == 130
+    assert "interrupted (SIGINT): the workers were stopped" in caplog.text

@@ -17,9 +17,8 @@ from graphengine import NeighborLoader
 from graphengine.datasets import load_dataset
 from graphengine.loader.seeds import SeedBatches
 from graphengine.nn.models import build_model
-from graphengine.train import Trainer
 from graphengine.train.checkpoint import read_state
-from tests.distributed_worker import EVAL_SETUP, GRAD_SETUP
+from tests.distributed_worker import GRAD_SETUP, eval_trainer
 
 WORKER = Path(__file__).with_name("distributed_worker.py")
 REPO = Path(__file__).resolve().parents[1]
@@ -145,17 +144,7 @@ def test_every_rank_takes_part_in_sampled_evaluation(tmp_path):
     reports = [json.loads((tmp_path / f"eval.{rank}").read_text()) for rank in range(2)]
     # With every neighbor sampled, a node's prediction does not depend on its batch: the two
     # ranks' halves must add up to the single-process accuracy over all test nodes.
-    torch.manual_seed(EVAL_SETUP["seed"])
-    model = build_model("sage", dataset.num_features, 16, dataset.num_classes, 2, dropout=0.0)
-    single = Trainer(
-        model,
-        dataset,
-        EVAL_SETUP["fanouts"],
-        EVAL_SETUP["batch_size"],
-        seed=EVAL_SETUP["seed"],
-        eval_mode="sampled",
-        progress=False,
-    ).evaluate("test")
+    single = eval_trainer(dataset).evaluate("test")
     assert reports[0]["accuracy"] == reports[1]["accuracy"]
     assert reports[0]["accuracy"] == pytest.approx(single, abs=1e-9)
 

@@ -17,7 +17,9 @@ from graphengine.loader.stages import CopyToDevice, GatherFeatures
 from samplers import SamplerOutput
 
 pytestmark = pytest.mark.skipif(not torch.cuda.is_available(), reason="no CUDA device here")
-COLS = [pytest.param(c, id=f"{c}cols") for c in (32, 128, 100, 3)]  # 16-byte rows, then not
+# float32 rows of 128, 512 and 400 bytes take the kernel's 16-byte loads; 12-byte rows its
+# 4-byte loads.
+COLS = [pytest.param(c, id=f"{c}cols") for c in (32, 128, 100, 3)]
 INDEX_DTYPES = [pytest.param(torch.int32, id="idx32"), pytest.param(torch.int64, id="idx64")]
 
 
@@ -52,6 +54,31 @@ def test_gpu_zero_copy_and_cached_gathers(cols, index_dtype, backend):
         src.pin_memory(), cuda_index, src[hot].cuda(), slot_of.cuda(), backend=backend
     )
     assert torch.equal(cached, expected)
+
+
+@pytest.mark.parametrize(
+    "layout",
+    [
+        pytest.param("half3", id="6-byte rows: byte loads"),
+        pytest.param("strided", id="rows 124 bytes apart 128: word loads"),
+        pytest.param("offset", id="table starting at row 1 of a pinned buffer"),
+    ],
+)
+def test_gpu_gathers_of_unaligned_tables(layout):
+    if layout == "half3":
+        src = table(2000, 3).half()
+    elif layout == "strided":
+        src = table(2000, 32)[:, :31]
+    else:
+        src = table(2001, 32)[1:]
+    index = torch.randint(0, 2000, (3000,))
+    expected = src.index_select(0, index).cuda()
+    pinned = torch.empty(src.shape[0] + 1, *src.shape[1:], dtype=src.dtype).pin_memory()
+    pinned_src = pinned[1:] if layout == "offset" else pinned[:-1]
+    pinned_src.copy_(src)
+    for source in (src.cuda(), pinned_src):
+        result = ops.gather_rows(source, index.cuda(), backend="csrc")
+        assert torch.equal(result, expected), layout
 
 
 def test_opcheck_on_cuda():

@@ -61,6 +61,22 @@ def test_backend_choice_is_checked_and_process_wide(monkeypatch):
     assert torch.equal(ops.gather_rows(src, index), src[[5, 0]])
 
 
+def test_backend_from_the_environment_is_read_at_the_first_gather(monkeypatch):
+    import subprocess
+    import sys
+
+    src, index = torch.arange(12.0).view(6, 2), torch.tensor([5, 0])
+    monkeypatch.setattr(ops, "_backend", None)
+    monkeypatch.setenv("GRAPHENGINE_OPS_BACKEND", "torch")
+    assert ops.get_backend() == "torch"
+    monkeypatch.setenv("GRAPHENGINE_OPS_BACKEND", "fast")
+    with pytest.raises(ValueError, match=r"\$GRAPHENGINE_OPS_BACKEND must be one of .*'fast'"):
+        ops.gather_rows(src, index)
+    # A bad value does not break the import.
+    done = subprocess.run([sys.executable, "-c", "import graphengine"], capture_output=True)
+    assert done.returncode == 0, done.stderr
+
+
 def test_csrc_backend_raises_when_the_extension_is_missing(broken_build):
     src, index = torch.arange(12.0).view(6, 2), torch.tensor([5, 0])
     with pytest.raises(

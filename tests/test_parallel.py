@@ -24,22 +24,39 @@ def test_single_process_reduces_to_itself():
     assert strategy.is_writer and strategy_for("cpu").world_size == 1
 
 
-@pytest.fixture
-def one_worker_group(tmp_path):
+@pytest.fixture(params=["gloo", pytest.param("nccl", id="nccl")])
+def one_worker_group(request, tmp_path):
+    """A world-size-1 process group of each backend; NCCL (one process per GPU) only where
+    there is a GPU, which ``.ci/gpu-check`` runs."""
+    backend = request.param
+    if backend == "nccl" and not (torch.cuda.is_available() and dist.is_nccl_available()):
+        pytest.skip("NCCL needs a CUDA device")
+    if backend == "nccl":
+        torch.cuda.set_device(0)
     dist.init_process_group(
-        "gloo", init_method=f"file://{tmp_path / 'rendezvous'}", rank=0, world_size=1
+        backend, init_method=f"file://{tmp_path / 'rendezvous'}", rank=0, world_size=1
     )
-    yield
+    yield backend
     dist.destroy_process_group()
 
 
 def test_data_parallel_reduces_through_the_group(one_worker_group):
-    strategy = DataParallel("cpu")
-    assert (strategy.rank, strategy.world_size, strategy.backend) == (0, 1, "gloo")
+    device = "cuda:0" if one_worker_group == "nccl" else "cpu"
+    strategy = DataParallel(device)
+    assert (strategy.rank, strategy.world_size, strategy.backend) == (0, 1, one_worker_group)
     assert strategy.sum([3, 4.5]) == [3.0, 4.5]
     assert strategy.gather_objects({"a": 1}) == [{"a": 1}]
-    wrapped = strategy.wrap(torch.nn.Linear(2, 2))
+    module = torch.nn.Linear(2, 2).to(device)
+    wrapped = strategy.wrap(module)
     assert isinstance(wrapped, torch.nn.parallel.DistributedDataParallel)
+    wrapped(torch.ones(3, 2, device=device)).sum().backward()  # DDP's all-reduce of gradients
+    assert torch.allclose(module.weight.grad.cpu(), torch.full((2, 2), 3.0))
+
+
+def test_nccl_refuses_a_cpu_device(monkeypatch, one_worker_group):
+    monkeypatch.setattr(dist, "get_backend", lambda: "nccl")
+    with pytest.raises(ValueError, match=r"the NCCL backend needs a CUDA 'device' \(got cpu\)"):
+        DataParallel("cpu")
 
 
 def test_data_parallel_needs_a_group():

@@ -145,11 +145,13 @@ def test_layerwise_inference_matches_full_graph_forward():
 
 
 def test_layerwise_inference_refuses_gcn():
-    from torch_geometric.nn import GCN
+    from torch_geometric.nn import GCN, GraphSAGE
 
     dataset = small_dataset()
     with pytest.raises(ValueError, match="layer-wise inference needs a PyG BasicGNN"):
         layerwise_inference(GCN(8, 16, 2, 3).eval(), dataset.graph, torch.from_numpy(dataset.x))
+    with pytest.raises(ValueError, match=r"call model\.eval\(\) before layer-wise inference"):
+        layerwise_inference(GraphSAGE(8, 16, 2, 3), dataset.graph, torch.from_numpy(dataset.x))
 
 
 def wait_until(condition, timeout=3.0) -> bool:

@@ -20,7 +20,21 @@
 #include <c10/cuda/CUDAStream.h>
 #include <torch/library.h>
 
+#include <cstdio>
+
 #include "../gather.h"
+
+// torch added CUDA_KERNEL_ASSERT_PRINTF in 2.9; with an older torch, print the message and
+// fail the plain device-side assertion.
+#ifndef CUDA_KERNEL_ASSERT_PRINTF
+#define CUDA_KERNEL_ASSERT_PRINTF(cond, msg, ...) \
+  do {                                            \
+    if (!(cond)) {                                \
+      printf(msg "\n", __VA_ARGS__);              \
+    }                                             \
+    CUDA_KERNEL_ASSERT(cond);                     \
+  } while (0)
+#endif
 
 namespace graphengine {
 namespace {

@@ -19,6 +19,8 @@ import torch.distributed as dist
 
 log = logging.getLogger(__name__)
 
+INTERRUPTED = 128 + 2  # the shell's exit status after SIGINT
+
 
 def launched_by_torchrun() -> bool:
     """Whether this process is a worker started by torchrun (its environment says so)."""
@@ -37,13 +39,6 @@ def join(timeout_s: float) -> tuple[int, int]:
     dist.init_process_group(backend, timeout=datetime.timedelta(seconds=timeout_s))
     log.info("rank %d of %d joined (%s)", dist.get_rank(), dist.get_world_size(), backend)
     return dist.get_rank(), dist.get_world_size()
-
-
-def rank_and_world() -> tuple[int, int]:
-    """``(rank, world_size)`` of the joined process group, ``(0, 1)`` without one."""
-    if dist.is_available() and dist.is_initialized():
-        return dist.get_rank(), dist.get_world_size()
-    return 0, 1
 
 
 def local_device() -> torch.device:
@@ -74,9 +69,11 @@ def finish(code: int = 0, wait: bool = True) -> None:
 def launch(nproc: int, argv: list[str]) -> int:
     """Run ``graphengine <argv>`` in ``nproc`` workers on this machine through torchrun.
 
-    Returns 0 when every worker succeeded; otherwise logs torchrun's error, which names
-    the failed rank and its exit code, and returns 1.
+    Returns 0 when every worker succeeded; 130 when the launcher was interrupted (Ctrl-C
+    reaches the workers too, and rank 0 says where its last checkpoint is); otherwise logs
+    torchrun's error, which names the failed rank and its exit code, and returns 1.
     """
+    from torch.distributed.elastic.multiprocessing.api import SignalException
     from torch.distributed.elastic.multiprocessing.errors import ChildFailedError
     from torch.distributed.run import main as torchrun
 
@@ -85,4 +82,7 @@ def launch(nproc: int, argv: list[str]) -> int:
     except ChildFailedError as error:
         log.error("%s", error.format_msg())
         return 1
+    except SignalException as error:  # torchrun's agent turns SIGINT/SIGTERM into this
+        log.error("interrupted (%s): the workers were stopped", error.sigval.name)
+        return INTERRUPTED
     return 0

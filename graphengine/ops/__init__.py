@@ -12,7 +12,7 @@ implementation a gather uses is its *backend*:
 - ``"torch"``: ``torch.index_select``, without building anything.
 
 Pick it per call (``backend=``) or for the process (:func:`set_backend`, or the
-``GRAPHENGINE_OPS_BACKEND`` environment variable read at import).
+``GRAPHENGINE_OPS_BACKEND`` environment variable, read at the first gather).
 """
 
 from __future__ import annotations
@@ -56,32 +56,38 @@ class ExtensionUnavailableError(ImportError):
     """``backend='csrc'`` was asked for, and the extension did not build."""
 
 
-def _checked_backend(backend: object) -> str:
+BACKEND_ENV = "GRAPHENGINE_OPS_BACKEND"
+
+
+def _checked_backend(backend: object, name: str = "'backend'") -> str:
     if backend not in BACKENDS:
-        raise ValueError(f"'backend' must be one of {BACKENDS} (got {backend!r})")
+        raise ValueError(f"{name} must be one of {BACKENDS} (got {backend!r})")
     return str(backend)
 
 
-_backend = _checked_backend(os.environ.get("GRAPHENGINE_OPS_BACKEND", "auto"))
+_backend: str | None = None  # None: not chosen yet, $GRAPHENGINE_OPS_BACKEND or "auto"
 
 
 def set_backend(backend: str) -> str:
     """Make ``backend`` (``"auto"``, ``"csrc"`` or ``"torch"``) the process-wide default of
     gathers called without ``backend=``; returns the previous default."""
     global _backend
-    previous, _backend = _backend, _checked_backend(backend)
+    previous, _backend = get_backend(), _checked_backend(backend)
     return previous
 
 
 def get_backend() -> str:
-    """The process-wide default backend (see :func:`set_backend`)."""
-    return _backend
+    """The process-wide default backend: what :func:`set_backend` chose, else
+    ``$GRAPHENGINE_OPS_BACKEND``, else ``"auto"``."""
+    if _backend is not None:
+        return _backend
+    return _checked_backend(os.environ.get(BACKEND_ENV, "auto"), f"${BACKEND_ENV}")
 
 
 def _use_extension(backend: str | None) -> bool:
     """Whether a gather with this ``backend=`` runs the extension; raises or warns per the
     module's docstring."""
-    backend = _backend if backend is None else _checked_backend(backend)
+    backend = get_backend() if backend is None else _checked_backend(backend)
     if backend == "torch":
         return False
     if build_extension():

@@ -1,8 +1,8 @@
 """Building and loading the C++/CUDA extension whose sources ship as ``graphengine._csrc``.
 
 The sources are the checkout's top-level ``csrc/``; a wheel or ``pip install .`` ships them as
-package data of ``graphengine._csrc`` (see ``pyproject.toml``), and an editable install maps
-that package back onto ``csrc/``. They are compiled on first use against whatever torch is
+package data of ``graphengine._csrc`` (see ``pyproject.toml``), and an editable install finds
+them in the checkout. They are compiled on first use against whatever torch is
 installed (``torch.utils.cpp_extension.load`` with ninja; the build is cached under
 ``$TORCH_EXTENSIONS_DIR``, by default ``~/.cache/torch_extensions``).
 """
@@ -57,6 +57,8 @@ def build_extension(verbose: bool = False) -> bool:
     Raises nothing: a failure is logged, kept for :func:`build_error`, and reported as
     ``False``. The outcome is cached for the process.
     """
+    if "available" in _state:  # decided: no lock on the gather's hot path
+        return bool(_state["available"])
     with _lock:
         if "available" in _state:
             return bool(_state["available"])

@@ -1,7 +1,8 @@
-"""Checkpoints: model, optimizer, epoch and RNG states in one file, written atomically.
+"""Checkpoint files: a training state in one file, written atomically, checked when read.
 
-Saving and restoring the training state is here; what the file looks like on disk (and how
-it is checked when read) is :func:`write_state` / :func:`read_state`.
+What goes into the state is :class:`~graphengine.train.Trainer`'s business
+(``save_checkpoint``); this module writes and reads the file (:func:`write_state`,
+:func:`read_state`) and says what a state was trained on (:func:`trained_on`).
 
 A file is one ASCII header line, then the ``torch.save`` payload::
 

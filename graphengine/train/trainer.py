@@ -109,7 +109,7 @@ class Trainer:
             rank=self.strategy.rank,
             world_size=self.strategy.world_size,
         )
-        if self.checkpoint is not None and self.checkpoint.is_file():
+        if self.checkpoint is not None and self._every_rank_has_checkpoint():
             self.load_checkpoint(self.checkpoint)
 
     @property
@@ -255,6 +255,19 @@ class Trainer:
         rng_states = state["torch_rng"]
         torch.set_rng_state(rng_states[self.rank % len(rng_states)])
         log.info("resumed from %s at epoch %d", path, self.epoch)
+
+    def _every_rank_has_checkpoint(self) -> bool:
+        """Whether every worker finds the checkpoint file (all resume) or none does (all
+        start afresh); workers that disagree would run different epochs and wait forever at
+        a collective, so that is an error on every rank."""
+        found = self.strategy.gather_objects(self.checkpoint.is_file())
+        if any(found) and not all(found):
+            missing = [rank for rank, has in enumerate(found) if not has]
+            raise ValueError(
+                f"checkpoint '{self.checkpoint}' exists for some workers but not for ranks "
+                f"{missing}: put it where every worker sees it (a shared file system)"
+            )
+        return all(found)
 
     def _record(self, metrics: dict) -> None:
         """Log a readable summary of ``metrics``, append them as a JSON line to
