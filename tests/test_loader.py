@@ -252,3 +252,25 @@ def test_random_transform_sees_batches_in_order_for_any_worker_count():
     for num_workers in (1, 2):
         for a, b in zip(runs[0], runs[num_workers], strict=True):
             assert torch.equal(a.n_id, b.n_id) and torch.equal(a.e_id, b.e_id)
+
+
+def global_noise(batch):
+    """A transform that draws from torch's global generator, as most PyG transforms do."""
+    batch.noise = torch.rand(1)
+    return batch
+
+
+def test_transform_on_the_global_generator_interleaves_with_the_caller_as_without_threads():
+    """The training loop draws from the same generator (dropout): the transform's draws must
+    interleave with the loop's exactly as with ``num_workers=0``."""
+    data = id_graph()
+    runs = {}
+    for num_workers in (0, 2):
+        torch.manual_seed(0)
+        loader = NeighborLoader(
+            data, [3, 2], batch_size=30, seed=8, num_workers=num_workers, transform=global_noise
+        )
+        runs[num_workers] = [(batch.noise, torch.rand(1)) for batch in loader]
+        assert loader.stage_times["transform"] > 0
+    for (noise_0, step_0), (noise_2, step_2) in zip(runs[0], runs[2], strict=True):
+        assert torch.equal(noise_0, noise_2) and torch.equal(step_0, step_2)

@@ -186,23 +186,3 @@ def test_at_most_prefetch_items_in_flight_besides_the_held_one(prefetch):
         assert len(admitted) == limit
         assert len(pulled) <= limit + 1
     wait_for_no_threads()
-
-
-def test_ordered_stage_takes_items_in_order_after_out_of_order_workers():
-    finished = []
-    received = []
-
-    def reverse_speed(x):
-        time.sleep(0.004 * (2 - x % 3))  # within a group of three, later items finish first
-        finished.append(x)
-        return x
-
-    def record(x):
-        received.append(x)
-        return x
-
-    stages = [Stage("unordered", reverse_speed, 3), Stage("ordered", record, ordered=True)]
-    assert list(Pipeline(range(30), stages, prefetch=6)) == list(range(30))
-    assert finished != sorted(finished)  # the first stage really did finish out of order
-    assert received == list(range(30))
-    wait_for_no_threads()

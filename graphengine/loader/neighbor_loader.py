@@ -59,9 +59,10 @@ class NeighborLoader:
         replace: sample with replacement.
         drop_last: drop the last, incomplete batch.
         seed: base random seed; ``None`` draws one per epoch from torch's global generator.
-        transform: a function applied to each ``Data`` batch, in a stage of its own that
-            takes the batches in order (one thread), so a random transform gives the same
-            batches whatever ``num_workers`` is.
+        transform: a function applied to each ``Data`` batch in the caller's thread as the
+            batch is handed over (after the copy to ``device``), so that a random transform
+            draws in the same order as with ``num_workers=0``, even from torch's global
+            generator that the training step also uses.
         num_workers: sampling threads, as PyG's ``num_workers`` counts producers; ``0``
             loads every batch in the caller's thread, without a pipeline. The threads share
             Numba's cores: each sampling call uses ``NUMBA_NUM_THREADS // num_workers``.
@@ -176,14 +177,12 @@ class NeighborLoader:
     def __iter__(self) -> Iterator[Any]:
         if self.num_workers == 0:
             return self._iterate_inline()
-        iterator = iter(self._pipeline)
-        self._times = self._pipeline.times
-        return iterator
+        return self._iterate_pipelined()
 
     @property
     def stage_times(self) -> dict[str, float]:
-        """Seconds spent per stage (``sample``, ``gather``, ``copy``) and ``waiting`` in the
-        caller, in the current or last pass."""
+        """Seconds spent per stage (``sample``, ``gather``, ``copy``, ``transform``) and
+        ``waiting`` in the caller, in the current or last pass."""
         return self._times.snapshot()
 
     def set_epoch(self, epoch: int) -> None:
@@ -211,8 +210,6 @@ class NeighborLoader:
             Stage("sample", self._sample, workers),
             Stage("gather", self._gather, workers if self.filter_per_worker else 1),
         ]
-        if self._transform is not None:
-            stages.append(Stage("transform", self._transform, ordered=True))
         if self._copy is not None:
             stages.append(Stage("copy", self._copy))
         return stages
@@ -222,10 +219,29 @@ class NeighborLoader:
         for request in self._seed_batches:
             yield self._load(request, self._times)
 
+    def _iterate_pipelined(self) -> Iterator[Any]:
+        batches = iter(self._pipeline)
+        self._times = self._pipeline.times
+        try:
+            for batch in batches:
+                yield self._transformed(batch, self._times)
+        finally:
+            batches.close()  # stops the pipeline's threads when the caller leaves early
+
     def _load(self, request: BatchRequest, times: StageTimes) -> Any:
         item = request
         for stage in self._stages:
             started = time.perf_counter()
             item = stage.function(item)
             times.add(stage.name, time.perf_counter() - started)
-        return item
+        return self._transformed(item, times)
+
+    def _transformed(self, batch: Data, times: StageTimes) -> Any:
+        """``transform(batch)`` in the caller's thread, so that its random draws (from
+        torch's global generator too) interleave with the caller's as without threads."""
+        if self._transform is None:
+            return batch
+        started = time.perf_counter()
+        batch = self._transform(batch)
+        times.add("transform", time.perf_counter() - started)
+        return batch

@@ -4,20 +4,19 @@ Like DGL GraphBolt's datapipes (item sampler -> subgraph sampler -> feature fetc
 copy-to-device), but in threads of one process: the Numba sampler and the C++ gather
 release the GIL, so threads overlap them without pickling or copying batches.
 
-Items come out in the order they went in, whatever the number of workers per stage; a
-stage marked ``ordered`` also takes them in that order (one worker). At most ``prefetch``
-items are in flight (in a stage or waiting for the caller) besides the one the caller
-holds. An exception in a stage is re-raised in the caller at that item's turn; leaving
-the loop early, an exception, Ctrl-C or garbage collection of the iterator stop every
-thread.
+Items come out in the order they went in, whatever the number of workers per stage. At
+most ``prefetch`` items are in flight (in a stage or waiting for the caller) besides the
+one the caller holds. An exception in a stage is re-raised in the caller at that item's
+turn; leaving the loop early, an exception, Ctrl-C or garbage collection of the iterator
+stop every thread.
 
 Kept rather than ``torchdata.nodes`` (``ParallelMapper(method="thread", in_order=True)``
 -> ``Prefetcher(2)``, same sample+gather functions): on synthetic-products, fanouts
 15,10,5, batch 1024, 2 threads, 20 batches, median of 3 (throwaway script, run as
 ``python /tmp/bench_torchdata.py synthetic-products``; 2 shared, loaded cores, so noisy) this
 pipeline gave 3.3 and 4.0 batches/s in two runs, torchdata 1.7 and 2.5, with identical batches.
-It also times each stage, bounds in-flight items exactly, runs ``ordered`` stages (the
-transform) in source order, and stops every thread cleanly on an early ``break``, where
+It also times each stage, bounds in-flight items exactly, and stops every thread cleanly on
+an early ``break``, where
 torchdata 0.11 printed "RuntimeError: cannot join current thread" from ``__del__``.
 """
 
@@ -36,19 +35,15 @@ _JOIN_S = 5.0
 
 @dataclass(frozen=True)
 class Stage:
-    """One step: ``function`` applied to each item by ``workers`` threads; an ``ordered``
-    stage has one worker that takes the items in their source order."""
+    """One step: ``function`` applied to each item by ``workers`` threads."""
 
     name: str
     function: Callable[[Any], Any]
     workers: int = 1
-    ordered: bool = False
 
     def __post_init__(self):
         if self.workers < 1:
             raise ValueError(f"stage '{self.name}' needs at least one worker (got {self.workers})")
-        if self.ordered and self.workers != 1:
-            raise ValueError(f"ordered stage '{self.name}' must have one worker")
 
 
 @dataclass(frozen=True)
@@ -68,7 +63,7 @@ class StageTimes:
 
     def add(self, name: str, seconds: float) -> None:
         with self._lock:
-            self.seconds[name] += seconds
+            self.seconds[name] = self.seconds.get(name, 0.0) + seconds
 
     def snapshot(self) -> dict[str, float]:
         with self._lock:
@@ -174,9 +169,8 @@ class _Run:
 
     def _work(self, index: int, stage: Stage, remaining: list[int], lock: threading.Lock) -> None:
         inbox, outbox = self.queues[index], self.queues[index + 1]
-        items = _in_order(self._items(inbox)) if stage.ordered else self._items(inbox)
         times = self.pipeline.times
-        for seq, item in items:
+        for seq, item in self._items(inbox):
             if not isinstance(item, _Failure):
                 started = time.perf_counter()
                 try:
@@ -222,17 +216,6 @@ class _Run:
         for thread in self.threads:
             if thread is not current:
                 thread.join(timeout=_JOIN_S)
-
-
-def _in_order(items: Iterator[tuple[int, Any]]) -> Iterator[tuple[int, Any]]:
-    """``items`` re-sorted by sequence number (numbers are 0, 1, 2, ... without gaps)."""
-    pending: dict[int, Any] = {}
-    expected = 0
-    for seq, item in items:
-        pending[seq] = item
-        while expected in pending:
-            yield expected, pending.pop(expected)
-            expected += 1
 
 
 class _Stopped(Exception):

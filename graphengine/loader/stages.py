@@ -47,8 +47,9 @@ class SampleNodes:
 
 
 class Transform:
-    """The user's ``transform`` on each batch. Pipelines run it in one thread, in batch order,
-    so that a random transform sees batches in the same order whatever the thread count."""
+    """The user's ``transform`` on each batch. Loaders run it in the caller's thread as each
+    batch is handed over, so that its random draws interleave with the caller's exactly as
+    they would without threads."""
 
     def __init__(self, function: Callable[[Data], Any]):
         if not callable(function):
