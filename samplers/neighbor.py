@@ -60,8 +60,10 @@ class NeighborSampler(BaseSampler):
         self.indptr = indptr
         self.indices = indices
         self.num_nodes = int(indptr.shape[0]) - 1
-        if self.num_nodes > 0 and int(np.diff(indptr).max()) > MAX_BOUND:
-            raise ValueError(f"in-degrees above {MAX_BOUND} are not supported")
+        if self.num_nodes > 0:
+            largest = int(np.diff(indptr).max())
+            if largest > MAX_BOUND:
+                raise ValueError(f"in-degrees above {MAX_BOUND} are not supported (got {largest})")
         # Buffer sizes of the last batch: hints only, so races between threads are harmless.
         # The table's hint follows the last batch's node count, so one huge batch does not
         # keep every later batch on a huge table.

@@ -123,6 +123,45 @@ def test_share_memory_copies_only_in_memory_arrays(tmp_path):
         assert np.array_equal(after, expected.get(name, graph.edge_ids))
 
 
+def test_share_memory_is_once_and_torch_multiprocessing_sends_handles():
+    from multiprocessing.reduction import ForkingPickler
+
+    import torch.multiprocessing  # noqa: F401  (registers torch's shared-memory reducers)
+
+    graph = Graph.from_edge_index(random_edge_index(20000, 200000, 5)).share_memory_()
+    where = {name: getattr(graph, name).ctypes.data for name in ("indptr", "indices")}
+    graph.share_memory_()
+    assert {name: getattr(graph, name).ctypes.data for name in where} == where
+    assert graph.validated
+    nbytes = graph.indptr.nbytes + graph.indices.nbytes + graph.edge_ids.nbytes
+    assert len(bytes(ForkingPickler.dumps(graph))) < 10_000 < nbytes  # handles, not values
+    rebuilt = pickle.loads(pickle.dumps(graph))  # plain pickle: values
+    assert np.array_equal(rebuilt.indices, graph.indices) and rebuilt.validated
+
+
+def test_new_arrays_are_validated_again():
+    graph = Graph.from_edge_index(random_edge_index(10, 30, 6))
+    assert graph.validated
+    graph.indices = np.array(graph.indices)
+    assert not graph.validated
+    graph.validate()
+    assert graph.validated
+
+
+def test_put_edge_index_checks_before_narrowing():
+    graph = Graph.from_edge_index(random_edge_index(10, 30, 7))
+    colptr = torch.tensor([0, 1, 2])
+    with pytest.raises(ValueError, match=r"'indices' must lie in \[0, 2\) for 2 nodes"):
+        graph.put_edge_index((torch.tensor([2**32 + 1, 0]), colptr), layout="csc", size=(2, 2))
+    with pytest.raises(TypeError, match=r"'colptr' must hold integer ids \(got dtype float32\)"):
+        graph.put_edge_index(
+            (torch.tensor([0, 1]), torch.tensor([0, 0.7, 1.2])), layout="csc", size=(2, 2)
+        )
+    graph.put_edge_index((torch.tensor([1, 0]), colptr), layout="csc", size=(2, 2))
+    assert graph.indices.dtype == np.int32 and graph.validated
+    assert np.array_equal(graph.indices, [1, 0]) and np.array_equal(graph.indptr, [0, 1, 2])
+
+
 def unique_edge_index(num_nodes, num_edges, seed):
     """Random edges without duplicates, in random order."""
     rng = np.random.default_rng(seed)

@@ -6,8 +6,9 @@ import torch
 from torch_geometric.data import Data
 from torch_geometric.nn import GraphSAGE
 
-from graphengine import Graph, NeighborLoader
+from graphengine import FeatureStore, Graph, NeighborLoader
 from graphengine.datasets import SyntheticSpec, generate
+from samplers import NeighborSampler
 
 
 def id_graph(num_nodes=300, num_edges=3000, seed=0, index_dtype=torch.int64) -> Data:
@@ -274,3 +275,29 @@ def test_transform_on_the_global_generator_interleaves_with_the_caller_as_withou
         assert loader.stage_times["transform"] > 0
     for (noise_0, step_0), (noise_2, step_2) in zip(runs[0], runs[2], strict=True):
         assert torch.equal(noise_0, noise_2) and torch.equal(step_0, step_2)
+
+
+def test_loader_arguments_are_checked():
+    data = id_graph()
+    with pytest.raises(ValueError, match=r"'prefetch' must be an int >= 1 \(got 0\)"):
+        NeighborLoader(data, [2], prefetch=0)
+    other = Graph.from_edge_index(torch.tensor([[0, 1], [1, 0]]), 2)
+    sampler = NeighborSampler(other.indptr, other.indices, [1])
+    with pytest.raises(ValueError, match=r"'neighbor_sampler' samples a graph of 2 nodes"):
+        NeighborLoader(data, [2], neighbor_sampler=sampler)
+    store = FeatureStore({"x": torch.zeros(3)})
+    with pytest.raises(ValueError, match=r"the FeatureStore has 3 rows, the Graph 2 nodes"):
+        NeighborLoader((store, other), [1])
+    with pytest.raises(TypeError, match=r"must be \(FeatureStore, Graph\) \(got dict first\)"):
+        NeighborLoader(({"x": torch.zeros(2)}, other), [1])
+    with pytest.raises(ValueError, match=r"'world_size' must be an int >= 1 \(got 0\)"):
+        NeighborLoader(data, [2], seed=1, rank=0, world_size=0)
+
+
+@pytest.mark.skipif(torch.cuda.is_available(), reason="checks the behaviour without CUDA")
+def test_pin_memory_without_cuda_warns_and_loads_as_torch_does():
+    data = id_graph()
+    with pytest.warns(UserWarning, match=r"'pin_memory=True' needs CUDA"):
+        loader = NeighborLoader(data, [2], batch_size=10, pin_memory=True)
+    batch = next(iter(loader))
+    assert torch.equal(batch.x[:, 0].long(), batch.n_id)

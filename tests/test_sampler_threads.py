@@ -60,6 +60,8 @@ def test_threads_sample_at_once_on_any_threading_layer(layer):
     )
     assert done.returncode == 0, done.stderr[-3000:]
     used = done.stdout.split()[-1]
+    if layer == "default" and used == "workqueue":
+        pytest.skip("neither Numba's omp nor tbb layer can be loaded here")
     assert used == "workqueue" if layer == "workqueue" else used in ("omp", "tbb")
     if layer == "workqueue":
         assert "take turns" in done.stderr

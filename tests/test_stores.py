@@ -252,6 +252,20 @@ def test_pinning_registers_once_and_unregisters_on_drop(fake_cudart, tmp_path):
     assert not pinning._registered
 
 
+def test_pinning_tracks_ranges_not_start_addresses(fake_cudart):
+    whole = torch.ones(100, 4)
+    head = pinning.pin(whole[:10], what="table 'head'")
+    assert pinning.is_registered(head) and not pinning.is_registered(whole)
+    with pytest.raises(ValueError, match=r"part of table 'x''s memory is registered already"):
+        pinning.pin(whole, what="table 'x'")
+    assert pinning.unpin(head)
+    pinned = pinning.pin(whole, what="table 'x'")
+    assert pinning.is_registered(pinned[10:20]) and pinning.is_registered(pinned)
+    assert pinning.pin(pinned[5:9]) is not None  # covered: nothing registered again
+    assert [call[0] for call in fake_cudart.calls] == ["register", "unregister", "register"]
+    assert pinning.unpin(pinned)
+
+
 def test_forked_child_does_not_unregister(fake_cudart, monkeypatch):
     table = pinning.pin(torch.ones(8, 2), what="table 'x'")
     pointer = table.data_ptr()

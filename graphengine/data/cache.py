@@ -7,7 +7,8 @@ by zero-copy, all in one kernel (:func:`graphengine.ops.cached_gather`).
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+import threading
+from dataclasses import dataclass, field
 
 import numpy as np
 import torch
@@ -30,6 +31,7 @@ class RowCache:
     slot_of: torch.Tensor
     hits: torch.Tensor
     lookups: torch.Tensor
+    _counting: threading.Lock = field(default_factory=threading.Lock, repr=False, compare=False)
 
     @classmethod
     def build(
@@ -86,8 +88,10 @@ class RowCache:
             ops.check_index(ids, table.shape[0])
             ids = ids.to(self.cache.device)
         result = ops.cached_gather(table, ids, self.cache, self.slot_of, out)
-        self.hits += (self.slot_of[ids.long()] >= 0).sum()
-        self.lookups += ids.numel()
+        hits = (self.slot_of[ids.long()] >= 0).sum()
+        with self._counting:  # gathers run in several loader threads
+            self.hits += hits
+            self.lookups += ids.numel()
         return result
 
     def update(self, ids: torch.Tensor, rows: torch.Tensor) -> None:

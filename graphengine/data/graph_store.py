@@ -67,13 +67,36 @@ class Graph(GraphStore):
         validate: bool = True,
     ):
         super().__init__(edge_attr_cls=_EdgeAttr)
-        self.indptr = indptr
-        self.indices = indices
-        self.edge_ids = edge_ids
+        self._indptr, self._indices, self._edge_ids = indptr, indices, edge_ids
         self.validated = False
         self._path: Path | None = None
+        self._shared: dict[str, torch.Tensor] = {}  # name -> the shared tensor under it
         if validate:
             self.validate()
+
+    @property
+    def indptr(self) -> np.ndarray:
+        return self._indptr
+
+    @indptr.setter
+    def indptr(self, value: np.ndarray) -> None:
+        self._indptr, self.validated = value, False  # new arrays are checked again
+
+    @property
+    def indices(self) -> np.ndarray:
+        return self._indices
+
+    @indices.setter
+    def indices(self, value: np.ndarray) -> None:
+        self._indices, self.validated = value, False
+
+    @property
+    def edge_ids(self) -> np.ndarray | None:
+        return self._edge_ids
+
+    @edge_ids.setter
+    def edge_ids(self, value: np.ndarray | None) -> None:
+        self._edge_ids, self.validated = value, False
 
     def validate(self) -> Graph:
         """Check the arrays once (one pass over them); later calls return at once. Raises
@@ -233,23 +256,39 @@ class Graph(GraphStore):
         return graph
 
     def share_memory_(self) -> Graph:
-        """Copy the in-memory arrays into shared memory (once each) so that processes started
-        from this one by fork, or handed the arrays by torch.multiprocessing, see one copy.
+        """Move the in-memory arrays into shared memory, once each, so that processes started
+        from this one by fork, or handed the graph through ``torch.multiprocessing`` (which
+        sends shared memory by handle, see :meth:`__reduce__`), see one copy.
 
         Memory-mapped arrays stay as they are: the page cache already shares them, and a
         copy would make two."""
         for name, array in self._arrays().items():
-            if not isinstance(array, np.memmap):
-                setattr(self, name, as_tensor(array).share_memory_().numpy())
+            if isinstance(array, np.memmap) or self._is_shared(name, array):
+                continue
+            tensor = as_tensor(array).share_memory_()
+            self._shared[name] = tensor
+            setattr(self, f"_{name}", tensor.numpy())  # the same values: still validated
         return self
 
+    def _is_shared(self, name: str, array: np.ndarray) -> bool:
+        shared = self._shared.get(name)
+        return shared is not None and shared.data_ptr() == array.ctypes.data
+
     def __reduce__(self):
-        """A memory-mapped graph pickles as its path; others as their arrays. ``validated``
-        is kept either way."""
+        """A memory-mapped graph pickles as its path; others as their arrays, those in shared
+        memory as tensors (which ``torch.multiprocessing`` sends by handle). ``validated`` is
+        kept either way."""
         arrays = self._arrays()
         if self._path is not None and all(isinstance(a, np.memmap) for a in arrays.values()):
             return (_reopen, (self._path, self.validated))
-        return (_rebuild, (self.indptr, self.indices, self.edge_ids, self.validated))
+        parts = {
+            name: self._shared[name] if self._is_shared(name, array) else array
+            for name, array in arrays.items()
+        }
+        return (
+            _rebuild,
+            (parts["indptr"], parts["indices"], parts.get("edge_ids"), self.validated),
+        )
 
     # -- PyG's GraphStore interface ---------------------------------------------------------
 
@@ -285,10 +324,14 @@ class Graph(GraphStore):
             )
         layout = EdgeLayout(edge_attr.layout)
         first, second = (np.asarray(as_tensor(part).cpu()) for part in edge_index)
+        names = ("row", "colptr") if layout == EdgeLayout.CSC else ("row", "col")
+        for name, part in zip(names, (first, second), strict=True):
+            if not np.issubdtype(part.dtype, np.integer):
+                raise TypeError(f"'{name}' must hold integer ids (got dtype {part.dtype})")
         if layout == EdgeLayout.CSC:
-            indptr = second.astype(np.int64, copy=False)
-            num_nodes = indptr.shape[0] - 1
-            graph = Graph(indptr, first.astype(_index_dtype(num_nodes), copy=False))
+            # Checked as int64 first: a narrower copy would wrap ids past its range.
+            graph = Graph(second.astype(np.int64, copy=False), first.astype(np.int64, copy=False))
+            graph._indices = graph.indices.astype(_index_dtype(graph.num_nodes), copy=False)
         elif layout == EdgeLayout.COO:
             size = edge_attr.size
             if size is not None and size[0] != size[1]:
@@ -296,8 +339,8 @@ class Graph(GraphStore):
             graph = Graph.from_edge_index(np.stack([first, second]), size and size[0])
         else:
             raise ValueError(f"'layout' must be 'csc' or 'coo' for a Graph (got '{layout.value}')")
-        self.indptr, self.indices, self.edge_ids = graph.indptr, graph.indices, graph.edge_ids
-        self.validated, self._path = graph.validated, None
+        self._indptr, self._indices, self._edge_ids = graph.indptr, graph.indices, graph.edge_ids
+        self.validated, self._path, self._shared = graph.validated, None, {}
         return True
 
     def _remove_edge_index(self, edge_attr: EdgeAttr) -> bool:
@@ -319,9 +362,13 @@ def _reopen(path: Path, validated: bool) -> Graph:
 
 
 def _rebuild(indptr, indices, edge_ids, validated: bool) -> Graph:
-    """Unpickle an in-memory :class:`Graph` from its arrays."""
-    graph = Graph(indptr, indices, edge_ids, validate=False)
-    graph.validated = validated
+    """Unpickle an in-memory :class:`Graph` from its arrays, or from tensors in shared
+    memory (kept as the arrays' storage, so the graph stays shared)."""
+    parts = {"indptr": indptr, "indices": indices, "edge_ids": edge_ids}
+    shared = {name: part for name, part in parts.items() if isinstance(part, torch.Tensor)}
+    arrays = {name: part.numpy() if name in shared else part for name, part in parts.items()}
+    graph = Graph(arrays["indptr"], arrays["indices"], arrays["edge_ids"], validate=False)
+    graph.validated, graph._shared = validated, shared
     return graph
 
 
@@ -345,7 +392,12 @@ def _index_dtype(num_nodes: int) -> type:
 
 def _check_edge_ids(edge_ids: np.ndarray, num_edges: int) -> None:
     if not isinstance(edge_ids, np.ndarray) or edge_ids.dtype != np.int64 or edge_ids.ndim != 1:
-        raise TypeError("'edge_ids' must be a 1-D int64 numpy array")
+        got = (
+            f"{edge_ids.dtype} {edge_ids.shape}"
+            if isinstance(edge_ids, np.ndarray)
+            else type(edge_ids).__name__
+        )
+        raise TypeError(f"'edge_ids' must be a 1-D int64 numpy array (got {got})")
     if edge_ids.shape[0] != num_edges:
         raise ValueError(
             f"'edge_ids' must have one entry per edge ({num_edges}), got {edge_ids.shape[0]}"

@@ -17,8 +17,9 @@ import torch
 HOST_REGISTER_DEFAULT = 0
 HOST_REGISTER_READ_ONLY = 8  # cudaHostRegisterReadOnly
 
-# data_ptr -> the finalizer that unregisters it; only memory this module registered.
-_registered: dict[int, weakref.finalize] = {}
+# start address -> (bytes, the finalizer that unregisters them); only what this module
+# registered.
+_registered: dict[int, tuple[int, weakref.finalize]] = {}
 
 
 def cudart():
@@ -38,45 +39,64 @@ def pin(tensor: torch.Tensor, read_only: bool = False, what: str = "tensor") -> 
             maps).
         what: how error messages name the tensor (e.g. ``"table 'x'"``).
 
-    Memory already registered here, or allocated pinned by torch, is returned unchanged.
+    Memory already registered here (a range that covers it), or allocated pinned by torch,
+    is returned unchanged.
 
     Raises:
-        ValueError: ``tensor`` is not on the CPU.
+        ValueError: ``tensor`` is not on the CPU, or part of its memory (not all) is
+            registered already (e.g. a slice of it was pinned first).
         RuntimeError: CUDA is missing, or ``cudaHostRegister`` failed.
     """
     if tensor.device.type != "cpu":
         raise ValueError(f"'tensor' must be on the CPU to pin it (got device {tensor.device})")
     tensor = tensor.contiguous()
     pointer = tensor.data_ptr()
-    if is_registered(tensor) or tensor.numel() == 0:
+    size = tensor.numel() * tensor.element_size()
+    if size == 0 or _coverage(pointer, size) == "all":
         return tensor
+    if _coverage(pointer, size) == "part":
+        raise ValueError(
+            f"part of {what}'s memory is registered already (a slice of it was pinned); "
+            "pin the whole tensor first, or unpin the slice"
+        )
     runtime = cudart()
     if tensor.is_pinned():
         return tensor
-    size = tensor.numel() * tensor.element_size()
     flags = HOST_REGISTER_READ_ONLY if read_only else HOST_REGISTER_DEFAULT
     code = int(runtime.cudaHostRegister(pointer, size, flags))
     if code != 0:
         raise RuntimeError(f"cudaHostRegister failed for {what} (error {code})")
     storage = tensor.untyped_storage()
-    _registered[pointer] = weakref.finalize(
-        tensor, _unregister, runtime, pointer, os.getpid(), storage
-    )
+    finalizer = weakref.finalize(tensor, _unregister, runtime, pointer, os.getpid(), storage)
+    _registered[pointer] = (size, finalizer)
     return tensor
 
 
 def unpin(tensor: torch.Tensor) -> bool:
     """Unregister ``tensor``'s memory now if :func:`pin` registered it; returns whether it did."""
-    finalizer = _registered.get(tensor.data_ptr())
-    if finalizer is None:
+    entry = _registered.get(tensor.data_ptr())
+    if entry is None:
         return False
-    return finalizer() is True
+    return entry[1]() is True
 
 
 def is_registered(tensor: torch.Tensor) -> bool:
-    """Whether :func:`pin` registered ``tensor``'s memory and it is not unregistered yet."""
-    finalizer = _registered.get(tensor.data_ptr())
-    return finalizer is not None and finalizer.alive
+    """Whether all of ``tensor``'s memory lies in a range :func:`pin` registered that is not
+    unregistered yet."""
+    return _coverage(tensor.data_ptr(), tensor.numel() * tensor.element_size()) == "all"
+
+
+def _coverage(pointer: int, size: int) -> str | None:
+    """``"all"`` when one live registration covers ``[pointer, pointer + size)``, ``"part"``
+    when registrations overlap it only in part, else ``None``."""
+    overlap = False
+    for start, (length, finalizer) in list(_registered.items()):
+        if not finalizer.alive or start >= pointer + size or start + length <= pointer:
+            continue
+        if start <= pointer and pointer + size <= start + length:
+            return "all"
+        overlap = True
+    return "part" if overlap else None
 
 
 def _unregister(runtime, pointer: int, pid: int, _storage) -> bool:

@@ -24,8 +24,15 @@ def graph_and_gather(
         return data.graph, GatherFeatures(store, pin_memory=pin_memory, device=device)
     if isinstance(data, tuple) and len(data) == 2 and isinstance(data[1], Graph):
         store, graph = data
-        if not isinstance(store, FeatureStore) or store.num_nodes != graph.num_nodes:
-            raise ValueError("'data' as a pair must be (FeatureStore, Graph) of as many nodes")
+        if not isinstance(store, FeatureStore):
+            raise TypeError(
+                f"'data' as a pair must be (FeatureStore, Graph) (got {type(store).__name__} first)"
+            )
+        if store.num_nodes != graph.num_nodes:
+            raise ValueError(
+                f"'data' as a pair must hold a row per node: the FeatureStore has "
+                f"{store.num_nodes} rows, the Graph {graph.num_nodes} nodes"
+            )
         gather = GatherFeatures(
             store, edge_ids=graph.edge_ids, pin_memory=pin_memory, device=device
         )

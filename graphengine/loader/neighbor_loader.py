@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import time
+import warnings
 from collections.abc import Callable, Iterator, Sequence
 from typing import Any
 
@@ -76,7 +77,8 @@ class NeighborLoader:
             tables that are pinned (``FeatureStore.pin_memory_``) or cached on the GPU
             (``enable_cache``) are gathered there directly, by zero-copy.
         pin_memory: gather features into pinned memory (for fast host-to-device copies).
-        neighbor_sampler: a ready :class:`samplers.NeighborSampler` to use instead.
+        neighbor_sampler: a ready :class:`samplers.NeighborSampler` over the same graph to
+            use instead (``num_neighbors`` and ``replace`` are then its own).
         rank, world_size: for data-parallel training: this rank loads only its equal,
             disjoint share of each epoch's seeds (see :class:`SeedBatches`); needs ``seed``.
 
@@ -125,9 +127,24 @@ class NeighborLoader:
             )
         if isinstance(num_workers, bool) or not isinstance(num_workers, int) or num_workers < 0:
             raise ValueError(f"'num_workers' must be an int >= 0 (got {num_workers!r})")
+        if isinstance(prefetch, bool) or not isinstance(prefetch, int) or prefetch < 1:
+            raise ValueError(f"'prefetch' must be an int >= 1 (got {prefetch!r})")
+        if pin_memory and not torch.cuda.is_available():
+            warnings.warn(
+                "'pin_memory=True' needs CUDA and torch.cuda.is_available() is False: batches "
+                "are gathered into ordinary memory",
+                UserWarning,
+                stacklevel=2,
+            )  # as torch's DataLoader does
+            pin_memory = False
 
         device = torch.device(device) if device is not None else None
         graph, gather = graph_and_gather(data, pin_memory, device)
+        if neighbor_sampler is not None and neighbor_sampler.num_nodes != graph.num_nodes:
+            raise ValueError(
+                f"'neighbor_sampler' samples a graph of {neighbor_sampler.num_nodes} nodes, "
+                f"'data' has {graph.num_nodes}"
+            )
         if neighbor_sampler is None:
             graph.validate()  # once per graph: the kernels do not check bounds
             neighbor_sampler = NeighborSampler(
@@ -163,7 +180,7 @@ class NeighborLoader:
         )
         self._stages = self._build_stages()
         self._pipeline = Pipeline(
-            self._seed_batches, self._stages, prefetch=max(prefetch, 1) * max(num_workers, 1)
+            self._seed_batches, self._stages, prefetch=prefetch * max(num_workers, 1)
         )
         self._times = self._pipeline.times
 

@@ -65,8 +65,10 @@ class SeedBatches:
     ):
         if isinstance(batch_size, bool) or not isinstance(batch_size, int) or batch_size < 1:
             raise ValueError(f"'batch_size' must be a positive int (got {batch_size!r})")
-        if world_size < 1 or not 0 <= rank < world_size:
-            raise ValueError(f"'rank' must be in [0, {world_size}) (got {rank})")
+        if isinstance(world_size, bool) or not isinstance(world_size, int) or world_size < 1:
+            raise ValueError(f"'world_size' must be an int >= 1 (got {world_size!r})")
+        if isinstance(rank, bool) or not isinstance(rank, int) or not 0 <= rank < world_size:
+            raise ValueError(f"'rank' must be in [0, {world_size}) (got {rank!r})")
         if world_size > 1 and seed is None:
             raise ValueError("data-parallel loading needs a 'seed' that every rank shares")
         self.num_seeds = num_seeds
