@@ -293,3 +293,19 @@ def test_loader_validates_an_unchecked_graph_once():
     assert not good.validated
     NeighborLoader((store, good), [1])
     assert good.validated
+
+
+def test_reads_graphs_written_by_earlier_versions(tmp_path):
+    """The manifest as graphengine has written it since format version 1."""
+    np.save(tmp_path / "indptr.npy", np.array([0, 1, 3], dtype=np.int64))
+    np.save(tmp_path / "indices.npy", np.array([1, 0, 1], dtype=np.int32))
+    manifest = {
+        "format": "graphengine.graph",
+        "version": 1,
+        "num_nodes": 2,
+        "num_edges": 3,
+        "arrays": {"indptr": "int64", "indices": "int32"},
+    }
+    (tmp_path / "graph.json").write_text(json.dumps(manifest))
+    graph = Graph.load(tmp_path)
+    assert graph.validated and graph.to_edge_index().tolist() == [[1, 0, 1], [0, 1, 1]]

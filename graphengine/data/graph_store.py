@@ -19,7 +19,7 @@ from graphengine.data.arrays import as_tensor
 from graphengine.data.format import load_array, read_manifest, write_manifest
 from samplers import check_csc
 
-FORMAT = "graphengine.data.graph_store"
+FORMAT = "graphengine.graph"  # on disk since version 1: not the module path
 FORMAT_VERSION = 1
 _MANIFEST = "graph.json"
 _INT32_MAX = np.iinfo(np.int32).max

@@ -32,8 +32,9 @@ _DATALOADER_ARGS_IGNORED = ("persistent_workers",)
 
 def sampler_threads(num_workers: int) -> int:
     """Numba threads per sampling call when ``num_workers`` threads sample at once: the
-    cores Numba may use (``NUMBA_NUM_THREADS``, by default all) shared among them."""
-    return max(1, numba.config.NUMBA_NUM_THREADS // max(num_workers, 1))
+    threads Numba may use in the calling thread (``numba.get_num_threads()``: all cores
+    unless set lower) shared among them."""
+    return max(1, numba.get_num_threads() // max(num_workers, 1))
 
 
 class NeighborLoader:
@@ -66,7 +67,8 @@ class NeighborLoader:
             generator that the training step also uses.
         num_workers: sampling threads, as PyG's ``num_workers`` counts producers; ``0``
             loads every batch in the caller's thread, without a pipeline. The threads share
-            Numba's cores: each sampling call uses ``NUMBA_NUM_THREADS // num_workers``.
+            the Numba threads of the thread that builds the loader: each sampling call uses
+            ``numba.get_num_threads() // num_workers``.
         filter_per_worker: gather features in the sampling threads (``True``, the default
             as in PyG on the CPU: measured fastest here) or in one gathering thread of its
             own (``False``).
