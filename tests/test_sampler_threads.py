@@ -102,3 +102,37 @@ def test_loader_names_num_neighbors_in_its_errors():
         NeighborLoader(data, num_neighbors=[5, -2])
     with pytest.raises(TypeError, match=r"'num_neighbors' must be a sequence of ints"):
         NeighborLoader(data, num_neighbors=5)
+
+
+def test_gathering_threads_take_a_share_of_torchs_threads_only_for_themselves():
+    from graphengine import ops
+    from graphengine.loader import InWorkerThreads, Pipeline, Stage
+
+    if not ops.build_extension():
+        pytest.skip("needs the extension")
+    before = torch.get_num_threads()
+    seen = []
+
+    def probe(item):
+        seen.append(torch.get_num_threads())
+        return item
+
+    stage = Stage("gather", InWorkerThreads(probe, 1), workers=2)
+    assert list(Pipeline(range(20), [stage], prefetch=4)) == list(range(20))
+    assert seen == [1] * 20
+    assert torch.get_num_threads() == before  # the caller's count is untouched
+    with pytest.raises(ValueError, match=r"'num_threads' must be an int >= 1 \(got 0\)"):
+        ops.set_intraop_threads(0)
+
+
+def test_loader_shares_torchs_threads_among_its_gathering_threads():
+    if torch.get_num_threads() < 2:
+        pytest.skip("one torch thread: nothing to share")
+    data = Data(x=torch.arange(50.0), edge_index=torch.randint(0, 50, (2, 200)), num_nodes=50)
+    loader = NeighborLoader(data, [3], batch_size=10, num_workers=2)
+    gather = loader._pipeline.stages[1]
+    assert gather.name == "gather" and gather.workers == 2
+    assert gather.function.torch_threads == max(1, torch.get_num_threads() // 2)
+    single = NeighborLoader(data, [3], batch_size=10, num_workers=1)
+    assert single._pipeline.stages[1].function is single._gather  # a whole share: unchanged
+    assert [b.n_id.shape[0] >= 10 for b in loader] == [True] * 5

@@ -4,12 +4,19 @@ pipeline that runs them, and the loaders themselves."""
 from graphengine.loader.neighbor_loader import NeighborLoader
 from graphengine.loader.pipeline import Pipeline, Stage
 from graphengine.loader.seeds import BatchRequest, SeedBatches
-from graphengine.loader.stages import CopyToDevice, GatherFeatures, SampleNodes, Transform
+from graphengine.loader.stages import (
+    CopyToDevice,
+    GatherFeatures,
+    InWorkerThreads,
+    SampleNodes,
+    Transform,
+)
 
 __all__ = [
     "BatchRequest",
     "CopyToDevice",
     "GatherFeatures",
+    "InWorkerThreads",
     "NeighborLoader",
     "Pipeline",
     "SampleNodes",

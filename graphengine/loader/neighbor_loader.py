@@ -15,7 +15,7 @@ from graphengine.datasets.dataset import GraphDataset
 from graphengine.loader.adapters import graph_and_gather, seed_nodes
 from graphengine.loader.pipeline import Pipeline, Stage, StageTimes
 from graphengine.loader.seeds import BatchRequest, SeedBatches, derive_seed
-from graphengine.loader.stages import CopyToDevice, SampleNodes, Transform
+from graphengine.loader.stages import CopyToDevice, InWorkerThreads, SampleNodes, Transform
 from samplers import NeighborSampler, check_fanouts, check_node_ids
 
 _UNSUPPORTED = {
@@ -67,8 +67,9 @@ class NeighborLoader:
             generator that the training step also uses.
         num_workers: sampling threads, as PyG's ``num_workers`` counts producers; ``0``
             loads every batch in the caller's thread, without a pipeline. The threads share
-            the Numba threads of the thread that builds the loader: each sampling call uses
-            ``numba.get_num_threads() // num_workers``.
+            the Numba and torch threads of the thread that builds the loader: each sampling
+            call uses ``numba.get_num_threads() // num_workers``, each gathering thread
+            ``torch.get_num_threads() // num_workers`` (that thread's own share only).
         filter_per_worker: gather features in the sampling threads (``True``, the default
             as in PyG on the CPU: measured fastest here) or in one gathering thread of its
             own (``False``).
@@ -182,7 +183,7 @@ class NeighborLoader:
         )
         self._stages = self._build_stages()
         self._pipeline = Pipeline(
-            self._seed_batches, self._stages, prefetch=prefetch * max(num_workers, 1)
+            self._seed_batches, self._threaded_stages(), prefetch=prefetch * max(num_workers, 1)
         )
         self._times = self._pipeline.times
 
@@ -225,12 +226,25 @@ class NeighborLoader:
 
     def _build_stages(self) -> list[Stage]:
         workers = max(self.num_workers, 1)
+        gatherers = workers if self.filter_per_worker else 1
         stages = [
             Stage("sample", self._sample, workers),
-            Stage("gather", self._gather, workers if self.filter_per_worker else 1),
+            Stage("gather", self._gather, gatherers),
         ]
         if self._copy is not None:
             stages.append(Stage("copy", self._copy))
+        return stages
+
+    def _threaded_stages(self) -> list[Stage]:
+        """The stages as the pipeline's threads run them: gathering threads share torch's
+        intra-op threads of the thread that builds the loader (the sampler shares Numba's
+        alike, see :func:`sampler_threads`)."""
+        stages = []
+        for stage in self._stages:
+            share = max(1, torch.get_num_threads() // stage.workers)
+            if stage.name == "gather" and share < torch.get_num_threads():
+                stage = Stage(stage.name, InWorkerThreads(stage.function, share), stage.workers)
+            stages.append(stage)
         return stages
 
     def _iterate_inline(self) -> Iterator[Any]:

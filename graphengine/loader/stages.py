@@ -8,6 +8,7 @@ distributed sampling) reuses these and adds its own where it differs.
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Callable
 from typing import Any
 
@@ -44,6 +45,29 @@ class SampleNodes:
                 seed=request.seed,
             )
         )
+
+
+class InWorkerThreads:
+    """``stage`` as a pipeline's worker threads run it: each thread first takes its share of
+    torch's intra-op threads (:func:`graphengine.ops.set_intraop_threads`), so that several
+    gathering threads share the cores instead of each sizing its parallel gathers to all of
+    them; the caller's thread and torch's process-wide count are left alone.
+
+    Args:
+        stage: the stage function.
+        torch_threads: intra-op threads for each worker thread (>= 1).
+    """
+
+    def __init__(self, stage: Callable[[Any], Any], torch_threads: int):
+        self.stage = stage
+        self.torch_threads = torch_threads
+        self._ready = threading.local()
+
+    def __call__(self, item: Any) -> Any:
+        if not getattr(self._ready, "done", False):
+            ops.set_intraop_threads(self.torch_threads)
+            self._ready.done = True
+        return self.stage(item)
 
 
 class Transform:

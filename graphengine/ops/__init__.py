@@ -43,6 +43,7 @@ __all__ = [
     "get_backend",
     "library_path",
     "set_backend",
+    "set_intraop_threads",
     "sources_dir",
     "with_cuda",
 ]
@@ -180,6 +181,21 @@ def cached_gather(
     hit = slots >= 0
     result[hit] = cache[slots[hit].long()]
     return result
+
+
+def set_intraop_threads(num_threads: int) -> bool:
+    """Give the calling thread ``num_threads`` of torch's intra-op threads (its CPU gathers and
+    other parallel torch ops), leaving every other thread's count and the process-wide
+    default alone, unlike ``torch.set_num_threads``. Returns ``False`` where that cannot be
+    done (no extension, or torch without OpenMP): the thread then keeps torch's count.
+
+    Raises ``ValueError`` unless ``num_threads`` is an int >= 1.
+    """
+    if isinstance(num_threads, bool) or not isinstance(num_threads, int) or num_threads < 1:
+        raise ValueError(f"'num_threads' must be an int >= 1 (got {num_threads!r})")
+    if not build_extension():
+        return False
+    return bool(torch.ops.graphengine.set_intraop_threads(num_threads))
 
 
 def check_index(index: torch.Tensor, num_rows: int) -> None:
