@@ -50,3 +50,13 @@ def test_seed_batches_cover_every_seed_once_with_distinct_seeds(shuffle):
     assert not {r.seed for r in first} & {r.seed for r in second}
     batches.epoch = 0
     assert [r.seed for r in batches] == [r.seed for r in first]
+
+
+def test_hop_keys_are_distinct_per_seed_and_hop():
+    from samplers._kernels.random import hop_key
+    from samplers.seeds import mix_seed
+
+    keys = [hop_key(seed, hop) for seed in (0, 1, 2**40, -1) for hop in range(4)]
+    assert len(set(keys)) == len(keys) and all(isinstance(k, np.uint64) for k in keys)
+    assert keys == [hop_key(seed, hop) for seed in (0, 1, 2**40, -1) for hop in range(4)]
+    assert int(hop_key(7, 1)) == mix_seed(7, 1) and mix_seed(-1) == mix_seed(2**64 - 1)

@@ -10,6 +10,8 @@ rejection (ACM TOMACS 2019), which is exactly uniform.
 import numpy as np
 from numba import njit
 
+from samplers.seeds import mix_seed
+
 GOLDEN = np.uint64(0x9E3779B97F4A7C15)
 _MIX1 = np.uint64(0xBF58476D1CE4E5B9)
 _MIX2 = np.uint64(0x94D049BB133111EB)
@@ -51,9 +53,5 @@ def uniform_below(state, bound):
 
 
 def hop_key(seed: int, hop: int) -> np.uint64:
-    """The stream key of one hop of one batch: a uint64 derived from ``seed`` and ``hop``."""
-    mask = (1 << 64) - 1
-    z = (seed * 0x9E3779B97F4A7C15 + (hop + 1) * 0xD1B54A32D192ED03) & mask
-    z = ((z ^ (z >> 30)) * 0xBF58476D1CE4E5B9) & mask
-    z = ((z ^ (z >> 27)) * 0x94D049BB133111EB) & mask
-    return np.uint64(z ^ (z >> 31))
+    """The stream key of one hop of one batch: a uint64 mixed from ``seed`` and ``hop``."""
+    return np.uint64(mix_seed(seed, hop))
