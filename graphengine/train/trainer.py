@@ -191,9 +191,6 @@ class Trainer:
         total_loss, correct, seen = self.strategy.sum([total_loss, correct, seen])
         stages = self.train_loader.stage_times
         stages["compute"] = compute
-        log.info(
-            "epoch %d stages: %s", self.epoch, ", ".join(f"{k} {v:.2f}s" for k, v in stages.items())
-        )
         return {
             "epoch": self.epoch,
             "loss": total_loss / max(seen, 1),
@@ -289,4 +286,5 @@ def _summary(metrics: dict) -> str:
         parts.append(f"val_acc {metrics['val_acc']:.4f}")
     parts.append(f"{metrics['epoch_s']:.2f}s")
     parts.append(f"{metrics['seeds_per_s']:,.0f} seeds/s")
-    return ", ".join(parts)
+    stages = " ".join(f"{name} {seconds:.2f}s" for name, seconds in metrics["stage_s"].items())
+    return ", ".join(parts) + f" (stages: {stages})"
