@@ -117,7 +117,16 @@ def _parser() -> argparse.ArgumentParser:
     train.add_argument("--model", choices=["sage", "gcn", "gat"], default="sage", help="the GNN")
     train.add_argument("--fanouts", type=_fanouts, default=[15, 10, 5], help=FANOUTS_HELP)
     train.add_argument(
-        "--batch-size", type=_at_least(1), default=1024, help="seeds per training batch"
+        "--batch-size",
+        type=_at_least(1),
+        default=1024,
+        help="seeds per training step, all workers together: with --nproc N each worker takes "
+        "a 1/N share of every step (a multiple of N), so an epoch has as many steps as on one",
+    )
+    train.add_argument(
+        "--worker-batch-size",
+        type=_at_least(1),
+        help="instead of --batch-size: seeds per step for each worker (N times fewer steps)",
     )
     train.add_argument(
         "--epochs", type=_at_least(1), default=3, help="epochs in total (resumed ones count)"
@@ -322,9 +331,10 @@ def _fanouts(text: str) -> list[int]:
 def _train(args) -> int:
     from graphengine.nn.models import build_model
     from graphengine.runtime import tune_host_allocator
-    from graphengine.train.trainer import Trainer
+    from graphengine.train.trainer import Trainer, split_batch
 
     if args.nproc > 1 and not distributed.launched_by_torchrun():
+        split_batch(args.batch_size, args.worker_batch_size, args.nproc)  # before the workers
         return distributed.launch(args.nproc, _without_nproc(args.argv))
     tune_host_allocator()
     rank, world_size = 0, 1
@@ -350,6 +360,7 @@ def _train(args) -> int:
             dataset,
             fanouts=args.fanouts,
             batch_size=args.batch_size,
+            worker_batch_size=args.worker_batch_size,
             lr=args.lr,
             weight_decay=args.weight_decay,
             seed=args.seed,

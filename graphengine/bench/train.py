@@ -272,8 +272,10 @@ def run_workers(
 ) -> dict:
     """Seeds per second of ``graphengine train`` with 1..``nproc`` data-parallel workers.
 
-    Each run trains two epochs without evaluation; the second epoch is timed. Scaling
-    efficiency is the total throughput with N workers over N times one worker's.
+    Each run trains two epochs without evaluation; the second epoch is timed. Every worker
+    takes ``batch_size`` seeds a step (``--worker-batch-size``: weak scaling, as before the
+    global batch became the default). Scaling efficiency is the total throughput with N
+    workers over N times one worker's.
     """
     rows, totals = [], {}
     for workers in range(1, nproc + 1):
@@ -286,7 +288,7 @@ def run_workers(
             dataset_name,
             "--fanouts",
             ",".join(map(str, fanouts)),
-            "--batch-size",
+            "--worker-batch-size",
             str(batch_size),
             "--hidden",
             str(hidden),

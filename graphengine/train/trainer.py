@@ -35,7 +35,11 @@ class Trainer:
             ``GCNConv``, whose normalization counts the edges they drop.
         dataset: the graph, features, labels and splits.
         fanouts: neighbors per hop for training (and for sampled evaluation).
-        batch_size: seeds per training batch.
+        batch_size: seeds per training step, all workers together (the global batch): with
+            ``W`` data-parallel workers each takes ``batch_size / W`` seeds of every step, so
+            an epoch has as many steps as with one worker. Must be a multiple of ``W``.
+        worker_batch_size: instead, the seeds each worker takes per step (the global batch
+            is then ``W`` times larger, and an epoch has ``W`` times fewer steps).
         lr, weight_decay: Adam's settings.
         seed: seeds every epoch's batches.
         eval_mode: ``'full'`` (the model on the whole graph at once), ``'layerwise'``
@@ -70,22 +74,25 @@ class Trainer:
         metrics_path: str | Path | None = None,
         progress: bool = True,
         strategy: Strategy | None = None,
+        worker_batch_size: int | None = None,
     ):
         self.strategy = strategy or strategy_for(device)
+        self.batch_size, self.worker_batch_size = split_batch(
+            batch_size, worker_batch_size, self.strategy.world_size
+        )
         self.device = self.strategy.device
         self.model = model.to(self.device)
         self._seed_logits = SeedLogits(self.model, len(fanouts), forward)
         self._train_model = self.strategy.wrap(self._seed_logits)
         self.dataset = dataset
         self.fanouts = list(fanouts)
-        self.batch_size = batch_size
         self.seed = seed
         self.evaluator = Evaluator(
             self._seed_logits,
             dataset,
             eval_mode,
             self.fanouts,
-            batch_size,
+            self.worker_batch_size,
             seed=seed,
             num_workers=num_workers,
             strategy=self.strategy,
@@ -99,7 +106,7 @@ class Trainer:
         self.train_loader = NeighborLoader(
             dataset,
             self.fanouts,
-            batch_size=batch_size,
+            batch_size=self.worker_batch_size,
             input_nodes=dataset.train_idx,
             shuffle=True,
             seed=seed,
@@ -276,6 +283,25 @@ class Trainer:
                     f.write(json.dumps(metrics) + "\n")
         if self.checkpoint is not None:
             self.save_checkpoint(self.checkpoint)
+
+
+def split_batch(batch_size: int, worker_batch_size: int | None, world_size: int) -> tuple[int, int]:
+    """``(global, per-worker)`` batch sizes from the global ``batch_size``, or from
+    ``worker_batch_size`` when it is given, for ``world_size`` workers."""
+    if worker_batch_size is not None:
+        if isinstance(worker_batch_size, bool) or not isinstance(worker_batch_size, int):
+            raise TypeError(f"'worker_batch_size' must be an int (got {worker_batch_size!r})")
+        if worker_batch_size < 1:
+            raise ValueError(f"'worker_batch_size' must be >= 1 (got {worker_batch_size})")
+        return worker_batch_size * world_size, worker_batch_size
+    if isinstance(batch_size, bool) or not isinstance(batch_size, int) or batch_size < 1:
+        raise ValueError(f"'batch_size' must be an int >= 1 (got {batch_size!r})")
+    if batch_size % world_size:
+        raise ValueError(
+            f"'batch_size' {batch_size} (the global batch) must be a multiple of the "
+            f"{world_size} workers; or give each worker 'worker_batch_size' seeds"
+        )
+    return batch_size, batch_size // world_size
 
 
 def _summary(metrics: dict) -> str:
