@@ -1,8 +1,8 @@
-"""The ``graphengine`` command: ``train``, ``datasets``, ``build`` and ``bench``.
+"""The ``graphengine`` command: ``train``, ``partition``, ``datasets``, ``build`` and ``bench``.
 
 Parsing, checking the options and reporting (JSON results on stdout, logs on stderr) are
-here; the work is done by :mod:`graphengine.train`, :mod:`graphengine.datasets` and
-:mod:`graphengine.bench`.
+here; the work is done by :mod:`graphengine.train`, :mod:`graphengine.data.partition`,
+:mod:`graphengine.datasets` and :mod:`graphengine.bench`.
 """
 
 from __future__ import annotations
@@ -18,6 +18,7 @@ from pathlib import Path
 import torch
 
 from graphengine import distributed
+from graphengine.data.partition import METHODS as PARTITION_METHODS
 from graphengine.datasets import CATALOG
 from graphengine.nn.forward import FORWARDS
 from graphengine.train.evaluate import EVAL_MODES
@@ -25,10 +26,10 @@ from graphengine.train.evaluate import EVAL_MODES
 log = logging.getLogger("graphengine")
 
 DESCRIPTION = """\
-Mini-batch GNN training on large graphs: node classification, the dataset catalog and
-benchmarks. Run 'graphengine build' once to compile the C++ gather extension (without it,
-gathers fall back to torch.index_select). 'graphengine COMMAND --help' shows each
-command's options."""
+Mini-batch GNN training on large graphs: node classification, graph partitioning, the
+dataset catalog and benchmarks. Run 'graphengine build' once to compile the C++ gather
+extension (without it, gathers fall back to torch.index_select). 'graphengine COMMAND
+--help' shows each command's options."""
 
 TRAIN_EPILOG = """\
 output: one JSON line per epoch on stdout as it ends (epoch, loss, train_acc: the running
@@ -183,6 +184,27 @@ def _parser() -> argparse.ArgumentParser:
     )
     build.add_argument("--verbose", action="store_true", help="show the compiler's output")
     build.set_defaults(run=_build)
+
+    partition = commands.add_parser(
+        "partition",
+        help="split a dataset into K parts (METIS or random), each owning a range of node ids",
+        formatter_class=_Formatter,
+    )
+    _dataset_args(partition)
+    partition.add_argument("--parts", type=_at_least(1), required=True, help="K, the parts")
+    partition.add_argument("--out", required=True, help="the partition's directory")
+    partition.add_argument(
+        "--method",
+        choices=PARTITION_METHODS,
+        default="metis",
+        help="metis: few cut edges, balanced nodes/training nodes/edges (needs ~3.3 GB for "
+        "2^20 nodes, 24M edges); random: little memory beyond the graph, most edges cut",
+    )
+    partition.add_argument("--seed", type=int, default=0, help="seed of the random method")
+    partition.add_argument(
+        "--force", action="store_true", help="replace a partition already in --out"
+    )
+    partition.set_defaults(run=_partition)
 
     datasets = commands.add_parser(
         "datasets",
@@ -480,6 +502,22 @@ def _load_once_per_machine(name: str, root: str | None, world_size: int):
     dataset = load_dataset(name, root=root) if first else None
     torch.distributed.barrier()
     return dataset if first else load_dataset(name, root=root)
+
+
+def _partition(args) -> int:
+    from graphengine.data.partition import partition_dataset
+    from graphengine.datasets import load_dataset
+
+    stats = partition_dataset(
+        load_dataset(args.dataset, root=args.root),
+        args.parts,
+        args.out,
+        method=args.method,
+        force=args.force,
+        seed=args.seed,
+    )
+    _print_json({"dataset": args.dataset, "method": args.method, **stats})
+    return 0
 
 
 def _datasets(args) -> int:

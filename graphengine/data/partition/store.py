@@ -1,0 +1,389 @@
+"""Write a dataset as K parts on disk, and open the partition book or one part (memory-mapped).
+
+Layout of a partition directory::
+
+    partition.json         format "graphengine.partition", version 1: K, bounds, method,
+                           counts, edge cut, balance, stats and {file: {bytes, sha256}}
+    new_to_orig.npy        int64 [num_nodes]
+    orig_to_new.npy        int64 [num_nodes]
+    part-<p>/part.json     format "graphengine.partition.part", version 1: the part's arrays
+    part-<p>/indptr.npy    int64 [n_p + 1], over the part's own nodes (local positions)
+    part-<p>/indices.npy   int32 (int64 past 2^31 nodes) [e_p], sources as GLOBAL NEW ids
+    part-<p>/edge_ids.npy  int64 [e_p], each edge's original edge id
+    part-<p>/x.npy         features of the part's nodes, in new-id order
+    part-<p>/y.npy         labels of the part's nodes
+    part-<p>/{train,val,test}_idx.npy  int64, the part's split nodes as GLOBAL NEW ids, ascending
+
+Part ``p`` owns new ids ``[bounds[p], bounds[p + 1])``; local position ``i`` is new id
+``bounds[p] + i``. An edge belongs to the part owning its destination, and each node's in-edges
+keep the order they have in the original CSC. The top-level manifest is written last: a
+directory without it is not a partition.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import logging
+import resource
+import shutil
+import sys
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+
+from graphengine.data.format import load_array, read_manifest, write_manifest
+from graphengine.data.partition.book import PartitionBook
+from graphengine.data.partition.partitioner import (
+    METHODS,
+    assign_parts,
+    check_num_parts,
+    renumber,
+)
+from graphengine.datasets.dataset import SPLITS, GraphDataset
+
+log = logging.getLogger(__name__)
+
+FORMAT = "graphengine.partition"
+PART_FORMAT = "graphengine.partition.part"
+FORMAT_VERSION = 1
+MANIFEST = "partition.json"
+_PART_MANIFEST = "part.json"
+_MAPS = ("new_to_orig", "orig_to_new")
+_INT32_MAX = np.iinfo(np.int32).max
+_HASH_CHUNK = 1 << 22
+
+
+@dataclass
+class Part:
+    """One part, memory-mapped (read-only) from its directory.
+
+    Attributes:
+        part: the part's index ``p``.
+        start, stop: the new ids it owns, ``[start, stop)``; local position ``i`` is new id
+            ``start + i``.
+        indptr: int64 ``[stop - start + 1]``; the in-edges of local node ``i`` are
+            positions ``indptr[i]:indptr[i + 1]`` of ``indices`` and ``edge_ids``.
+        indices: int32 (int64 past 2^31 nodes) ``[num_edges]``, source nodes as global new ids.
+        edge_ids: int64 ``[num_edges]``, each edge's id in the original graph.
+        x: float ``[stop - start, num_features]``, features in local order.
+        y: int64 ``[stop - start]``, labels in local order.
+        train_idx, val_idx, test_idx: int64, the part's split nodes as global new ids,
+            ascending.
+        book: the partition book (bounds and id maps).
+    """
+
+    part: int
+    start: int
+    stop: int
+    indptr: np.ndarray
+    indices: np.ndarray
+    edge_ids: np.ndarray
+    x: np.ndarray
+    y: np.ndarray
+    train_idx: np.ndarray
+    val_idx: np.ndarray
+    test_idx: np.ndarray
+    book: PartitionBook
+
+    @property
+    def num_nodes(self) -> int:
+        return self.stop - self.start
+
+    @property
+    def num_edges(self) -> int:
+        return int(self.indices.shape[0])
+
+
+def partition_dataset(
+    dataset: GraphDataset,
+    num_parts: int,
+    out: str | Path,
+    method: str = "metis",
+    force: bool = False,
+    seed: int = 0,
+) -> dict:
+    """Partition ``dataset`` into ``num_parts`` parts and write them under ``out``.
+
+    The parts are written one at a time (only one part's edges and features are in memory
+    besides the graph, the ``[num_nodes]`` id maps and, for METIS, its input and workspace).
+
+    Returns:
+        The stats, also written into the manifest under ``"stats"``: ``seconds``,
+        ``peak_rss_bytes`` (the process's peak resident memory, ``ru_maxrss``, so it includes
+        what the process held before), ``edge_cut`` (edges whose source is owned by another
+        part than their destination) and ``edge_cut_share``, the per-part ``nodes``,
+        ``train_nodes`` and ``edges``, and ``balance``: max/mean per part of each.
+
+    Raises:
+        ValueError: ``num_parts`` outside ``[1, num_nodes]``, an unknown ``method``, or an
+            ``out`` directory that is not empty while ``force`` is false.
+    """
+    started = time.perf_counter()
+    graph = dataset.graph
+    check_num_parts(num_parts, graph.num_nodes)
+    if method not in METHODS:
+        raise ValueError(f"'method' must be one of {METHODS} (got {method!r})")
+    out = Path(out)
+    _prepare_out(out, force)
+
+    part_of = assign_parts(graph, num_parts, method, dataset.train_idx, seed)
+    new_to_orig, orig_to_new, bounds = renumber(part_of, num_parts)
+    del part_of
+    assigned = time.perf_counter() - started
+    book = PartitionBook(bounds, new_to_orig, orig_to_new)
+    files: dict[str, dict] = {}
+    for name, array in (("new_to_orig", new_to_orig), ("orig_to_new", orig_to_new)):
+        files[f"{name}.npy"] = _save(out, f"{name}.npy", array)
+
+    split_new = {split: np.sort(orig_to_new[dataset.split(split)]) for split in SPLITS}
+    part_edges, part_train, cut = [], [], 0
+    for p in range(num_parts):
+        edges, train, part_cut = _write_part(out, p, dataset, book, split_new, files)
+        part_edges.append(edges)
+        part_train.append(train)
+        cut += part_cut
+
+    part_nodes = np.diff(bounds).tolist()
+    num_edges = graph.num_edges
+    stats = {
+        "method": method,
+        "num_parts": num_parts,
+        "seconds": round(time.perf_counter() - started, 3),
+        "assign_seconds": round(assigned, 3),
+        "peak_rss_bytes": peak_rss_bytes(),
+        "edge_cut": cut,
+        "edge_cut_share": cut / num_edges if num_edges else 0.0,
+        "nodes": part_nodes,
+        "train_nodes": part_train,
+        "edges": part_edges,
+        "balance": {
+            "nodes": _imbalance(part_nodes),
+            "train_nodes": _imbalance(part_train),
+            "edges": _imbalance(part_edges),
+        },
+    }
+    write_manifest(
+        out / (MANIFEST + ".tmp"),
+        FORMAT,
+        FORMAT_VERSION,
+        {
+            "dataset": dataset.name,
+            "method": method,
+            "seed": seed,
+            "num_parts": num_parts,
+            "num_nodes": graph.num_nodes,
+            "num_edges": num_edges,
+            "num_features": dataset.num_features,
+            "num_classes": dataset.num_classes,
+            "bounds": bounds.tolist(),
+            "edge_cut": cut,
+            "stats": stats,
+            "files": files,
+        },
+    )
+    (out / (MANIFEST + ".tmp")).replace(out / MANIFEST)  # last: marks the partition complete
+    log.info(
+        "partitioned %s into %d parts (%s) in %.1f s, peak RSS %.2f GiB: edge cut %d (%.1f%%), "
+        "balance (max/mean) nodes %.3f, train nodes %.3f, edges %.3f",
+        dataset.name,
+        num_parts,
+        method,
+        stats["seconds"],
+        stats["peak_rss_bytes"] / 2**30,
+        cut,
+        100 * stats["edge_cut_share"],
+        stats["balance"]["nodes"],
+        stats["balance"]["train_nodes"],
+        stats["balance"]["edges"],
+    )
+    return stats
+
+
+def load_partition(path: str | Path, verify: bool = True) -> PartitionBook:
+    """Open the partition book of the partition under ``path`` (id maps memory-mapped).
+
+    Every file the manifest lists must exist with its recorded size; with ``verify`` the id
+    maps are also checked against their sha256 (a part's own files are hashed by
+    :func:`open_part`).
+
+    Raises:
+        FileNotFoundError: no partition at ``path``, or a missing file (named).
+        ValueError: a manifest of another format or version, or a truncated or mismatched
+            file (named).
+    """
+    path = Path(path)
+    manifest = read_manifest(path, MANIFEST, FORMAT, FORMAT_VERSION, "partition")
+    for name, entry in manifest["files"].items():
+        _check_size(path / name, entry)
+    n = manifest["num_nodes"]
+    maps = {}
+    for name in _MAPS:
+        if verify:
+            _check_hash(path / f"{name}.npy", manifest["files"][f"{name}.npy"])
+        maps[name] = load_array(path / f"{name}.npy", "int64", (n,), mmap=True)
+    bounds = np.asarray(manifest["bounds"], dtype=np.int64)
+    return PartitionBook(bounds, maps["new_to_orig"], maps["orig_to_new"], manifest)
+
+
+def open_part(path: str | Path, part: int, verify: bool = True) -> Part:
+    """Open part ``part`` of the partition under ``path``, memory-mapped (read-only).
+
+    With ``verify`` the part's files are checked against their sha256 in the top-level
+    manifest (reading them once).
+
+    Raises:
+        FileNotFoundError: no partition at ``path``, or a missing file (named).
+        ValueError: ``part`` outside ``[0, num_parts)``, or a truncated, corrupted or
+            mismatched file (named).
+    """
+    path = Path(path)
+    book = load_partition(path, verify=verify)
+    start, stop = book.part_range(part)
+    directory = path / _part_dir(part)
+    files = book.manifest["files"]
+    if verify:
+        for name, entry in files.items():
+            if name.startswith(f"{_part_dir(part)}/"):
+                _check_hash(path / name, entry)
+    manifest = read_manifest(directory, _PART_MANIFEST, PART_FORMAT, FORMAT_VERSION, "part")
+    if (manifest["part"], manifest["start"], manifest["stop"]) != (part, start, stop):
+        raise ValueError(
+            f"'{directory / _PART_MANIFEST}' describes part {manifest['part']} "
+            f"[{manifest['start']}, {manifest['stop']}), expected part {part} [{start}, {stop})"
+        )
+    arrays = {
+        name: load_array(directory / f"{name}.npy", dtype, tuple(shape), mmap=True)
+        for name, (dtype, shape) in manifest["arrays"].items()
+    }
+    return Part(part=part, start=start, stop=stop, book=book, **arrays)
+
+
+def peak_rss_bytes() -> int:
+    """The process's peak resident memory so far, in bytes (``ru_maxrss``)."""
+    peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+    return int(peak if sys.platform == "darwin" else peak * 1024)
+
+
+def _write_part(
+    out: Path,
+    p: int,
+    dataset: GraphDataset,
+    book: PartitionBook,
+    split_new: dict[str, np.ndarray],
+    files: dict[str, dict],
+) -> tuple[int, int, int]:
+    """Write part ``p``; returns ``(num_edges, num_train_nodes, edge_cut)`` of the part."""
+    graph = dataset.graph
+    start, stop = book.part_range(p)
+    nodes = np.asarray(book.new_to_orig[start:stop])  # original ids, in new-id order
+    indptr_orig = np.asarray(graph.indptr)
+    degree = indptr_orig[nodes + 1] - indptr_orig[nodes]
+    indptr = np.zeros(nodes.size + 1, dtype=np.int64)
+    np.cumsum(degree, out=indptr[1:])
+    # CSC positions of the part's edges, node by node, each node's edges in original order.
+    positions = np.repeat(indptr_orig[nodes] - indptr[:-1], degree)
+    positions += np.arange(indptr[-1], dtype=np.int64)
+    sources = book.orig_to_new[np.asarray(graph.indices)[positions]]
+    cut = int(np.count_nonzero((sources < start) | (sources >= stop)))
+    index_dtype = np.int32 if graph.num_nodes <= _INT32_MAX else np.int64
+    edge_ids = positions if graph.edge_ids is None else np.asarray(graph.edge_ids)[positions]
+    del positions
+    arrays = {
+        "indptr": indptr,
+        "indices": sources.astype(index_dtype),
+        "edge_ids": edge_ids.astype(np.int64, copy=False),
+        "x": np.asarray(dataset.x[nodes]),
+        "y": np.asarray(dataset.y[nodes], dtype=np.int64),
+    }
+    del sources, edge_ids
+    for split, ids in split_new.items():
+        lo, hi = np.searchsorted(ids, [start, stop])
+        arrays[f"{split}_idx"] = ids[lo:hi]
+    directory = _part_dir(p)
+    (out / directory).mkdir()
+    for name, array in arrays.items():
+        files[f"{directory}/{name}.npy"] = _save(out, f"{directory}/{name}.npy", array)
+    write_manifest(
+        out / directory / _PART_MANIFEST,
+        PART_FORMAT,
+        FORMAT_VERSION,
+        {
+            "part": p,
+            "start": start,
+            "stop": stop,
+            "num_edges": int(indptr[-1]),
+            "arrays": {name: [str(a.dtype), list(a.shape)] for name, a in arrays.items()},
+        },
+    )
+    files[f"{directory}/{_PART_MANIFEST}"] = _file_entry(out / directory / _PART_MANIFEST)
+    log.debug("wrote part %d: %d nodes, %d edges", p, stop - start, int(indptr[-1]))
+    return int(indptr[-1]), len(arrays["train_idx"]), cut
+
+
+def _prepare_out(out: Path, force: bool) -> None:
+    """Create ``out``; when it is not empty, refuse unless ``force``, which removes what a
+    partition writes there (``partition.json``, the id maps, ``part-*/``) and nothing else."""
+    if out.exists() and not out.is_dir():
+        raise ValueError(f"'out' must be a directory (got the file '{out}')")
+    if out.is_dir():
+        entries = sorted(entry.name for entry in out.iterdir())
+        if entries and not force:
+            raise ValueError(
+                f"'out' directory '{out}' is not empty (got {len(entries)} entries, e.g. "
+                f"'{entries[0]}'); pass force=True (--force) to overwrite"
+            )
+        ours = {MANIFEST, MANIFEST + ".tmp", *(f"{name}.npy" for name in _MAPS)}
+        for entry in out.iterdir():
+            if entry.is_dir() and entry.name.startswith("part-") and not entry.is_symlink():
+                shutil.rmtree(entry)
+            elif entry.name in ours:
+                entry.unlink()
+    out.mkdir(parents=True, exist_ok=True)
+
+
+def _part_dir(p: int) -> str:
+    return f"part-{p}"
+
+
+def _save(out: Path, name: str, array: np.ndarray) -> dict:
+    np.save(out / name, np.ascontiguousarray(array))
+    return _file_entry(out / name)
+
+
+def _file_entry(path: Path) -> dict:
+    return {"bytes": path.stat().st_size, "sha256": _sha256(path)}
+
+
+def _sha256(path: Path) -> str:
+    digest = hashlib.sha256()
+    with open(path, "rb") as file:
+        while chunk := file.read(_HASH_CHUNK):
+            digest.update(chunk)
+    return digest.hexdigest()
+
+
+def _check_size(path: Path, entry: dict) -> None:
+    if not path.is_file():
+        raise FileNotFoundError(f"missing partition file '{path}'")
+    size = path.stat().st_size
+    if size != entry["bytes"]:
+        raise ValueError(
+            f"truncated or mismatched partition file '{path}': "
+            f"{size} bytes, the manifest says {entry['bytes']}"
+        )
+
+
+def _check_hash(path: Path, entry: dict) -> None:
+    _check_size(path, entry)
+    if _sha256(path) != entry["sha256"]:
+        raise ValueError(
+            f"corrupted partition file '{path}': its sha256 does not match the manifest"
+        )
+
+
+def _imbalance(loads: list[int]) -> float:
+    """max/mean of the per-part loads (1.0 = perfect; 1.0 when all are zero)."""
+    mean = sum(loads) / len(loads)
+    return round(max(loads) / mean, 4) if mean else 1.0
