@@ -30,6 +30,7 @@ import sys
 import time
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import numpy as np
 
@@ -41,7 +42,9 @@ from graphengine.data.partition.partitioner import (
     check_num_parts,
     renumber,
 )
-from graphengine.datasets.dataset import SPLITS, GraphDataset
+
+if TYPE_CHECKING:  # datasets/ builds on data/: only the annotation names it
+    from graphengine.datasets.dataset import GraphDataset
 
 log = logging.getLogger(__name__)
 
@@ -53,6 +56,7 @@ _PART_MANIFEST = "part.json"
 _MAPS = ("new_to_orig", "orig_to_new")
 _INT32_MAX = np.iinfo(np.int32).max
 _HASH_CHUNK = 1 << 22
+SPLITS = ("train", "val", "test")  # a dataset's splits, as GraphDataset.split names them
 
 
 @dataclass
