@@ -7,15 +7,17 @@ so the sampler classes validate it first.
 
 from samplers.base import BaseSampler, EdgeSamplerInput, SamplerInput, SamplerOutput
 from samplers.csc import check_csc, check_node_ids
-from samplers.neighbor import NeighborSampler, check_fanouts
+from samplers.neighbor import MultiHopSampler, NeighborSampler, check_fanouts, sample_hop
 
 __all__ = [
     "BaseSampler",
     "EdgeSamplerInput",
+    "MultiHopSampler",
     "NeighborSampler",
     "SamplerInput",
     "SamplerOutput",
     "check_csc",
     "check_fanouts",
     "check_node_ids",
+    "sample_hop",
 ]

@@ -204,3 +204,34 @@ def test_in_degree_above_max_bound_is_refused():
         NeighborSampler(too_wide, indices, [2], validate=False)
     at_bound = np.array([0, 1, bound + 1], dtype=np.int64)
     assert NeighborSampler(at_bound, indices, [2], validate=False).num_nodes == 2
+
+
+def test_tag_repeats_numbers_each_repeat_of_a_seed():
+    from samplers.neighbor import REPEAT_SHIFT, tag_repeats, untag
+
+    ids = np.array([5, 3, 5, 9, 5, 3], dtype=np.int64)
+    tagged = tag_repeats(ids)
+    expected_repeat = [0, 0, 1, 0, 2, 1]  # how often each id appeared before it
+    np.testing.assert_array_equal(tagged, ids + (np.array(expected_repeat) << REPEAT_SHIFT))
+    back, tags = untag(tagged)
+    np.testing.assert_array_equal(back, ids)
+    assert len(np.unique(tagged)) == len(ids) and (tags >> REPEAT_SHIFT).tolist() == expected_repeat
+    unique = np.array([4, 1, 7], dtype=np.int64)
+    assert tag_repeats(unique) is unique
+
+
+def test_a_node_draws_the_same_neighbors_wherever_it_sits_in_the_frontier():
+    """Streams are keyed by node id: the same seeds in another order give each seed the
+    same neighbors (the batch-local numbering differs)."""
+    indptr, indices = random_csc(200, 3000, seed=4)
+    seeds = np.array([3, 17, 42, 99, 150], dtype=np.int64)
+    first = sample(indptr, indices, [4], seeds, seed=8)
+    second = sample(indptr, indices, [4], seeds[::-1].copy(), seed=8)
+
+    def neighbors_by_seed(out):
+        return {
+            int(out.node[c]): sorted(out.node[out.row[out.col == c]].tolist())
+            for c in range(len(seeds))
+        }
+
+    assert neighbors_by_seed(first) == neighbors_by_seed(second)

@@ -1,5 +1,7 @@
-"""torch.distributed glue: launching workers under torchrun, joining and leaving the group."""
+"""torch.distributed glue: launching workers under torchrun, joining and leaving the group,
+batched all-to-all exchanges, and sampling across the parts of a partitioned graph."""
 
+from graphengine.distributed.exchange import Exchange, ExchangeStats, new_exchange
 from graphengine.distributed.launch import (
     INTERRUPTED,
     finish,
@@ -8,5 +10,18 @@ from graphengine.distributed.launch import (
     launched_by_torchrun,
     local_device,
 )
+from graphengine.distributed.sampler import DistNeighborSampler, SamplingStats
 
-__all__ = ["INTERRUPTED", "finish", "join", "launch", "launched_by_torchrun", "local_device"]
+__all__ = [
+    "INTERRUPTED",
+    "DistNeighborSampler",
+    "Exchange",
+    "ExchangeStats",
+    "SamplingStats",
+    "finish",
+    "join",
+    "launch",
+    "launched_by_torchrun",
+    "local_device",
+    "new_exchange",
+]

@@ -5,9 +5,9 @@ Arrays only: ``indptr`` (int64, ``[num_nodes + 1]``), ``indices`` (int32 or int6
 
 One hop runs in three steps: ``hop_offsets`` (how many neighbors each frontier
 node gets, parallel), ``hop_sample`` (which ones, parallel over frontier nodes,
-each with its own random stream) and ``relabel`` (global to batch-local ids with
-an open-addressing hash table whose size follows the batch, sequential so that
-new nodes are numbered in order of first appearance, as PyG does).
+each with its own random stream, numbered by the node's original id) and ``relabel``
+(global to batch-local ids with an open-addressing hash table whose size follows the batch,
+sequential so that new nodes are numbered in order of first appearance, as PyG does).
 """
 
 import numpy as np
@@ -81,27 +81,42 @@ def _selection(state, degree, count, out, start):
 
 @njit(parallel=True, nogil=True, cache=True)
 def hop_sample(
-    indices, starts, degrees, offsets, fanout, replace, key, first_local, out_nbr, out_edge, out_col
+    indices,
+    starts,
+    degrees,
+    offsets,
+    fanout,
+    replace,
+    key,
+    stream_ids,
+    first_local,
+    out_nbr,
+    out_edge,
+    out_col,
 ):
     """Sample every frontier node's in-neighbors.
 
-    Frontier node ``i`` (local id ``first_local + i``, CSC range ``starts[i]`` and
-    ``degrees[i]``) gets the slots ``offsets[i]:offsets[i + 1]`` of ``out_nbr`` (global
-    neighbor id, int64), ``out_edge`` (CSC position of the edge, int64) and ``out_col``
-    (local id of the frontier node, int64). ``key`` (uint64) names this hop's streams.
+    Frontier node ``i`` (CSC range ``starts[i]`` and ``degrees[i]``) gets the slots
+    ``offsets[i]:offsets[i + 1]`` of ``out_nbr`` (neighbor id as ``indices`` holds it,
+    int64) and ``out_edge`` (CSC position of the edge, int64). Its draws come from the
+    stream numbered ``stream_ids[i]`` (int64: the node's id in the original graph, tagged when
+    a seed repeats, see ``samplers.neighbor.tag_repeats``) under
+    ``key`` (uint64, one per batch and hop), so that a node gets the same neighbors wherever
+    it sits in the frontier and whichever worker samples it. Unless ``out_col`` is empty,
+    it also gets ``first_local + i`` (its batch-local id) in ``out_col``'s slots.
 
     Two passes: the draws (positions only, no reads of the graph), then one flat loop
     over the edges that reads ``indices`` with the reads ahead prefetched, so that the
     cache misses of a graph larger than the cache overlap.
     """
     n = starts.shape[0]
+    with_col = out_col.shape[0] > 0
     for i in prange(n):
         start = starts[i]
         degree = degrees[i]
         lo = offsets[i]
         count = offsets[i + 1] - lo
-        local = first_local + i
-        state = stream_state(key, np.uint64(local) + GOLDEN)
+        state = stream_state(key, np.uint64(stream_ids[i]) + GOLDEN)
         if replace and fanout >= 0:
             for j in range(count):
                 t, state = uniform_below(state, np.uint64(degree))
@@ -115,12 +130,23 @@ def hop_sample(
             _selection(state, degree, count, out_edge, lo)
         for j in range(lo, lo + count):
             out_edge[j] += start
-            out_col[j] = local
+        if with_col:
+            for j in range(lo, lo + count):
+                out_col[j] = first_local + i
     num_edges = out_edge.shape[0]
     for e in prange(num_edges):
         if e + PREFETCH_DISTANCE < num_edges:
             prefetch(indices, out_edge[e + PREFETCH_DISTANCE])
         out_nbr[e] = indices[out_edge[e]]
+
+
+@njit(parallel=True, nogil=True, cache=True)
+def edge_columns(offsets, first_local, out_col):
+    """``out_col[offsets[i]:offsets[i + 1]] = first_local + i`` (int64): each sampled edge's
+    destination as a batch-local id."""
+    for i in prange(offsets.shape[0] - 1):
+        for j in range(offsets[i], offsets[i + 1]):
+            out_col[j] = first_local + i
 
 
 @njit(inline="always")

@@ -1,0 +1,88 @@
+"""Worker programs that tests/test_dist_sampling.py starts under torchrun (1-3 processes, gloo).
+
+``sample PARTITION OUT``: every worker samples batches of its own seeds across the parts with
+:class:`DistNeighborSampler` and checks each one against :class:`samplers.NeighborSampler` on
+the original graph (ids mapped back); it writes how many batches it checked to ``OUT.<rank>``.
+An assertion that fails ends the worker with an error, which fails the run.
+"""
+
+import json
+import sys
+from pathlib import Path
+
+import numpy as np
+import torch.distributed as dist
+
+from graphengine.data.graph_store import Graph
+from graphengine.data.partition import open_part
+from graphengine.datasets.dataset import GraphDataset
+from graphengine.distributed.exchange import Exchange
+from graphengine.distributed.launch import finish
+from graphengine.distributed.sampler import DistNeighborSampler
+from samplers import NeighborSampler, SamplerInput
+
+# (fanouts, replace): without and with replacement, and taking every neighbor.
+SAMPLING_CASES = [([3, 2], False), ([4, 3], True), ([-1, 2], False), ([2, -1, 3], False)]
+
+
+def multigraph() -> GraphDataset:
+    """A directed multigraph with self loops, repeated edges, isolated nodes, high-degree
+    nodes and ``edge_ids`` that are not the CSC order (the same on every worker)."""
+    rng = np.random.default_rng(11)
+    n, e = 300, 2400
+    edge_index = rng.integers(0, n - 10, (2, e))  # the last 10 nodes are isolated
+    edge_index[1, :200] = 7  # node 7 has a high in-degree
+    edge_index[:, 200:240] = edge_index[0, 200:240]  # self loops
+    edge_index[:, 240:280] = edge_index[:, 280:320]  # repeated edges
+    graph = Graph.from_edge_index(edge_index, n)
+    order = rng.permutation(n)
+    return GraphDataset(
+        name="multigraph",
+        graph=graph,
+        x=rng.standard_normal((n, 5)).astype(np.float32),
+        y=rng.integers(0, 3, n),
+        train_idx=order[:90],
+        val_idx=np.sort(order[90:150]),
+        test_idx=np.sort(order[150:]),
+        num_classes=3,
+    )
+
+
+def sample(path: Path, out: Path) -> None:
+    rank = dist.get_rank()
+    dataset = multigraph()
+    graph = dataset.graph
+    part = open_part(path, rank)
+    book = part.book
+    exchange = Exchange()
+    rng = np.random.default_rng(100 + rank)
+    checked = 0
+    for fanouts, replace in SAMPLING_CASES:
+        local = NeighborSampler(graph.indptr, graph.indices, fanouts, replace, num_threads=1)
+        distributed = DistNeighborSampler(part, fanouts, exchange, replace)
+        for batch in range(6):
+            # Seeds from anywhere in the graph, some repeated; rank 1's third batch is empty.
+            size = 0 if (rank == 1 and batch == 2) else int(rng.integers(1, 40))
+            seeds = rng.integers(0, graph.num_nodes, size)
+            if size > 4:
+                seeds[-2:] = seeds[:2]
+            seed = 1000 * batch + 7
+            ids = np.arange(size, dtype=np.int64)
+            expected = local.sample_from_nodes(SamplerInput(seeds, ids, seed))
+            got = distributed.sample_from_nodes(SamplerInput(book.to_new(seeds), ids, seed))
+            np.testing.assert_array_equal(book.to_orig(got.node), expected.node)
+            np.testing.assert_array_equal(got.row, expected.row)
+            np.testing.assert_array_equal(got.col, expected.col)
+            np.testing.assert_array_equal(got.edge, graph.edge_ids[expected.edge])
+            assert got.num_sampled_nodes == expected.num_sampled_nodes
+            assert got.num_sampled_edges == expected.num_sampled_edges
+            checked += 1
+    stats = distributed.stats.as_dict()
+    Path(f"{out}.{rank}").write_text(json.dumps({"checked": checked, "stats": stats}))
+
+
+if __name__ == "__main__":
+    dist.init_process_group("gloo")
+    programs = {"sample": sample}
+    programs[sys.argv[1]](Path(sys.argv[2]), Path(sys.argv[3]))
+    finish(0)

@@ -1,0 +1,41 @@
+"""Distributed sampling over K parts equals single-machine sampling on the original graph."""
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from graphengine.data.partition import partition_dataset
+from tests.partition_worker import SAMPLING_CASES, multigraph
+
+WORKER = Path(__file__).with_name("partition_worker.py")
+REPO = Path(__file__).resolve().parents[1]
+
+
+def torchrun(nproc: int, *args, timeout=240) -> subprocess.CompletedProcess:
+    command = [
+        sys.executable,
+        "-m",
+        "torch.distributed.run",
+        "--standalone",
+        f"--nproc-per-node={nproc}",
+        *map(str, args),
+    ]
+    env = {**os.environ, "PYTHONPATH": str(REPO)}
+    return subprocess.run(
+        command, capture_output=True, text=True, timeout=timeout, env=env, cwd=REPO
+    )
+
+
+@pytest.mark.parametrize("num_parts,method", [(1, "random"), (2, "metis"), (3, "random")])
+def test_batches_do_not_depend_on_the_partition(tmp_path, num_parts, method):
+    partition_dataset(multigraph(), num_parts, tmp_path / "parts", method=method)
+    result = torchrun(num_parts, WORKER, "sample", tmp_path / "parts", tmp_path / "out")
+    assert result.returncode == 0, result.stderr[-3000:]
+    reports = [json.loads((tmp_path / f"out.{r}").read_text()) for r in range(num_parts)]
+    assert all(r["checked"] == 6 * len(SAMPLING_CASES) for r in reports)
+    remote = sum(r["stats"]["remote_frontier_nodes"] for r in reports)
+    assert (remote > 0) == (num_parts > 1)
