@@ -172,6 +172,20 @@ def _parser() -> argparse.ArgumentParser:
         help="data-parallel workers on this machine (torchrun)",
     )
     train.add_argument(
+        "--partitions",
+        metavar="DIR",
+        help="train on a partition ('graphengine partition'): one worker per part, each "
+        "holding only its part and fetching the rest from the others (--nproc K on one "
+        "machine, or torchrun across machines); --dataset and --root are not used",
+    )
+    train.add_argument(
+        "--remote-cache",
+        type=_cache_size,
+        help="with --partitions: each worker's cache of other parts' feature rows, as rows "
+        "(100000), a share of the remote nodes (5%%) or bytes (64MB, 1GiB); chosen by access "
+        "frequency over one pre-sampled epoch",
+    )
+    train.add_argument(
         "--dist-timeout",
         type=_positive_float,
         default=300.0,
@@ -351,11 +365,17 @@ def _fanouts(text: str) -> list[int]:
 
 
 def _train(args) -> int:
+    from graphengine.distributed.data import DistData
     from graphengine.nn.models import build_model
     from graphengine.runtime import tune_host_allocator
     from graphengine.train.trainer import Trainer, split_batch
 
-    if args.nproc > 1 and not distributed.launched_by_torchrun():
+    if args.partitions is not None:
+        _check_partition_workers(args.partitions, args.nproc)
+    if args.remote_cache is not None and args.partitions is None:
+        raise ValueError("--remote-cache needs --partitions")
+    launch = args.nproc > 1 or args.partitions is not None  # parts talk through a group
+    if launch and not distributed.launched_by_torchrun():
         split_batch(args.batch_size, args.worker_batch_size, args.nproc)  # before the workers
         return distributed.launch(args.nproc, _without_nproc(args.argv))
     tune_host_allocator()
@@ -367,7 +387,10 @@ def _train(args) -> int:
     saved = {"epoch": None}  # the epoch of the checkpoint on disk, once known
     try:
         torch.manual_seed(args.seed)
-        dataset = _load_once_per_machine(args.dataset, args.root, world_size)
+        if args.partitions is not None:
+            dataset = DistData.open(args.partitions, device=device)
+        else:
+            dataset = _load_once_per_machine(args.dataset, args.root, world_size)
         log.info("%s", dataset)
         model = build_model(
             args.model,
@@ -392,6 +415,7 @@ def _train(args) -> int:
             metrics_path=args.metrics,
             progress=rank == 0 and not args.no_progress and sys.stderr.isatty(),
             device=device,
+            remote_cache=args.remote_cache,
         )
         if trainer.epoch > 0:
             saved["epoch"] = trainer.epoch
@@ -420,6 +444,30 @@ def _train(args) -> int:
         # A worker that stops early cannot wait for the others at a barrier.
         distributed.finish(code, wait=code == 0)
     return code
+
+
+def _check_partition_workers(path: str, nproc: int) -> None:
+    """Raise unless ``path`` is a partition with one part per worker (under torchrun, the
+    group's size; else ``nproc``)."""
+    from graphengine.data.partition import load_partition
+
+    parts = load_partition(path, verify=False).num_parts
+    workers = int(os.environ["WORLD_SIZE"]) if distributed.launched_by_torchrun() else nproc
+    if parts != workers:
+        raise ValueError(
+            f"--partitions '{path}' has {parts} parts: train it with one worker per part "
+            f"(--nproc {parts}), not {workers}"
+        )
+
+
+def _cache_size(text: str) -> int | str:
+    from graphengine.distributed.features import cache_rows
+
+    try:
+        cache_rows(text, 1, 1)  # checks the form
+    except ValueError as error:
+        raise argparse.ArgumentTypeError(str(error)) from None
+    return int(text) if text.strip().isdigit() else text
 
 
 def _result(args, dataset: str, epochs: int, workers: int, history: list, accuracies: dict):

@@ -3,6 +3,12 @@
 ``sample PARTITION OUT``: every worker samples batches of its own seeds across the parts with
 :class:`DistNeighborSampler` and checks each one against :class:`samplers.NeighborSampler` on
 the original graph (ids mapped back); it writes how many batches it checked to ``OUT.<rank>``.
+
+``load PARTITION OUT``: every worker loads an epoch with :class:`DistNeighborLoader`, without a
+cache of remote rows and with caches of several sizes, checks that the batches are the same
+and that every row equals the original dataset's row of its node, and writes the cache's hit
+rates to ``OUT.<rank>``.
+
 An assertion that fails ends the worker with an error, which fails the run.
 """
 
@@ -11,14 +17,17 @@ import sys
 from pathlib import Path
 
 import numpy as np
+import torch
 import torch.distributed as dist
 
 from graphengine.data.graph_store import Graph
 from graphengine.data.partition import open_part
 from graphengine.datasets.dataset import GraphDataset
+from graphengine.distributed.data import DistData
 from graphengine.distributed.exchange import Exchange
 from graphengine.distributed.launch import finish
 from graphengine.distributed.sampler import DistNeighborSampler
+from graphengine.loader.dist_neighbor_loader import DistNeighborLoader
 from samplers import NeighborSampler, SamplerInput
 
 # (fanouts, replace): without and with replacement, and taking every neighbor.
@@ -81,8 +90,41 @@ def sample(path: Path, out: Path) -> None:
     Path(f"{out}.{rank}").write_text(json.dumps({"checked": checked, "stats": stats}))
 
 
+def load(path: Path, out: Path) -> None:
+    dataset = multigraph()
+    data = DistData.open(path)
+    book = data.book
+    reference = None
+    hit_rates = {}
+    for cache in (None, "10%", 25, "100%"):
+        if cache is None:
+            data.features.fill_cache(np.empty(0, dtype=np.int64))
+        loader = DistNeighborLoader(
+            data, [4, 3], batch_size=16, shuffle=True, seed=3, remote_cache=cache
+        )
+        loader.set_epoch(0)
+        batches = list(loader)
+        stats = loader.reset_stats()
+        hit_rates[str(cache)] = stats["cache_hits"] / max(stats["remote_rows"], 1)
+        for batch in batches:
+            orig = book.to_orig(batch.n_id.numpy())
+            np.testing.assert_array_equal(batch.x.numpy(), dataset.x[orig])
+            np.testing.assert_array_equal(batch.y.numpy(), dataset.y[orig])
+            assert set(batch.n_id[: batch.batch_size].tolist()) <= set(data.train_idx.tolist())
+        if reference is None:
+            reference = batches
+            continue
+        assert len(batches) == len(reference)
+        for got, expected in zip(batches, reference, strict=True):
+            for key in ("n_id", "e_id", "edge_index", "x", "y", "input_id"):
+                assert torch.equal(got[key], expected[key]), key
+    seeds = sorted(int(i) for b in reference for i in b.n_id[: b.batch_size])
+    assert seeds == sorted(data.train_idx.tolist())  # every own training node once
+    Path(f"{out}.{dist.get_rank()}").write_text(json.dumps({"hit_rates": hit_rates}))
+
+
 if __name__ == "__main__":
     dist.init_process_group("gloo")
-    programs = {"sample": sample}
+    programs = {"sample": sample, "load": load}
     programs[sys.argv[1]](Path(sys.argv[2]), Path(sys.argv[3]))
     finish(0)

@@ -1,4 +1,5 @@
-"""Distributed sampling over K parts equals single-machine sampling on the original graph."""
+"""Distributed sampling over K parts equals single-machine sampling on the original graph;
+remote feature rows equal the originals, with or without a cache."""
 
 import json
 import os
@@ -39,3 +40,14 @@ def test_batches_do_not_depend_on_the_partition(tmp_path, num_parts, method):
     assert all(r["checked"] == 6 * len(SAMPLING_CASES) for r in reports)
     remote = sum(r["stats"]["remote_frontier_nodes"] for r in reports)
     assert (remote > 0) == (num_parts > 1)
+
+
+@pytest.mark.parametrize("num_parts", [2, 3])
+def test_remote_rows_equal_the_originals_with_and_without_a_cache(tmp_path, num_parts):
+    partition_dataset(multigraph(), num_parts, tmp_path / "parts", method="random")
+    result = torchrun(num_parts, WORKER, "load", tmp_path / "parts", tmp_path / "out")
+    assert result.returncode == 0, result.stderr[-3000:]
+    for rank in range(num_parts):
+        rates = json.loads((tmp_path / f"out.{rank}").read_text())["hit_rates"]
+        assert rates["None"] == 0.0 and rates["100%"] == 1.0
+        assert 0.0 < rates["10%"] <= rates["100%"]

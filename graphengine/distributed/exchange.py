@@ -66,11 +66,12 @@ class Exchange:
         self.world_size = dist.get_world_size(self.group)
         self._lock = threading.Lock()
 
-    def all_to_all(self, sends: Sequence[np.ndarray]) -> list[np.ndarray]:
-        """Send ``sends[p]`` to worker ``p``; returns what each worker sent this one.
+    def all_to_all(self, sends: Sequence[np.ndarray | torch.Tensor]) -> list[torch.Tensor]:
+        """Send ``sends[p]`` to worker ``p``; returns what each worker sent this one (CPU
+        tensors, views of one received buffer).
 
-        Every array must have the same dtype and the same trailing shape (``[n_p, ...]``,
-        ``n_p`` free), on every worker.
+        Every array (NumPy or a CPU tensor) must have the same dtype and the same trailing
+        shape (``[n_p, ...]``, ``n_p`` free), on every worker.
 
         Raises:
             ValueError: not one array per worker, or arrays of different dtypes or trailing
@@ -80,16 +81,17 @@ class Exchange:
             raise ValueError(
                 f"'sends' must hold one array per worker ({self.world_size}), got {len(sends)}"
             )
-        dtype, tail = sends[0].dtype, sends[0].shape[1:]
-        for p, array in enumerate(sends):
-            if array.dtype != dtype or array.shape[1:] != tail:
+        tensors = [torch.as_tensor(a) for a in sends]
+        dtype, tail = tensors[0].dtype, tuple(tensors[0].shape[1:])
+        for p, tensor in enumerate(tensors):
+            if tensor.dtype != dtype or tuple(tensor.shape[1:]) != tail:
                 raise ValueError(
                     f"every array sent must be {dtype} [n, {', '.join(map(str, tail))}] "
-                    f"(got {array.dtype} {list(array.shape)} for worker {p})"
+                    f"(got {tensor.dtype} {list(tensor.shape)} for worker {p})"
                 )
         started = time.perf_counter()
-        counts = torch.tensor([a.shape[0] for a in sends], dtype=torch.int64)
-        payload = torch.from_numpy(np.concatenate(sends))
+        counts = torch.tensor([t.shape[0] for t in tensors], dtype=torch.int64)
+        payload = torch.cat(tensors)
         with self._lock:
             received = self._exchange(counts.view(-1, 1), [1] * self.world_size, None)
             in_counts = received.view(-1).tolist()

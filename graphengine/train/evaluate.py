@@ -14,7 +14,9 @@ from tqdm import tqdm
 
 from graphengine.data.arrays import as_tensor
 from graphengine.datasets.dataset import SPLITS, GraphDataset
+from graphengine.distributed.data import DistData
 from graphengine.loader import NeighborLoader
+from graphengine.loader.dist_neighbor_loader import DistNeighborLoader
 from graphengine.nn.blocks import supports_blocks
 from graphengine.nn.forward import SeedLogits
 from graphengine.nn.inference import layerwise_inference
@@ -25,11 +27,19 @@ FULL_EVAL_MAX_EDGES = 5_000_000
 EVAL_MODES = ("auto", "full", "layerwise", "sampled")
 
 
-def resolve_eval_mode(mode: str, dataset: GraphDataset, model: torch.nn.Module) -> str:
+def resolve_eval_mode(mode: str, dataset: GraphDataset | DistData, model: torch.nn.Module) -> str:
     """``mode`` checked against ``model``; ``'auto'`` becomes ``'full'`` below 5M edges, else
-    ``'layerwise'`` when the model allows it, else ``'sampled'``."""
+    ``'layerwise'`` when the model allows it, else ``'sampled'``. A partitioned graph is
+    evaluated ``'sampled'``, each worker on its part's nodes."""
     if mode not in EVAL_MODES:
         raise ValueError(f"'eval_mode' must be one of {EVAL_MODES} (got {mode!r})")
+    if isinstance(dataset, DistData):
+        if mode in ("full", "layerwise"):
+            raise ValueError(
+                f"'eval_mode' {mode!r} is not available across the parts of a partitioned "
+                "graph yet; use 'sampled' (or 'auto')"
+            )
+        return "sampled"
     if mode == "layerwise" and not supports_blocks(model):
         raise ValueError(
             "'eval_mode' 'layerwise' needs a PyG BasicGNN without norms, jumping knowledge "
@@ -77,7 +87,7 @@ class Evaluator:
         self.num_workers = num_workers
         self.strategy = strategy or SingleProcess()
         self.progress = progress
-        self._y = as_tensor(dataset.y)
+        self._y = None if isinstance(dataset, DistData) else as_tensor(dataset.y)
 
     @property
     def device(self) -> torch.device:
@@ -103,6 +113,8 @@ class Evaluator:
         return {f"{split}_acc": self._sampled(split) for split in splits}
 
     def _sampled(self, split: str) -> float:
+        if isinstance(self.dataset, DistData):
+            return self._sampled_across_parts(split)
         nodes = np.asarray(self.dataset.split(split))
         mine = nodes[self.strategy.rank :: self.strategy.world_size]
         correct = 0
@@ -120,6 +132,26 @@ class Evaluator:
             for batch in batches:
                 logits = self.seed_logits(batch)
                 correct += int((logits.argmax(dim=-1) == batch.y[: batch.batch_size]).sum())
+        correct, total = self.strategy.sum([correct, len(mine)])
+        return correct / max(total, 1)
+
+    def _sampled_across_parts(self, split: str) -> float:
+        """Each worker classifies its own part's nodes of ``split``; counts are summed."""
+        mine = self.dataset.split(split)
+        loader = DistNeighborLoader(
+            self.dataset,
+            self.fanouts,
+            batch_size=self.batch_size,
+            input_nodes=mine,
+            seed=self.seed + 1,
+            num_workers=self.num_workers,
+            device=self.device,
+        )
+        correct = 0
+        batches = tqdm(loader, desc=f"eval {split}", disable=not self.progress, leave=False)
+        for batch in batches:
+            logits = self.seed_logits(batch)
+            correct += int((logits.argmax(dim=-1) == batch.y[: batch.batch_size]).sum())
         correct, total = self.strategy.sum([correct, len(mine)])
         return correct / max(total, 1)
 

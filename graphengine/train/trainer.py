@@ -13,7 +13,9 @@ import torch.nn.functional as F
 from tqdm import tqdm
 
 from graphengine.datasets.dataset import GraphDataset
+from graphengine.distributed.data import DistData
 from graphengine.loader import NeighborLoader
+from graphengine.loader.dist_neighbor_loader import DistNeighborLoader
 from graphengine.nn.forward import SeedLogits
 from graphengine.parallel import Strategy, strategy_for
 from graphengine.train.checkpoint import check_trained_on, read_state, trained_on, write_state
@@ -23,7 +25,10 @@ log = logging.getLogger(__name__)
 
 
 class Trainer:
-    """Trains ``model`` on ``dataset``'s training nodes with a :class:`NeighborLoader`.
+    """Trains ``model`` on ``dataset``'s training nodes with a :class:`NeighborLoader`, or,
+    given this worker's part of a partitioned graph (:class:`~graphengine.distributed.DistData`),
+    on its part's training nodes with a :class:`DistNeighborLoader`, data-parallel across the
+    parts' workers.
 
     Args:
         model: any module called as ``model(x, edge_index)`` returning
@@ -33,7 +38,8 @@ class Trainer:
             jumping knowledge, they get the per-hop counts to trim finished layers
             instead (``trim_to_layer``). Neither applies to a degree-normalizing
             ``GCNConv``, whose normalization counts the edges they drop.
-        dataset: the graph, features, labels and splits.
+        dataset: the graph, features, labels and splits, or this worker's
+            :class:`~graphengine.distributed.DistData`.
         fanouts: neighbors per hop for training (and for sampled evaluation).
         batch_size: seeds per training step, all workers together (the global batch): with
             ``W`` data-parallel workers each takes ``batch_size / W`` seeds of every step, so
@@ -55,6 +61,8 @@ class Trainer:
         progress: show a tqdm progress bar.
         strategy: how steps are split across workers; by default data-parallel in a joined
             process group of several workers, else a single process.
+        remote_cache: with a partitioned graph, this worker's cache of remote feature rows:
+            rows, a share of the remote nodes (``"5%"``) or bytes (``"64MB"``).
     """
 
     def __init__(
@@ -75,6 +83,7 @@ class Trainer:
         progress: bool = True,
         strategy: Strategy | None = None,
         worker_batch_size: int | None = None,
+        remote_cache: int | str | None = None,
     ):
         self.strategy = strategy or strategy_for(device)
         self.batch_size, self.worker_batch_size = split_batch(
@@ -103,19 +112,31 @@ class Trainer:
         self.metrics_path = Path(metrics_path) if metrics_path is not None else None
         self.progress = progress
         self.epoch = 0
-        self.train_loader = NeighborLoader(
-            dataset,
-            self.fanouts,
-            batch_size=self.worker_batch_size,
-            input_nodes=dataset.train_idx,
-            shuffle=True,
-            seed=seed,
-            num_workers=num_workers,
-            device=self.device,
-            pin_memory=self.device.type == "cuda",
-            rank=self.strategy.rank,
-            world_size=self.strategy.world_size,
-        )
+        if isinstance(dataset, DistData):
+            self.train_loader = DistNeighborLoader(
+                dataset,
+                self.fanouts,
+                batch_size=self.worker_batch_size,
+                shuffle=True,
+                seed=seed,
+                remote_cache=remote_cache,
+                num_workers=num_workers,
+                device=self.device,
+            )
+        else:
+            self.train_loader = NeighborLoader(
+                dataset,
+                self.fanouts,
+                batch_size=self.worker_batch_size,
+                input_nodes=dataset.train_idx,
+                shuffle=True,
+                seed=seed,
+                num_workers=num_workers,
+                device=self.device,
+                pin_memory=self.device.type == "cuda",
+                rank=self.strategy.rank,
+                world_size=self.strategy.world_size,
+            )
         if self.checkpoint is not None and self._every_rank_has_checkpoint():
             self.load_checkpoint(self.checkpoint)
 
@@ -176,6 +197,8 @@ class Trainer:
         """One pass over the training nodes; returns this epoch's metrics."""
         self._train_model.train()
         self.train_loader.set_epoch(self.epoch)
+        if isinstance(self.train_loader, DistNeighborLoader):
+            self.train_loader.reset_stats()  # what evaluation exchanged is not this epoch's
         total_loss = correct = seen = 0
         start = time.perf_counter()
         batches = tqdm(
@@ -198,7 +221,7 @@ class Trainer:
         total_loss, correct, seen = self.strategy.sum([total_loss, correct, seen])
         stages = self.train_loader.stage_times
         stages["compute"] = compute
-        return {
+        metrics = {
             "epoch": self.epoch,
             "loss": total_loss / max(seen, 1),
             "train_acc": correct / max(seen, 1),
@@ -208,6 +231,25 @@ class Trainer:
             "workers": self.world_size,
             "stage_s": stages,
         }
+        if isinstance(self.train_loader, DistNeighborLoader):
+            metrics["partition"] = self._partition_metrics()
+        return metrics
+
+    def _partition_metrics(self) -> dict:
+        """What crossed parts this epoch, all workers together (see
+        :meth:`DistNeighborLoader.reset_stats`), with the derived ``cut_edge_share`` (sampled
+        edges whose source another part owns), ``cache_hit_rate`` and ``remote_bytes``."""
+        stats = self.train_loader.reset_stats()
+        keys = sorted(stats)
+        totals = dict(zip(keys, self.strategy.sum([stats[k] for k in keys]), strict=True))
+        totals = {k: v if k.endswith("seconds") else int(v) for k, v in totals.items()}
+        totals["cut_edge_share"] = totals["cut_edges"] / max(totals["served_edges"], 1)
+        totals["cache_hit_rate"] = totals["cache_hits"] / max(totals["remote_rows"], 1)
+        totals["remote_bytes"] = totals["sampling_sent_bytes"] + totals["fetching_sent_bytes"]
+        totals["exchange_seconds_per_worker"] = (
+            totals["sampling_seconds"] + totals["fetching_seconds"]
+        ) / self.world_size
+        return totals
 
     def step(self, batch) -> tuple[float, int]:
         """One optimizer step on ``batch`` (its first ``batch_size`` nodes are the seeds);
@@ -216,7 +258,9 @@ class Trainer:
         self.optimizer.zero_grad()
         logits = self._train_model(batch)
         target = batch.y[: batch.batch_size].long()
-        loss = F.cross_entropy(logits, target)
+        # A worker of a partitioned graph may get no seeds for a step; it still takes part
+        # in the gradients' all-reduce, with zeros.
+        loss = F.cross_entropy(logits, target) if len(target) else logits.sum() * 0.0
         loss.backward()
         self.optimizer.step()
         return float(loss.detach()), int((logits.argmax(dim=-1) == target).sum())
@@ -312,5 +356,12 @@ def _summary(metrics: dict) -> str:
         parts.append(f"val_acc {metrics['val_acc']:.4f}")
     parts.append(f"{metrics['epoch_s']:.2f}s")
     parts.append(f"{metrics['seeds_per_s']:,.0f} seeds/s")
+    if "partition" in metrics:
+        crossed = metrics["partition"]
+        parts.append(
+            f"{crossed['remote_bytes'] / 1e6:,.1f} MB exchanged, "
+            f"{100 * crossed['cut_edge_share']:.1f}% of sampled edges cut, "
+            f"cache hit rate {100 * crossed['cache_hit_rate']:.1f}%"
+        )
     stages = " ".join(f"{name} {seconds:.2f}s" for name, seconds in metrics["stage_s"].items())
     return ", ".join(parts) + f" (stages: {stages})"

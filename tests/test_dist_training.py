@@ -1,0 +1,94 @@
+"""Training on a partitioned graph: the single-machine accuracy, and no hang when a worker dies."""
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+from tests.test_distributed import _descendants, _env
+
+REPO = Path(__file__).resolve().parents[1]
+
+
+def graphengine(*args, timeout=300) -> subprocess.CompletedProcess:
+    command = [sys.executable, "-m", "graphengine", *map(str, args)]
+    return subprocess.run(command, capture_output=True, text=True, timeout=timeout, cwd=REPO)
+
+
+def final_record(*args) -> dict:
+    done = graphengine(*args)
+    assert done.returncode == 0, done.stderr[-3000:]
+    return json.loads(done.stdout.splitlines()[-1])
+
+
+def partition(dataset: str, root, out, parts: int = 2) -> None:
+    done = graphengine(
+        "partition", "--dataset", dataset, "--root", root, "--parts", parts, "--out", out
+    )
+    assert done.returncode == 0, done.stderr[-3000:]
+
+
+def test_two_parts_reach_the_single_machine_accuracy_on_synthetic_small(tmp_path):
+    root, parts = tmp_path / "data", tmp_path / "parts"
+    partition("synthetic-small", root, parts)
+    common = ["--epochs", 3, "--seed", 0, "--no-progress"]
+    single = final_record("train", "--dataset", "synthetic-small", "--root", root, *common)
+    split = final_record(
+        "train", "--partitions", parts, "--nproc", 2, "--remote-cache", "5%", *common
+    )
+    assert split["workers"] == 2 and single["test_acc"] > 0.8
+    assert abs(split["test_acc"] - single["test_acc"]) <= 0.015, (single, split)
+
+
+def test_two_parts_reach_the_single_machine_accuracy_on_cora(tmp_path, shared_datasets):
+    root, parts = shared_datasets / "planetoid", tmp_path / "parts"
+    partition("cora", root, parts)
+    common = ["--epochs", 10, "--seed", 0, "--no-progress", "--eval-every", 10]
+    single = final_record(
+        "train", "--dataset", "cora", "--root", root, "--eval", "sampled", *common
+    )
+    split = final_record("train", "--partitions", parts, "--nproc", 2, *common)
+    assert single["test_acc"] > 0.75
+    assert abs(split["test_acc"] - single["test_acc"]) <= 0.015, (single, split)
+
+
+def test_partition_and_worker_counts_must_match(tmp_path):
+    parts = tmp_path / "parts"
+    partition("synthetic-small", tmp_path / "data", parts, parts=3)
+    done = graphengine("train", "--partitions", parts, "--nproc", 2)
+    assert done.returncode == 2
+    assert "has 3 parts: train it with one worker per part (--nproc 3), not 2" in done.stderr
+    done = graphengine("train", "--dataset", "synthetic-small", "--remote-cache", "5%")
+    assert done.returncode == 2 and "--remote-cache needs --partitions" in done.stderr
+    done = graphengine("train", "--partitions", parts, "--nproc", 3, "--remote-cache", "5 apples")
+    assert done.returncode == 2 and "'remote_cache' must be rows" in done.stderr
+
+
+def test_killed_worker_stops_partitioned_training_naming_its_rank(tmp_path):
+    parts, metrics = tmp_path / "parts", tmp_path / "metrics.jsonl"
+    partition("synthetic-small", tmp_path / "data", parts)
+    command = [sys.executable, "-m", "graphengine", "train", "--partitions", str(parts)]
+    command += ["--nproc", "2", "--epochs", "100000", "--eval-every", "0", "--no-progress"]
+    command += ["--metrics", str(metrics), "--dist-timeout", "20"]
+    launcher = subprocess.Popen(
+        command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, cwd=REPO
+    )
+    try:
+        deadline = time.monotonic() + 120
+        while not (metrics.exists() and metrics.read_text().strip()):
+            assert launcher.poll() is None, launcher.stderr.read()[-3000:]
+            assert time.monotonic() < deadline, "training did not start"
+            time.sleep(0.5)
+        victim = next(pid for pid in _descendants(launcher.pid) if _env(pid).get("RANK") == "1")
+        killed_at = time.monotonic()
+        os.kill(victim, signal.SIGKILL)
+        _, stderr = launcher.communicate(timeout=90)
+    finally:
+        if launcher.poll() is None:
+            launcher.kill()
+    assert launcher.returncode != 0
+    assert time.monotonic() - killed_at < 60
+    assert "rank      : 1" in stderr or "rank: 1" in stderr, stderr[-3000:]
