@@ -276,6 +276,32 @@ def _parser() -> argparse.ArgumentParser:
         help="instead: epochs of graphengine train with 1..N data-parallel workers",
     )
     train_bench.set_defaults(run=_bench_train)
+    part_bench = add_bench(
+        "partition", "partitioning: its cost, cross-part traffic and cache hit rates"
+    )
+    _dataset_args(part_bench, default="synthetic-products")
+    part_bench.add_argument("--parts", type=_ints, default=[2, 4], help="K measured (processes)")
+    part_bench.add_argument(
+        "--methods", type=_methods, default=["metis", "random"], help="partitioning methods"
+    )
+    part_bench.add_argument("--fanouts", type=_fanouts, default=[15, 10, 5], help=FANOUTS_HELP)
+    part_bench.add_argument(
+        "--batch-size", type=_at_least(1), default=1024, help="the global batch, split over K"
+    )
+    part_bench.add_argument("--batches", type=_at_least(1), default=10, help="batches timed")
+    part_bench.add_argument(
+        "--cache",
+        type=lambda text: [_cache_size(t) for t in text.split(",")],
+        default=["0", "5%", "20%"],
+        help="remote-row cache sizes, comma-separated (rows, N%% of the remote rows, or bytes)",
+    )
+    part_bench.add_argument(
+        "--simulate", type=_ints, default=[8, 16, 32, 64], help="K simulated (no processes)"
+    )
+    part_bench.add_argument(
+        "--simulated-batches", type=_at_least(1), default=200, help="global batches simulated"
+    )
+    part_bench.set_defaults(run=_bench_partition)
     gather = add_bench("gather", "feature-row gathers vs copy bandwidth")
     gather.add_argument("--table-mib", type=_at_least(1), default=1024, help="table size")
     gather.add_argument("--cols", type=_at_least(1), default=128, help="float32 columns")
@@ -602,6 +628,34 @@ def _bench_sample(args) -> int:
         vs_pyg=args.vs == "pyg",
     )
     return 0
+
+
+def _bench_partition(args) -> int:
+    from graphengine.bench import partition
+
+    partition.run(
+        args.dataset,
+        args.root,
+        args.parts,
+        args.methods,
+        args.fanouts,
+        args.batch_size,
+        args.batches,
+        [str(size) for size in args.cache],
+        args.simulate,
+        args.simulated_batches,
+    )
+    return 0
+
+
+def _methods(text: str) -> list[str]:
+    methods = [m.strip() for m in text.split(",") if m.strip()]
+    unknown = [m for m in methods if m not in PARTITION_METHODS]
+    if not methods or unknown:
+        raise argparse.ArgumentTypeError(
+            f"methods must be among {', '.join(PARTITION_METHODS)} (got {text!r})"
+        )
+    return methods
 
 
 def _bench_train(args) -> int:

@@ -7,7 +7,7 @@ the original graph (ids mapped back); it writes how many batches it checked to `
 ``load PARTITION OUT``: every worker loads an epoch with :class:`DistNeighborLoader`, without a
 cache of remote rows and with caches of several sizes, checks that the batches are the same
 and that every row equals the original dataset's row of its node, and writes the cache's hit
-rates to ``OUT.<rank>``.
+rates and the resident bytes of each partition file it has mapped to ``OUT.<rank>``.
 
 An assertion that fails ends the worker with an error, which fails the run.
 """
@@ -120,7 +120,24 @@ def load(path: Path, out: Path) -> None:
                 assert torch.equal(got[key], expected[key]), key
     seeds = sorted(int(i) for b in reference for i in b.n_id[: b.batch_size])
     assert seeds == sorted(data.train_idx.tolist())  # every own training node once
-    Path(f"{out}.{dist.get_rank()}").write_text(json.dumps({"hit_rates": hit_rates}))
+    report = {"hit_rates": hit_rates, "mapped": mapped_rss(path)}
+    Path(f"{out}.{dist.get_rank()}").write_text(json.dumps(report))
+
+
+def mapped_rss(directory: Path) -> dict[str, int]:
+    """Resident bytes of each file under ``directory`` this process has memory-mapped, by path
+    relative to ``directory``."""
+    resident: dict[str, int] = {}
+    current = None
+    for line in Path("/proc/self/smaps").read_text().splitlines():
+        if not line[:1].isupper():  # a mapping's header line: address range, perms, path
+            fields = line.split()
+            path = Path(fields[-1]) if len(fields) >= 6 else None
+            current = path if path is not None and path.is_relative_to(directory) else None
+        elif current is not None and line.startswith("Rss:"):
+            name = str(current.relative_to(directory))
+            resident[name] = resident.get(name, 0) + int(line.split()[1]) * 1024
+    return resident
 
 
 if __name__ == "__main__":

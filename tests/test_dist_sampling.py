@@ -48,6 +48,14 @@ def test_remote_rows_equal_the_originals_with_and_without_a_cache(tmp_path, num_
     result = torchrun(num_parts, WORKER, "load", tmp_path / "parts", tmp_path / "out")
     assert result.returncode == 0, result.stderr[-3000:]
     for rank in range(num_parts):
-        rates = json.loads((tmp_path / f"out.{rank}").read_text())["hit_rates"]
+        report = json.loads((tmp_path / f"out.{rank}").read_text())
+        rates = report["hit_rates"]
         assert rates["None"] == 0.0 and rates["100%"] == 1.0
         assert 0.0 < rates["10%"] <= rates["100%"]
+        # A worker maps its own part's files and the id maps, never another part's.
+        mapped = report["mapped"]
+        assert any(name.startswith(f"part-{rank}/") for name in mapped), mapped
+        assert all(
+            name.startswith(f"part-{rank}/") or name in ("new_to_orig.npy", "orig_to_new.npy")
+            for name in mapped
+        ), mapped

@@ -7,8 +7,9 @@ import sys
 from collections.abc import Sequence
 
 
-def print_report(headers: Sequence[str], rows: Sequence[Sequence], summary: dict) -> None:
-    """Print ``rows`` under ``headers`` as a table, then ``summary`` as one JSON line."""
+def print_report(headers: Sequence[str], rows: Sequence[Sequence], summary: dict | None) -> None:
+    """Print ``rows`` under ``headers`` as a table, then ``summary`` as one JSON line (none
+    when ``summary`` is ``None``: a report of several tables ends with one line)."""
     cells = [[_format(v) for v in row] for row in rows]
     widths = [max(len(str(h)), *(len(r[i]) for r in cells)) for i, h in enumerate(headers)]
     lines = [
@@ -16,7 +17,9 @@ def print_report(headers: Sequence[str], rows: Sequence[Sequence], summary: dict
         "  ".join("-" * w for w in widths),
     ]
     lines += ["  ".join(c.rjust(w) for c, w in zip(row, widths, strict=True)) for row in cells]
-    sys.stdout.write("\n".join(lines) + "\n" + json.dumps(summary) + "\n")
+    if summary is not None:
+        lines.append(json.dumps(summary))
+    sys.stdout.write("\n".join(lines) + "\n")
     sys.stdout.flush()
 
 

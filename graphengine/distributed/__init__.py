@@ -1,6 +1,7 @@
 """torch.distributed glue: launching workers under torchrun, joining and leaving the group,
 batched all-to-all exchanges, and sampling across the parts of a partitioned graph."""
 
+from graphengine.distributed.data import DistData
 from graphengine.distributed.exchange import Exchange, ExchangeStats, new_exchange
 from graphengine.distributed.launch import (
     INTERRUPTED,
@@ -14,6 +15,7 @@ from graphengine.distributed.sampler import DistNeighborSampler, SamplingStats
 
 __all__ = [
     "INTERRUPTED",
+    "DistData",
     "DistNeighborSampler",
     "Exchange",
     "ExchangeStats",

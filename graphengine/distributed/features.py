@@ -240,13 +240,14 @@ class AccessCounter:
         if self._pending_size >= self._merge_every:
             self._merge()
 
+    def ranked(self) -> np.ndarray:
+        """Every id counted, the most read first (ties to the smaller id)."""
+        self._merge()
+        return self.values[np.lexsort((self.values, -self.counts))]
+
     def most_frequent(self, capacity: int) -> np.ndarray:
         """The ``capacity`` most read ids (ties to the smaller id), ascending."""
-        self._merge()
-        if capacity <= 0 or self.values.size == 0:
-            return np.empty(0, dtype=np.int64)
-        keep = np.lexsort((self.values, -self.counts))[:capacity]
-        return np.sort(self.values[keep])
+        return np.sort(self.ranked()[: max(capacity, 0)])
 
     def _merge(self) -> None:
         if not self._pending:

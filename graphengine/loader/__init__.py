@@ -1,6 +1,7 @@
 """Loaders: how batches are built. Public stages that every loader composes, the threaded
 pipeline that runs them, and the loaders themselves."""
 
+from graphengine.loader.dist_neighbor_loader import DistNeighborLoader
 from graphengine.loader.neighbor_loader import NeighborLoader
 from graphengine.loader.pipeline import Pipeline, Stage
 from graphengine.loader.seeds import BatchRequest, SeedBatches
@@ -15,6 +16,7 @@ from graphengine.loader.stages import (
 __all__ = [
     "BatchRequest",
     "CopyToDevice",
+    "DistNeighborLoader",
     "GatherFeatures",
     "InWorkerThreads",
     "NeighborLoader",

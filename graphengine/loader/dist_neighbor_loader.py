@@ -205,40 +205,48 @@ class DistNeighborLoader:
         cached. A collective: every worker calls it."""
         features = self.data.features
         row_bytes = features.num_features * features.store["x"].element_size() + 8
-        capacity = cache_rows(size, row_bytes, features.num_remote_nodes)
-        capacity = int(min(self._agree(capacity, dist.ReduceOp.MAX), features.num_remote_nodes))
-        counter = AccessCounter()
-        if capacity > 0:
+        # Every worker rehearses if any caches (the rehearsal is a collective).
+        agreed = self._agree(
+            cache_rows(size, row_bytes, features.num_remote_nodes), dist.ReduceOp.MAX
+        )
+        if agreed > 0:
+            capacity = min(agreed, features.num_remote_nodes)
             started = time.perf_counter()
-            batches = OwnSeedBatches(
-                len(self.input_nodes),
-                len(self),
-                True,
-                derive_seed(seed, _CACHE_EPOCHS_SALT),
-                self.data.part.part,
-            )
-            part = self.data.part
-            for _ in range(epochs):
-                for request in batches:
-                    node = self._sample(request).node
-                    counter.add(node[(node < part.start) | (node >= part.stop)])
-            chosen = counter.most_frequent(capacity)
+            chosen = self.access_counts(epochs, seed).most_frequent(capacity)
             if chosen.shape[0] < capacity:  # room for rows the rehearsal never read
-                chosen = np.union1d(chosen, _unread_remote(part, chosen, capacity))
+                chosen = np.union1d(chosen, _unread_remote(self.data.part, chosen, capacity))
             cache = features.fill_cache(chosen)
             log.info(
                 "part %d: cached %d remote rows (%.1f MB) chosen over %d pre-sampled epoch(s) "
                 "in %.1f s",
-                part.part,
+                self.data.part.part,
                 cache.num_rows,
                 cache.nbytes / 1e6,
                 epochs,
                 time.perf_counter() - started,
             )
         else:
-            features.fill_cache(counter.most_frequent(0))
+            features.fill_cache(np.empty(0, dtype=np.int64))
         self.reset_stats()
         return features.cache.num_rows
+
+    def access_counts(self, epochs: int = 1, seed: int = 0) -> AccessCounter:
+        """How often ``epochs`` pre-sampled epochs (seeded apart from the training epochs)
+        read each other part's node. A collective: every worker calls it."""
+        batches = OwnSeedBatches(
+            len(self.input_nodes),
+            len(self),
+            True,
+            derive_seed(seed, _CACHE_EPOCHS_SALT),
+            self.data.part.part,
+        )
+        part = self.data.part
+        counter = AccessCounter()
+        for _ in range(epochs):
+            for request in batches:
+                node = self._sample(request).node
+                counter.add(node[(node < part.start) | (node >= part.stop)])
+        return counter
 
     def _fetch(self, out: SamplerOutput) -> Data:
         """A sampled subgraph -> a ``Data`` with its nodes' rows from wherever they live."""
