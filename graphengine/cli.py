@@ -33,9 +33,10 @@ extension (without it, gathers fall back to torch.index_select). 'graphengine CO
 
 TRAIN_EPILOG = """\
 output: one JSON line per epoch on stdout as it ends (epoch, loss, train_acc: the running
-accuracy on that epoch's training batches, val_acc, epoch_s, seeds_per_s, stage_s), then a
-final JSON line: dataset, model, epochs (in total), epochs_run (by this command), workers;
-train_acc, val_acc, test_acc: the trained
+accuracy on that epoch's training batches, val_acc, epoch_s, seeds_per_s, stage_s; with
+--partitions also partition: rows, bytes and edges that crossed parts, cut_edge_share,
+cache_hit_rate, seconds in exchanges), then a final JSON line: dataset, model, epochs (in
+total), epochs_run (by this command), workers; train_acc, val_acc, test_acc: the trained
 model evaluated on each split (--eval; absent with --eval-every 0); train_acc_running: the
 last epoch's running training accuracy (dropout on, weights changing while it is counted);
 first_epoch_s: the first epoch run's seconds (it includes compiling the Numba kernels);

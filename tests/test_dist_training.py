@@ -1,4 +1,5 @@
-"""Training on a partitioned graph: the single-machine accuracy, and no hang when a worker dies."""
+"""Training on a partitioned graph: the single-machine accuracy, resume, and no hang when a
+worker dies."""
 
 import json
 import os
@@ -7,6 +8,8 @@ import subprocess
 import sys
 import time
 from pathlib import Path
+
+import torch
 
 from tests.test_distributed import _descendants, _env
 
@@ -92,3 +95,34 @@ def test_killed_worker_stops_partitioned_training_naming_its_rank(tmp_path):
     assert launcher.returncode != 0
     assert time.monotonic() - killed_at < 60
     assert "rank      : 1" in stderr or "rank: 1" in stderr, stderr[-3000:]
+
+
+def test_resume_on_parts_continues_identically(tmp_path):
+    from graphengine.train.checkpoint import read_state
+
+    parts = tmp_path / "parts"
+    partition("synthetic-small", tmp_path / "data", parts)
+
+    def train(epochs, checkpoint):
+        final_record(
+            "train",
+            "--partitions",
+            parts,
+            "--nproc",
+            2,
+            "--epochs",
+            epochs,
+            "--eval-every",
+            0,
+            "--no-progress",
+            "--checkpoint",
+            checkpoint,
+        )
+
+    train(2, tmp_path / "straight.pt")
+    train(1, tmp_path / "resumed.pt")
+    train(2, tmp_path / "resumed.pt")
+    straight, resumed = read_state(tmp_path / "straight.pt"), read_state(tmp_path / "resumed.pt")
+    assert straight["epoch"] == resumed["epoch"] == 2
+    for name, value in straight["model"].items():
+        assert torch.allclose(value, resumed["model"][name], atol=1e-6), name

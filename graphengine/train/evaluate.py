@@ -113,43 +113,28 @@ class Evaluator:
         return {f"{split}_acc": self._sampled(split) for split in splits}
 
     def _sampled(self, split: str) -> float:
+        """Sampled mini-batches over this worker's share of ``split``; counts are summed over
+        the workers. Of a partitioned graph, each worker takes its own part's nodes (and every
+        worker iterates, as the batches are collectives); else every ``world_size``-th node."""
+        kwargs = {
+            "batch_size": self.batch_size,
+            "seed": self.seed + 1,
+            "num_workers": self.num_workers,
+            "device": self.device,
+        }
         if isinstance(self.dataset, DistData):
-            return self._sampled_across_parts(split)
-        nodes = np.asarray(self.dataset.split(split))
-        mine = nodes[self.strategy.rank :: self.strategy.world_size]
-        correct = 0
-        if len(mine):
-            loader = NeighborLoader(
-                self.dataset,
-                self.fanouts,
-                batch_size=self.batch_size,
-                input_nodes=mine,
-                seed=self.seed + 1,
-                num_workers=self.num_workers,
-                device=self.device,
+            mine = self.dataset.split(split)
+            loader = DistNeighborLoader(self.dataset, self.fanouts, input_nodes=mine, **kwargs)
+        else:
+            nodes = np.asarray(self.dataset.split(split))
+            mine = nodes[self.strategy.rank :: self.strategy.world_size]
+            loader = (
+                NeighborLoader(self.dataset, self.fanouts, input_nodes=mine, **kwargs)
+                if len(mine)
+                else []
             )
-            batches = tqdm(loader, desc=f"eval {split}", disable=not self.progress, leave=False)
-            for batch in batches:
-                logits = self.seed_logits(batch)
-                correct += int((logits.argmax(dim=-1) == batch.y[: batch.batch_size]).sum())
-        correct, total = self.strategy.sum([correct, len(mine)])
-        return correct / max(total, 1)
-
-    def _sampled_across_parts(self, split: str) -> float:
-        """Each worker classifies its own part's nodes of ``split``; counts are summed."""
-        mine = self.dataset.split(split)
-        loader = DistNeighborLoader(
-            self.dataset,
-            self.fanouts,
-            batch_size=self.batch_size,
-            input_nodes=mine,
-            seed=self.seed + 1,
-            num_workers=self.num_workers,
-            device=self.device,
-        )
         correct = 0
-        batches = tqdm(loader, desc=f"eval {split}", disable=not self.progress, leave=False)
-        for batch in batches:
+        for batch in tqdm(loader, desc=f"eval {split}", disable=not self.progress, leave=False):
             logits = self.seed_logits(batch)
             correct += int((logits.argmax(dim=-1) == batch.y[: batch.batch_size]).sum())
         correct, total = self.strategy.sum([correct, len(mine)])

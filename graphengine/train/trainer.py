@@ -124,6 +124,8 @@ class Trainer:
                 device=self.device,
             )
         else:
+            if remote_cache is not None:
+                raise ValueError("'remote_cache' needs a partitioned graph (a DistData)")
             self.train_loader = NeighborLoader(
                 dataset,
                 self.fanouts,
