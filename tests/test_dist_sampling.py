@@ -5,11 +5,16 @@ import json
 import os
 import subprocess
 import sys
+from collections import Counter
 from pathlib import Path
 
+import numpy as np
 import pytest
+import torch
 
 from graphengine.data.partition import partition_dataset
+from graphengine.distributed.data import DistData
+from graphengine.distributed.features import AccessCounter, RemoteRowCache, cache_rows
 from tests.partition_worker import SAMPLING_CASES, multigraph
 
 WORKER = Path(__file__).with_name("partition_worker.py")
@@ -59,3 +64,40 @@ def test_remote_rows_equal_the_originals_with_and_without_a_cache(tmp_path, num_
             name.startswith(f"part-{rank}/") or name in ("new_to_orig.npy", "orig_to_new.npy")
             for name in mapped
         ), mapped
+
+
+def test_cache_sizes_in_rows_shares_and_bytes():
+    assert cache_rows(None, 100, 1000) == 0
+    assert cache_rows(250, 100, 1000) == 250
+    assert cache_rows("5%", 100, 1000) == 50
+    assert cache_rows("10KB", 100, 1000) == 100
+    assert cache_rows("1KiB", 100, 1000) == 10
+    assert cache_rows("5000", 100, 1000) == 1000  # never more than the remote nodes
+    for bad in ("5 apples", "-3", "%"):
+        with pytest.raises(ValueError, match="'remote_cache' must be rows"):
+            cache_rows(bad, 100, 1000)
+    with pytest.raises(ValueError, match="must not be negative"):
+        cache_rows(-3, 100, 1000)
+
+
+def test_access_counter_ranks_by_reads_then_id():
+    counter = AccessCounter(merge_every=4)  # merges several times on the way
+    for batch in ([5, 9, 2], [9, 2], [9, 7], [2, 1]):
+        counter.add(np.array(batch, dtype=np.int64))
+    reads = Counter([5, 9, 2, 9, 2, 9, 7, 2, 1])
+    expected = sorted(reads, key=lambda node: (-reads[node], node))
+    assert counter.ranked().tolist() == expected
+    assert counter.most_frequent(3).tolist() == sorted(expected[:3])
+
+
+def test_cache_lookup_finds_cached_rows_only():
+    cache = RemoteRowCache(np.array([3, 8, 20]), torch.zeros(3, 2), torch.zeros(3))
+    np.testing.assert_array_equal(
+        cache.lookup(np.array([8, 4, 20, 3, 21, 0])), [1, -1, 2, 0, -1, -1]
+    )
+
+
+def test_opening_a_partition_needs_a_process_group(tmp_path):
+    partition_dataset(multigraph(), 2, tmp_path / "parts", method="random")
+    with pytest.raises(RuntimeError, match=r"needs a joined torch\.distributed group"):
+        DistData.open(tmp_path / "parts")

@@ -2,16 +2,13 @@
 worker dies."""
 
 import json
-import os
-import signal
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 import torch
 
-from tests.test_distributed import _descendants, _env
+from tests.test_distributed import assert_killing_rank_1_stops_the_run
 
 REPO = Path(__file__).resolve().parents[1]
 
@@ -76,25 +73,7 @@ def test_killed_worker_stops_partitioned_training_naming_its_rank(tmp_path):
     command = [sys.executable, "-m", "graphengine", "train", "--partitions", str(parts)]
     command += ["--nproc", "2", "--epochs", "100000", "--eval-every", "0", "--no-progress"]
     command += ["--metrics", str(metrics), "--dist-timeout", "20"]
-    launcher = subprocess.Popen(
-        command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, cwd=REPO
-    )
-    try:
-        deadline = time.monotonic() + 120
-        while not (metrics.exists() and metrics.read_text().strip()):
-            assert launcher.poll() is None, launcher.stderr.read()[-3000:]
-            assert time.monotonic() < deadline, "training did not start"
-            time.sleep(0.5)
-        victim = next(pid for pid in _descendants(launcher.pid) if _env(pid).get("RANK") == "1")
-        killed_at = time.monotonic()
-        os.kill(victim, signal.SIGKILL)
-        _, stderr = launcher.communicate(timeout=90)
-    finally:
-        if launcher.poll() is None:
-            launcher.kill()
-    assert launcher.returncode != 0
-    assert time.monotonic() - killed_at < 60
-    assert "rank      : 1" in stderr or "rank: 1" in stderr, stderr[-3000:]
+    assert_killing_rank_1_stops_the_run(command, metrics)
 
 
 def test_resume_on_parts_continues_identically(tmp_path):

@@ -164,6 +164,13 @@ def test_workers_share_one_copy_of_the_features(tmp_path):
 def test_killed_worker_stops_the_run_naming_its_rank(tmp_path):
     metrics = tmp_path / "metrics.jsonl"
     command = train_command(tmp_path, 100000, "--metrics", metrics, "--dist-timeout", 20)
+    assert_killing_rank_1_stops_the_run(command, metrics)
+
+
+def assert_killing_rank_1_stops_the_run(command: list[str], metrics: Path) -> None:
+    """Start ``command`` (a 2-worker ``graphengine train`` with ``--dist-timeout 20`` writing
+    ``metrics``), kill rank 1 once an epoch is done, and check that the run fails within a
+    minute with torchrun naming rank 1."""
     launcher = subprocess.Popen(
         command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, cwd=REPO
     )

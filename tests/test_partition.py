@@ -17,6 +17,7 @@ from graphengine.data.partition import (
 from graphengine.data.partition.partitioner import symmetric_adjacency, vertex_weights
 from graphengine.datasets.dataset import GraphDataset
 from graphengine.datasets.synthetic import SyntheticSpec, generate
+from tests import partition_worker
 
 COMMUNITY_SPEC = SyntheticSpec(
     num_nodes=1500,
@@ -33,24 +34,9 @@ COMMUNITY_SPEC = SyntheticSpec(
 def multigraph() -> GraphDataset:
     """A directed multigraph: self loops, repeated edges, isolated nodes, and ``edge_ids``
     that are not the CSC order."""
-    rng = np.random.default_rng(5)
-    n, e = 240, 1800
-    edge_index = rng.integers(0, n - 10, (2, e))  # the last 10 nodes are isolated
-    edge_index[:, :40] = edge_index[0, :40]  # self loops
-    edge_index[:, 40:80] = edge_index[:, 80:120]  # repeated edges
-    graph = Graph.from_edge_index(edge_index, n)
-    assert graph.edge_ids is not None  # the fixture is what it says
-    order = rng.permutation(n)
-    return GraphDataset(
-        name="multigraph",
-        graph=graph,
-        x=rng.standard_normal((n, 5)).astype(np.float32),
-        y=rng.integers(0, 3, n),
-        train_idx=order[:60],  # unsorted on purpose
-        val_idx=np.sort(order[60:100]),
-        test_idx=np.sort(order[100:]),
-        num_classes=3,
-    )
+    dataset = partition_worker.multigraph()
+    assert dataset.graph.edge_ids is not None  # the fixture is what it says
+    return dataset
 
 
 @pytest.fixture(scope="module")
@@ -238,8 +224,8 @@ def test_vertex_weights_sum_the_three_loads(multigraph):
 @pytest.mark.parametrize(
     ("num_parts", "error", "match"),
     [
-        (0, ValueError, r"'num_parts' must be in \[1, num_nodes=240\] \(got 0\)"),
-        (241, ValueError, r"'num_parts' must be in \[1, num_nodes=240\] \(got 241\)"),
+        (0, ValueError, r"'num_parts' must be in \[1, num_nodes=300\] \(got 0\)"),
+        (301, ValueError, r"'num_parts' must be in \[1, num_nodes=300\] \(got 301\)"),
         (2.0, TypeError, r"'num_parts' must be an integer \(got float\)"),
     ],
 )

@@ -24,7 +24,7 @@ from graphengine.distributed.features import AccessCounter, cache_rows
 from graphengine.distributed.sampler import DistNeighborSampler
 from graphengine.loader.neighbor_loader import sampler_threads
 from graphengine.loader.pipeline import Pipeline, Stage, StageTimes
-from graphengine.loader.seeds import BatchRequest, derive_seed
+from graphengine.loader.seeds import OwnSeedBatches, derive_seed
 from graphengine.loader.stages import CopyToDevice, SampleNodes
 from samplers import SamplerOutput, check_fanouts, check_node_ids
 
@@ -41,38 +41,6 @@ def _unread_remote(part, chosen: np.ndarray, capacity: int) -> np.ndarray:
         (np.arange(part.start, dtype=np.int64), np.arange(part.stop, part.book.num_nodes))
     )
     return np.setdiff1d(remote, chosen, assume_unique=True)[: capacity - chosen.shape[0]]
-
-
-class OwnSeedBatches:
-    """This worker's seeds in ``num_batches`` batches per epoch, of sizes differing by at most
-    one, shuffled per epoch if asked; batch ``b`` of rank ``r`` gets seed
-    ``derive_seed(base, r, b)`` with ``base = derive_seed(seed, epoch)``.
-
-    Every worker runs ``num_batches`` batches, whatever its number of seeds, so that none
-    waits forever for another at an exchange.
-    """
-
-    def __init__(self, num_seeds: int, num_batches: int, shuffle: bool, seed: int, rank: int):
-        self.num_seeds = num_seeds
-        self.num_batches = num_batches
-        self.shuffle = shuffle
-        self.seed = seed
-        self.rank = rank
-        self.epoch = 0
-
-    def __len__(self) -> int:
-        return self.num_batches
-
-    def __iter__(self) -> Iterator[BatchRequest]:
-        base = derive_seed(self.seed, self.epoch)
-        self.epoch += 1
-        if self.shuffle:
-            generator = torch.Generator().manual_seed(derive_seed(base, self.rank, 1 << 40))
-            order = torch.randperm(self.num_seeds, generator=generator).numpy()
-        else:
-            order = np.arange(self.num_seeds, dtype=np.int64)
-        for b, index in enumerate(np.array_split(order, self.num_batches)):
-            yield BatchRequest(index=index, seed=derive_seed(base, self.rank, b))
 
 
 class DistNeighborLoader:

@@ -25,6 +25,15 @@ def derive_seed(*parts: int) -> int:
     return mix_seed(*parts) >> 1
 
 
+def epoch_order(num_seeds: int, shuffle: bool, seed: int) -> np.ndarray:
+    """The order of ``num_seeds`` input positions in one epoch (int64): a permutation drawn
+    from ``seed`` when ``shuffle``, else ascending."""
+    if not shuffle:
+        return np.arange(num_seeds, dtype=np.int64)
+    generator = torch.Generator().manual_seed(seed)
+    return torch.randperm(num_seeds, generator=generator).numpy()
+
+
 class SeedBatches:
     """Splits ``num_seeds`` input positions into batches, shuffled per epoch if asked.
 
@@ -86,11 +95,7 @@ class SeedBatches:
         else:
             base = derive_seed(self.seed, self.epoch)
         self.epoch += 1
-        if self.shuffle:
-            generator = torch.Generator().manual_seed(derive_seed(base, 1 << 40))
-            order = torch.randperm(self.num_seeds, generator=generator).numpy()
-        else:
-            order = np.arange(self.num_seeds, dtype=np.int64)
+        order = epoch_order(self.num_seeds, self.shuffle, derive_seed(base, 1 << 40))
         if self.world_size > 1:
             share = self.share
             order = np.resize(order, share * self.world_size)  # pads by repeating the start
@@ -99,3 +104,31 @@ class SeedBatches:
             index = order[b * self.batch_size : (b + 1) * self.batch_size]
             seed = derive_seed(base, b) if self.world_size == 1 else derive_seed(base, self.rank, b)
             yield BatchRequest(index=index, seed=seed)
+
+
+class OwnSeedBatches:
+    """This worker's seeds in ``num_batches`` batches per epoch, of sizes differing by at most
+    one, shuffled per epoch if asked; batch ``b`` of rank ``r`` gets seed
+    ``derive_seed(base, r, b)`` with ``base = derive_seed(seed, epoch)``.
+
+    Every worker runs ``num_batches`` batches, whatever its number of seeds, so that none
+    waits forever for another at an exchange.
+    """
+
+    def __init__(self, num_seeds: int, num_batches: int, shuffle: bool, seed: int, rank: int):
+        self.num_seeds = num_seeds
+        self.num_batches = num_batches
+        self.shuffle = shuffle
+        self.seed = seed
+        self.rank = rank
+        self.epoch = 0
+
+    def __len__(self) -> int:
+        return self.num_batches
+
+    def __iter__(self) -> Iterator[BatchRequest]:
+        base = derive_seed(self.seed, self.epoch)
+        self.epoch += 1
+        order = epoch_order(self.num_seeds, self.shuffle, derive_seed(base, self.rank, 1 << 40))
+        for b, index in enumerate(np.array_split(order, self.num_batches)):
+            yield BatchRequest(index=index, seed=derive_seed(base, self.rank, b))
