@@ -10,6 +10,7 @@ import torch
 
 from graphengine import NeighborLoader
 from graphengine.datasets import SyntheticSpec, generate
+from graphengine.loader import pipeline as pipeline_module
 from graphengine.loader.pipeline import Pipeline, Stage
 from graphengine.nn.inference import layerwise_inference
 
@@ -79,6 +80,35 @@ def test_break_and_garbage_collection_stop_every_thread():
     del iterator
     gc.collect()
     wait_for_no_threads()
+
+
+def test_ctrl_c_while_threads_start_stops_the_started_ones(monkeypatch):
+    """Ctrl-C lands in ``Thread.start`` (it waits for the new thread): the threads started
+    by then must stop too, or they run on into the interpreter's exit and abort it."""
+    real_start = threading.Thread.start
+    started = []
+
+    def start_then_interrupt(thread):
+        real_start(thread)
+        started.append(thread)
+        if len(started) == 2:
+            raise KeyboardInterrupt
+
+    monkeypatch.setattr(threading.Thread, "start", start_then_interrupt)
+    with pytest.raises(KeyboardInterrupt):
+        next(iter(Pipeline(range(10_000), [Stage("a", jitter, 2), Stage("b", jitter)])))
+    monkeypatch.undo()
+    assert len(started) == 2
+    wait_for_no_threads(timeout=1.0)
+
+
+def test_exit_stops_the_threads_of_a_pass_still_held():
+    iterator = iter(Pipeline(range(10_000), [Stage("a", jitter, 2)]))
+    next(iterator)
+    assert graphengine_threads()
+    pipeline_module._stop_live_runs()  # what the interpreter's exit runs
+    wait_for_no_threads(timeout=1.0)
+    del iterator
 
 
 def test_bad_arguments():

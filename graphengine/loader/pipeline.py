@@ -7,8 +7,11 @@ release the GIL, so threads overlap them without pickling or copying batches.
 Items come out in the order they went in, whatever the number of workers per stage. At
 most ``prefetch`` items are in flight (in a stage or waiting for the caller) besides the
 one the caller holds. An exception in a stage is re-raised in the caller at that item's
-turn; leaving the loop early, an exception, Ctrl-C or garbage collection of the iterator
-stop every thread.
+turn; leaving the loop early, an exception, Ctrl-C (even while the threads are starting)
+or garbage collection of the iterator stop every thread, and so does the interpreter's
+exit for an iterator still held then: a thread left inside the Numba or C++ kernels while
+Python finalizes is stopped mid-call, which aborts the process ("terminate called without
+an active exception").
 
 Kept rather than ``torchdata.nodes`` (``ParallelMapper(method="thread", in_order=True)``
 -> ``Prefetcher(2)``, the same sample+gather functions). Measured with a throwaway script on
@@ -23,15 +26,19 @@ also times each stage and bounds the items in flight exactly.
 
 from __future__ import annotations
 
+import atexit
 import queue
 import threading
 import time
+import weakref
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any
 
 _POLL_S = 0.05
 _JOIN_S = 5.0
+
+_live_runs: weakref.WeakSet[_Run] = weakref.WeakSet()
 
 
 @dataclass(frozen=True)
@@ -107,12 +114,13 @@ class _Run:
         self.threads: list[threading.Thread] = []
 
     def results(self) -> Iterator[Any]:
-        self._start()
         times = self.pipeline.times
         pending: dict[int, Any] = {}
         expected = 0
         finished = False
+        _live_runs.add(self)
         try:
+            self._start()
             while True:
                 while expected not in pending and not finished:
                     waited = time.perf_counter()
@@ -131,6 +139,7 @@ class _Run:
                     raise item.error
                 yield item
         finally:
+            _live_runs.discard(self)
             self._shutdown()
 
     def _start(self) -> None:
@@ -214,9 +223,23 @@ class _Run:
     def _shutdown(self) -> None:
         self.stop.set()
         current = threading.current_thread()
+        deadline = time.monotonic() + _JOIN_S
         for thread in self.threads:
-            if thread is not current:
-                thread.join(timeout=_JOIN_S)
+            while thread is not current:
+                try:
+                    thread.join(timeout=max(0.0, deadline - time.monotonic()))
+                    break
+                except RuntimeError:  # interrupted in start(): the thread has not said it runs
+                    if time.monotonic() > deadline:
+                        break
+                    time.sleep(0.001)
+
+
+@atexit.register
+def _stop_live_runs() -> None:
+    """Stop the threads of every pass still open when the interpreter exits."""
+    for run in list(_live_runs):
+        run._shutdown()
 
 
 class _Stopped(Exception):
