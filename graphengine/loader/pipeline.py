@@ -225,14 +225,22 @@ class _Run:
         current = threading.current_thread()
         deadline = time.monotonic() + _JOIN_S
         for thread in self.threads:
-            while thread is not current:
-                try:
-                    thread.join(timeout=max(0.0, deadline - time.monotonic()))
-                    break
-                except RuntimeError:  # interrupted in start(): the thread has not said it runs
-                    if time.monotonic() > deadline:
-                        break
-                    time.sleep(0.001)
+            if thread is not current:
+                _join(thread, deadline)
+
+
+def _join(thread: threading.Thread, deadline: float) -> None:
+    """Wait for ``thread`` to end, until ``deadline`` (``time.monotonic()``), also when a
+    Ctrl-C interrupted its ``start()`` before the thread had said it runs (``join`` then
+    raises ``RuntimeError``)."""
+    while True:
+        try:
+            thread.join(timeout=max(0.0, deadline - time.monotonic()))
+            return
+        except RuntimeError:
+            if time.monotonic() > deadline:
+                return
+            time.sleep(0.001)
 
 
 @atexit.register
