@@ -21,6 +21,7 @@ from graphengine import distributed
 from graphengine.data.partition import METHODS as PARTITION_METHODS
 from graphengine.datasets import CATALOG
 from graphengine.nn.forward import FORWARDS
+from graphengine.parallel.select import PARALLEL_MODES
 from graphengine.train.evaluate import EVAL_MODES
 
 log = logging.getLogger("graphengine")
@@ -35,8 +36,11 @@ TRAIN_EPILOG = """\
 output: one JSON line per epoch on stdout as it ends (epoch, loss, train_acc: the running
 accuracy on that epoch's training batches, val_acc, epoch_s, seeds_per_s, stage_s; with
 --partitions also partition: rows, bytes and edges that crossed parts, cut_edge_share,
-cache_hit_rate, seconds in exchanges), then a final JSON line: dataset, model, epochs (in
-total), epochs_run (by this command), workers; train_acc, val_acc, test_acc: the trained
+cache_hit_rate, seconds in exchanges; traffic, all workers together: feature_bytes read
+into batches, gradient_bytes all-reduced, moved_bytes sent between workers, and with
+--parallel hybrid the first layers' structure_sent_bytes and partial_sent_bytes and
+exchange_seconds_per_worker), then a final JSON line: dataset, model, epochs (in total),
+epochs_run (by this command), workers, parallel; train_acc, val_acc, test_acc: the trained
 model evaluated on each split (--eval; absent with --eval-every 0); train_acc_running: the
 last epoch's running training accuracy (dropout on, weights changing while it is counted);
 first_epoch_s: the first epoch run's seconds (it includes compiling the Numba kernels);
@@ -116,7 +120,9 @@ def _parser() -> argparse.ArgumentParser:
         formatter_class=_Formatter,
     )
     _dataset_args(train)
-    train.add_argument("--model", choices=["sage", "gcn", "gat"], default="sage", help="the GNN")
+    train.add_argument(
+        "--model", choices=["sage", "gcn", "gin", "gat"], default="sage", help="the GNN"
+    )
     train.add_argument("--fanouts", type=_fanouts, default=[15, 10, 5], help=FANOUTS_HELP)
     train.add_argument(
         "--batch-size",
@@ -170,7 +176,16 @@ def _parser() -> argparse.ArgumentParser:
         "--nproc",
         type=_at_least(1),
         default=1,
-        help="data-parallel workers on this machine (torchrun)",
+        help="workers on this machine (torchrun)",
+    )
+    train.add_argument(
+        "--parallel",
+        choices=PARALLEL_MODES,
+        default="data",
+        help="data: every worker a whole model replica, gradients all-reduced; hybrid (P3, "
+        "--nproc 2 or more): each worker holds 1/N of the feature columns and the first "
+        "layer's weights for them, partial first-layer results are summed at each batch's "
+        "worker, the later layers run data-parallel (sage, gcn, gin; sampled evaluation)",
     )
     train.add_argument(
         "--partitions",
@@ -401,6 +416,9 @@ def _train(args) -> int:
         _check_partition_workers(args.partitions, args.nproc)
     if args.remote_cache is not None and args.partitions is None:
         raise ValueError("--remote-cache needs --partitions")
+    workers = int(os.environ["WORLD_SIZE"]) if distributed.launched_by_torchrun() else args.nproc
+    if args.parallel == "hybrid" and workers < 2:
+        raise ValueError(f"--parallel hybrid needs 2 or more workers (got --nproc {workers})")
     launch = args.nproc > 1 or args.partitions is not None  # parts talk through a group
     if launch and not distributed.launched_by_torchrun():
         split_batch(args.batch_size, args.worker_batch_size, args.nproc)  # before the workers
@@ -443,6 +461,7 @@ def _train(args) -> int:
             progress=rank == 0 and not args.no_progress and sys.stderr.isatty(),
             device=device,
             remote_cache=args.remote_cache,
+            parallel=args.parallel,
         )
         if trainer.epoch > 0:
             saved["epoch"] = trainer.epoch
@@ -507,6 +526,7 @@ def _result(args, dataset: str, epochs: int, workers: int, history: list, accura
         "epochs": epochs,
         "epochs_run": len(history),
         "workers": workers,
+        "parallel": args.parallel,
         **accuracies,
         "train_acc_running": history[-1]["train_acc"] if history else None,
         "first_epoch_s": times[0] if times else None,

@@ -3,9 +3,9 @@
 from __future__ import annotations
 
 import torch
-from torch_geometric.nn import GAT, GCN, GraphSAGE
+from torch_geometric.nn import GAT, GCN, GIN, GraphSAGE
 
-MODELS = {"sage": GraphSAGE, "gcn": GCN, "gat": GAT}
+MODELS = {"sage": GraphSAGE, "gcn": GCN, "gin": GIN, "gat": GAT}
 
 
 def build_model(
@@ -16,7 +16,7 @@ def build_model(
     num_layers: int,
     dropout: float = 0.5,
 ) -> torch.nn.Module:
-    """A PyG ``BasicGNN`` (``sage``, ``gcn`` or ``gat``) with ``num_layers`` layers."""
+    """A PyG ``BasicGNN`` (``sage``, ``gcn``, ``gin`` or ``gat``) with ``num_layers`` layers."""
     if name not in MODELS:
         raise ValueError(f"'model' must be one of {sorted(MODELS)} (got {name!r})")
     return MODELS[name](

@@ -20,6 +20,9 @@ class Strategy(ABC):
     rank: int = 0
     world_size: int = 1
     device: torch.device
+    #: Whether workers train different parameters (a share of a layer each), so that each
+    #: keeps an optimizer state of its own.
+    parameters_per_worker: bool = False
 
     @property
     def is_writer(self) -> bool:
@@ -37,6 +40,21 @@ class Strategy(ABC):
     @abstractmethod
     def gather_objects(self, value) -> list:
         """``value`` of every worker, by rank (every worker must call it)."""
+
+    def reset_stats(self) -> dict:
+        """What this worker sent to the others since the last call (e.g.
+        ``gradient_bytes``), and starts counting anew."""
+        return {}
+
+    def assemble_model(self, module: torch.nn.Module) -> None:
+        """Make the user's model whole from the workers' shares of it (``module`` is what
+        :meth:`wrap` returned); every worker must call it. Nothing to do when every worker
+        holds the whole model."""
+        return None
+
+    def reshard_model(self, module: torch.nn.Module) -> None:
+        """Take this worker's share from the user's model again (after loading it)."""
+        return None
 
 
 class SingleProcess(Strategy):

@@ -7,9 +7,10 @@ from collections.abc import Sequence
 
 import torch
 import torch.distributed as dist
+from torch.distributed.algorithms.ddp_comm_hooks.default_hooks import allreduce_hook
 from torch.nn.parallel import DistributedDataParallel
 
-from graphengine.parallel.base import SingleProcess, Strategy
+from graphengine.parallel.base import Strategy
 
 
 def collective_device(backend: str, device: torch.device) -> torch.device:
@@ -34,14 +35,32 @@ class DataParallel(Strategy):
         self.backend = str(dist.get_backend())
         if self.backend == "nccl" and self.device.type != "cuda":
             raise ValueError(f"the NCCL backend needs a CUDA 'device' (got {self.device})")
-        self._collective_device = collective_device(self.backend, self.device)
+        self.collective_device = collective_device(self.backend, self.device)
+        self.gradient_bytes = 0
 
     def wrap(self, module: torch.nn.Module) -> torch.nn.Module:
+        return self.replicate(module)
+
+    def replicate(self, module: torch.nn.Module) -> DistributedDataParallel:
+        """``DistributedDataParallel`` around ``module``, counting the gradient bytes it
+        all-reduces (its buckets, as DDP's own all-reduce sends them)."""
         device_ids = [self.device.index] if self.device.type == "cuda" else None
-        return DistributedDataParallel(module, device_ids=device_ids)
+        replicated = DistributedDataParallel(module, device_ids=device_ids)
+        replicated.register_comm_hook(None, self._counted_allreduce)
+        return replicated
+
+    def reset_stats(self) -> dict:
+        stats = {"gradient_bytes": self.gradient_bytes}
+        self.gradient_bytes = 0
+        return stats
+
+    def _counted_allreduce(self, group, bucket):
+        buffer = bucket.buffer()
+        self.gradient_bytes += buffer.numel() * buffer.element_size()
+        return allreduce_hook(group, bucket)
 
     def sum(self, values: Sequence[float]) -> list[float]:
-        totals = torch.tensor(list(values), dtype=torch.float64, device=self._collective_device)
+        totals = torch.tensor(list(values), dtype=torch.float64, device=self.collective_device)
         dist.all_reduce(totals)
         return totals.tolist()
 
@@ -49,11 +68,3 @@ class DataParallel(Strategy):
         gathered = [None] * self.world_size
         dist.all_gather_object(gathered, value)
         return gathered
-
-
-def strategy_for(device: str | torch.device = "cpu") -> Strategy:
-    """:class:`DataParallel` in a joined process group of several workers, else
-    :class:`~graphengine.parallel.base.SingleProcess`."""
-    if dist.is_available() and dist.is_initialized() and dist.get_world_size() > 1:
-        return DataParallel(device)
-    return SingleProcess(device)

@@ -8,6 +8,8 @@ ranks and sums the counts.
 
 from __future__ import annotations
 
+from collections.abc import Callable, Iterable
+
 import numpy as np
 import torch
 from tqdm import tqdm
@@ -63,6 +65,9 @@ class Evaluator:
         fanouts, batch_size, seed, num_workers: the sampled evaluation's loader.
         strategy: who else evaluates; every worker must call the same methods.
         progress: show a tqdm progress bar.
+        sampled_loader: builds the sampled evaluation's loader over this worker's nodes of
+            a split (every worker calls it, and iterates it, even with no nodes); by
+            default a :class:`NeighborLoader` (a :class:`DistNeighborLoader` for a part).
     """
 
     def __init__(
@@ -76,6 +81,7 @@ class Evaluator:
         num_workers: int = 1,
         strategy: Strategy | None = None,
         progress: bool = False,
+        sampled_loader: Callable[[np.ndarray], Iterable] | None = None,
     ):
         self.seed_logits = seed_logits
         self.model = seed_logits.model
@@ -87,6 +93,7 @@ class Evaluator:
         self.num_workers = num_workers
         self.strategy = strategy or SingleProcess()
         self.progress = progress
+        self.sampled_loader = sampled_loader
         self._y = None if isinstance(dataset, DistData) else as_tensor(dataset.y)
 
     @property
@@ -122,7 +129,11 @@ class Evaluator:
             "num_workers": self.num_workers,
             "device": self.device,
         }
-        if isinstance(self.dataset, DistData):
+        if self.sampled_loader is not None:
+            nodes = np.asarray(self.dataset.split(split))
+            mine = nodes[self.strategy.rank :: self.strategy.world_size]
+            loader = self.sampled_loader(mine)
+        elif isinstance(self.dataset, DistData):
             mine = self.dataset.split(split)
             loader = DistNeighborLoader(self.dataset, self.fanouts, input_nodes=mine, **kwargs)
         else:

@@ -16,8 +16,9 @@ from graphengine.datasets.dataset import GraphDataset
 from graphengine.distributed.data import DistData
 from graphengine.loader import NeighborLoader
 from graphengine.loader.dist_neighbor_loader import DistNeighborLoader
+from graphengine.loader.hybrid_loader import HybridNeighborLoader
 from graphengine.nn.forward import SeedLogits
-from graphengine.parallel import Strategy, strategy_for
+from graphengine.parallel import HybridParallel, Strategy, strategy_for
 from graphengine.train.checkpoint import check_trained_on, read_state, trained_on, write_state
 from graphengine.train.evaluate import Evaluator
 
@@ -63,6 +64,11 @@ class Trainer:
             process group of several workers, else a single process.
         remote_cache: with a partitioned graph, this worker's cache of remote feature rows:
             rows, a share of the remote nodes (``"5%"``) or bytes (``"64MB"``).
+        parallel: ``'data'`` (every worker a whole model replica) or ``'hybrid'`` (P3: each
+            worker holds a range of the feature columns and the first layer's weights for
+            them, the later layers data-parallel; 2 or more workers, a PyG ``BasicGNN``
+            with a GraphSAGE, GCN or GIN first layer, sampled evaluation). Ignored when
+            ``strategy`` is given.
     """
 
     def __init__(
@@ -84,8 +90,12 @@ class Trainer:
         strategy: Strategy | None = None,
         worker_batch_size: int | None = None,
         remote_cache: int | str | None = None,
+        parallel: str = "data",
     ):
-        self.strategy = strategy or strategy_for(device)
+        self.strategy = strategy or strategy_for(device, parallel)
+        hybrid = isinstance(self.strategy, HybridParallel)
+        if hybrid:
+            eval_mode = _hybrid_eval_mode(eval_mode, dataset)
         self.batch_size, self.worker_batch_size = split_batch(
             batch_size, worker_batch_size, self.strategy.world_size
         )
@@ -96,8 +106,10 @@ class Trainer:
         self.dataset = dataset
         self.fanouts = list(fanouts)
         self.seed = seed
+        self.num_workers = num_workers
+        self.feature_columns = self.strategy.feature_columns(dataset.x) if hybrid else None
         self.evaluator = Evaluator(
-            self._seed_logits,
+            self._train_model if hybrid else self._seed_logits,
             dataset,
             eval_mode,
             self.fanouts,
@@ -106,13 +118,20 @@ class Trainer:
             num_workers=num_workers,
             strategy=self.strategy,
             progress=progress,
+            sampled_loader=self._hybrid_loader if hybrid else None,
         )
-        self.optimizer = torch.optim.Adam(model.parameters(), lr=lr, weight_decay=weight_decay)
+        self.optimizer = torch.optim.Adam(
+            self._train_model.parameters(), lr=lr, weight_decay=weight_decay
+        )
         self.checkpoint = Path(checkpoint) if checkpoint is not None else None
         self.metrics_path = Path(metrics_path) if metrics_path is not None else None
         self.progress = progress
         self.epoch = 0
-        if isinstance(dataset, DistData):
+        if hybrid:
+            if remote_cache is not None:
+                raise ValueError("'remote_cache' needs a partitioned graph (a DistData)")
+            self.train_loader = self._hybrid_loader(dataset.train_idx, shuffle=True)
+        elif isinstance(dataset, DistData):
             self.train_loader = DistNeighborLoader(
                 dataset,
                 self.fanouts,
@@ -141,6 +160,24 @@ class Trainer:
             )
         if self.checkpoint is not None and self._every_rank_has_checkpoint():
             self.load_checkpoint(self.checkpoint)
+
+    def _hybrid_loader(self, nodes, shuffle: bool = False) -> HybridNeighborLoader:
+        """Hybrid batches: of the training nodes (``shuffle``: all workers pass them, each
+        takes its share of every step) or of this worker's evaluation nodes."""
+        return HybridNeighborLoader(
+            self.dataset,
+            self.fanouts,
+            self.feature_columns,
+            self.strategy.structure,
+            batch_size=self.worker_batch_size,
+            input_nodes=nodes,
+            shuffle=shuffle,
+            seed=self.seed if shuffle else self.seed + 1,
+            split_seeds=shuffle,
+            whole=self._seed_logits.mode == "whole",
+            num_workers=self.num_workers,
+            device=self.device,
+        )
 
     @property
     def rank(self) -> int:
@@ -193,15 +230,17 @@ class Trainer:
             self._record(metrics)
             if on_epoch is not None and self.strategy.is_writer:
                 on_epoch(metrics)
+        self.strategy.assemble_model(self._train_model)  # the user's model whole again
         return history
 
     def train_epoch(self) -> dict:
         """One pass over the training nodes; returns this epoch's metrics."""
         self._train_model.train()
         self.train_loader.set_epoch(self.epoch)
-        if isinstance(self.train_loader, DistNeighborLoader):
+        if isinstance(self.train_loader, (DistNeighborLoader, HybridNeighborLoader)):
             self.train_loader.reset_stats()  # what evaluation exchanged is not this epoch's
-        total_loss = correct = seen = 0
+        self.strategy.reset_stats()
+        total_loss = correct = seen = feature_bytes = 0
         start = time.perf_counter()
         batches = tqdm(
             self.train_loader,
@@ -216,6 +255,7 @@ class Trainer:
             total_loss += loss * batch.batch_size
             correct += right
             seen += batch.batch_size
+            feature_bytes += _feature_bytes(batch)
             compute += time.perf_counter() - step_start
         elapsed = time.perf_counter() - start
         self.epoch += 1
@@ -235,7 +275,35 @@ class Trainer:
         }
         if isinstance(self.train_loader, DistNeighborLoader):
             metrics["partition"] = self._partition_metrics()
+        metrics["traffic"] = self._traffic_metrics(feature_bytes)
         return metrics
+
+    def _traffic_metrics(self, feature_bytes: int) -> dict:
+        """What this epoch moved, all workers together: ``feature_bytes`` (feature rows read
+        into batches), ``gradient_bytes`` (gradients all-reduced, each worker's buckets),
+        ``moved_bytes`` (sent between workers: the all-reduce counted as a ring's
+        ``2 (W - 1) / W`` of its buckets, plus, for hybrid, the first layers' structures and
+        partial results, forward and backward) and ``exchange_seconds_per_worker``
+        (hybrid's sharing and partial-result collectives; DDP's all-reduce overlaps the
+        backward pass and is not timed)."""
+        stats = self.strategy.reset_stats()
+        if isinstance(self.train_loader, HybridNeighborLoader):
+            stats.update(self.train_loader.reset_stats())
+        stats["feature_bytes"] = feature_bytes
+        keys = sorted(stats)
+        totals = dict(zip(keys, self.strategy.sum([stats[k] for k in keys]), strict=True))
+        totals = {k: v if k.endswith("seconds") else int(v) for k, v in totals.items()}
+        workers = self.world_size
+        ring = 2 * (workers - 1) / workers
+        totals["moved_bytes"] = int(
+            ring * totals.get("gradient_bytes", 0)
+            + totals.get("structure_sent_bytes", 0)
+            + totals.get("partial_sent_bytes", 0)
+        )
+        totals["exchange_seconds_per_worker"] = (
+            totals.pop("structure_seconds", 0.0) + totals.pop("partial_seconds", 0.0)
+        ) / workers
+        return totals
 
     def _partition_metrics(self) -> dict:
         """What crossed parts this epoch, all workers together (see
@@ -279,11 +347,15 @@ class Trainer:
         """Save model, optimizer, epoch and every worker's RNG state so that training can
         resume. With several workers every rank must call it; rank 0 writes."""
         rng_states = self.strategy.gather_objects(torch.get_rng_state())
+        self.strategy.assemble_model(self._train_model)
+        optimizer = self.optimizer.state_dict()
+        if self.strategy.parameters_per_worker:
+            optimizer = self.strategy.gather_objects(optimizer)
         if not self.strategy.is_writer:
             return
         state = {
             "model": self.model.state_dict(),
-            "optimizer": self.optimizer.state_dict(),
+            "optimizer": optimizer,
             "epoch": self.epoch,
             "torch_rng": rng_states,
             "trained_on": trained_on(self.model, self.dataset),
@@ -300,11 +372,30 @@ class Trainer:
         state = read_state(path)
         check_trained_on(state.get("trained_on"), trained_on(self.model, self.dataset), path)
         self.model.load_state_dict(state["model"])
-        self.optimizer.load_state_dict(state["optimizer"])
+        self.strategy.reshard_model(self._train_model)
+        self.optimizer.load_state_dict(self._own_optimizer_state(state["optimizer"], path))
         self.epoch = int(state["epoch"])
         rng_states = state["torch_rng"]
         torch.set_rng_state(rng_states[self.rank % len(rng_states)])
         log.info("resumed from %s at epoch %d", path, self.epoch)
+
+    def _own_optimizer_state(self, saved, path: str | Path) -> dict:
+        """This worker's optimizer state in a checkpoint: the one state, or, when each worker
+        trained parameters of its own (hybrid), its rank's of the list saved."""
+        per_worker = isinstance(saved, list)
+        if per_worker != self.strategy.parameters_per_worker:
+            saved_as = "--parallel hybrid" if per_worker else "one model replica per worker"
+            raise ValueError(
+                f"checkpoint '{path}' was trained with {saved_as}; resume it the same way"
+            )
+        if not per_worker:
+            return saved
+        if len(saved) != self.world_size:
+            raise ValueError(
+                f"checkpoint '{path}' holds the optimizer states of {len(saved)} hybrid "
+                f"workers: resume it with --nproc {len(saved)} (not {self.world_size})"
+            )
+        return saved[self.rank]
 
     def _every_rank_has_checkpoint(self) -> bool:
         """Whether every worker finds the checkpoint file (all resume) or none does (all
@@ -329,6 +420,30 @@ class Trainer:
                     f.write(json.dumps(metrics) + "\n")
         if self.checkpoint is not None:
             self.save_checkpoint(self.checkpoint)
+
+
+def _hybrid_eval_mode(mode: str, dataset) -> str:
+    """Hybrid workers hold a share of the feature columns each: they evaluate sampled
+    batches the hybrid way, on the whole (unpartitioned) graph."""
+    if isinstance(dataset, DistData):
+        raise ValueError(
+            "--parallel hybrid on a partitioned graph (--partitions) is not available yet; "
+            "train the parts with --parallel data"
+        )
+    if mode not in ("auto", "sampled"):
+        raise ValueError(
+            f"--parallel hybrid evaluates 'sampled' mini-batches (each worker holds a share of "
+            f"the feature columns), not {mode!r}: use --eval sampled or auto"
+        )
+    return "sampled"
+
+
+def _feature_bytes(batch) -> int:
+    """Bytes of feature rows gathered into ``batch``."""
+    if hasattr(batch, "feature_bytes"):
+        return int(batch.feature_bytes)
+    x = getattr(batch, "x", None)
+    return 0 if x is None else x.numel() * x.element_size()
 
 
 def split_batch(batch_size: int, worker_batch_size: int | None, world_size: int) -> tuple[int, int]:

@@ -1,0 +1,332 @@
+"""``HybridNeighborLoader``: batches for P3-style hybrid parallelism, features split by columns.
+
+Every worker samples its own seeds' batch as a data-parallel :class:`NeighborLoader` would
+(the same seeds, the same samples), and holds columns ``[c_r, c_{r+1})`` of every node's
+features (:class:`~graphengine.data.columns.FeatureColumns`). The first layer then needs, on
+every worker, its columns of the inputs of *every* worker's batch. Stages:
+
+    seeds -> sample -> labels -> share the first layer's structure (all-gather) ->
+    gather this worker's columns of every batch's first-layer inputs -> copy
+
+The shared structure is small: per batch, the first layer's source node ids (int64), its
+edges' sources (int32, local) and its destination pointers (int32). Sharing runs in one
+thread with a process group of its own, so it overlaps the caller's step on the previous
+batch while every worker makes its collectives in the same order.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+import torch
+import torch.distributed as dist
+from torch_geometric.data import Data
+
+from graphengine.data.columns import FeatureColumns
+from graphengine.data.feature_store import FeatureStore
+from graphengine.datasets.dataset import GraphDataset
+from graphengine.distributed.exchange import Exchange
+from graphengine.loader.neighbor_loader import sampler_threads
+from graphengine.loader.pipeline import Pipeline, Stage, StageTimes
+from graphengine.loader.seeds import OwnSeedBatches, SeedBatches
+from graphengine.loader.stages import GatherFeatures, SampleNodes
+from graphengine.nn.blocks import Block
+from samplers import NeighborSampler, check_fanouts, check_node_ids
+
+_HEADER = 3  # num_src, num_dst, num_edges
+
+
+@dataclass
+class HybridBatch:
+    """One worker's batch with its columns of every worker's first-layer inputs.
+
+    Attributes:
+        batch: this worker's batch without features: ``y``, local ``edge_index`` sorted by
+            destination, ``n_id``, ``batch_size``, ``num_sampled_nodes``, ``num_sampled_edges``.
+        inputs: per worker ``j`` (by rank), float ``[num_src_j, stop - start]``: this
+            worker's columns of the first layer's source rows of worker ``j``'s batch.
+        blocks: per worker ``j``, the first layer's :class:`Block` of its batch.
+        rank: this worker's rank (``blocks[rank]`` is its own batch's first layer).
+        feature_bytes: bytes of feature rows gathered for this batch.
+    """
+
+    batch: Data
+    inputs: list[torch.Tensor]
+    blocks: list[Block]
+    rank: int
+    feature_bytes: int = field(default=0)
+
+    @property
+    def y(self) -> torch.Tensor:
+        return self.batch.y
+
+    @property
+    def batch_size(self) -> int:
+        return self.batch.batch_size
+
+    def to(self, device: torch.device | str, non_blocking: bool = False) -> HybridBatch:
+        """This batch with every tensor on ``device``."""
+        moved_blocks = [
+            Block(
+                b.edge_index.to(device, non_blocking=non_blocking),
+                b.rowptr.to(device, non_blocking=non_blocking),
+                b.num_src,
+                b.num_dst,
+            )
+            for b in self.blocks
+        ]
+        return HybridBatch(
+            self.batch.to(device, non_blocking=non_blocking),
+            [x.to(device, non_blocking=non_blocking) for x in self.inputs],
+            moved_blocks,
+            self.rank,
+            self.feature_bytes,
+        )
+
+
+def first_layer_dst(batch: Data, whole: bool) -> int:
+    """How many of ``batch``'s nodes the first layer computes: all of them when the model
+    runs on the whole batch (``whole``), else all but the last hop's (its first block)."""
+    if whole:
+        return int(batch.num_nodes)
+    return int(sum(batch.num_sampled_nodes[:-1]))
+
+
+def pack_first_layer(batch: Data, whole: bool) -> np.ndarray:
+    """``batch``'s first layer as one int64 array: ``[num_src, num_dst, num_edges]``, the
+    source node ids ``n_id`` (int64 ``[num_src]``), then, two int32 to an int64, the edges'
+    local sources (``[num_edges]``) and the destinations' edge pointers (``[num_dst + 1]``).
+
+    The first layer reads every node and edge of the batch (edges sorted by destination);
+    it computes the first ``num_dst`` nodes (:func:`first_layer_dst`).
+    """
+    num_src = int(batch.num_nodes)
+    num_dst = first_layer_dst(batch, whole)
+    row, col = batch.edge_index[0].numpy(), batch.edge_index[1].numpy()
+    rowptr = np.zeros(num_dst + 1, dtype=np.int32)
+    np.cumsum(np.bincount(col, minlength=num_dst)[:num_dst], out=rowptr[1:])
+    if rowptr[-1] != len(col):
+        raise ValueError(
+            f"the batch has edges into nodes beyond the first layer's {num_dst} destinations"
+        )
+    local = np.concatenate((row.astype(np.int32), rowptr))
+    if len(local) % 2:
+        local = np.append(local, np.int32(0))
+    header = np.array([num_src, num_dst, len(row)], dtype=np.int64)
+    return np.concatenate((header, batch.n_id.numpy().astype(np.int64), local.view(np.int64)))
+
+
+def unpack_first_layer(payload: np.ndarray) -> tuple[torch.Tensor, Block]:
+    """What :func:`pack_first_layer` packed: ``(n_id, block)``, ``n_id`` int64 ``[num_src]``."""
+    num_src, num_dst, num_edges = (int(v) for v in payload[:_HEADER])
+    n_id = torch.from_numpy(payload[_HEADER : _HEADER + num_src])
+    local = payload[_HEADER + num_src :].view(np.int32)
+    row = torch.from_numpy(local[:num_edges].astype(np.int64))
+    rowptr = torch.from_numpy(local[num_edges : num_edges + num_dst + 1].astype(np.int64))
+    col = torch.repeat_interleave(torch.arange(num_dst), rowptr.diff())
+    return n_id, Block(torch.stack((row, col)), rowptr, num_src, num_dst)
+
+
+class ShareFirstLayer:
+    """Sharing: this worker's batch -> ``(batch, [(n_id_j, block_j) for every worker j])``,
+    by one all-gather of :func:`pack_first_layer` over ``exchange``."""
+
+    def __init__(self, exchange: Exchange, whole: bool):
+        self.exchange = exchange
+        self.whole = whole
+
+    def __call__(self, batch: Data) -> tuple[Data, list[tuple[torch.Tensor, Block]]]:
+        mine = pack_first_layer(batch, self.whole)
+        received = self.exchange.all_to_all_numpy([mine] * self.exchange.world_size)
+        return batch, [unpack_first_layer(payload) for payload in received]
+
+
+class GatherColumns:
+    """Gathering: ``(batch, first layers)`` -> a :class:`HybridBatch` with this worker's
+    columns of every first layer's source rows (one gather for all of them)."""
+
+    def __init__(self, columns: FeatureColumns, rank: int):
+        self.columns = columns
+        self.rank = rank
+
+    def __call__(self, item: tuple[Data, list[tuple[torch.Tensor, Block]]]) -> HybridBatch:
+        batch, layers = item
+        ids = torch.cat([n_id for n_id, _ in layers])
+        rows = self.columns.gather(ids)
+        inputs = list(torch.split(rows, [block.num_src for _, block in layers]))
+        blocks = [block for _, block in layers]
+        nbytes = rows.numel() * rows.element_size()
+        return HybridBatch(batch, inputs, blocks, self.rank, nbytes)
+
+
+class HybridNeighborLoader:
+    """Mini-batches for hybrid (P3-style) training: this worker's sampled batch, its labels,
+    and its columns of every worker's first-layer inputs (:class:`HybridBatch`).
+
+    Every worker must build its loaders in the same order and iterate every batch of every
+    pass: each batch is a collective.
+
+    Args:
+        dataset: the graph and labels (its features are not read: ``columns`` holds this
+            worker's share of them).
+        num_neighbors: neighbors per hop.
+        columns: this worker's columns of the feature table.
+        exchange: the process group the first layers are shared over (one of its own).
+        batch_size: this worker's seeds per batch.
+        input_nodes: int64 seed node ids. With ``split_seeds`` every worker passes the same
+            ids and takes its equal share of each epoch's order, exactly as a data-parallel
+            :class:`NeighborLoader` with ``rank``/``world_size`` does (the same batches and
+            samples); without it these are this worker's own seeds, and every worker runs
+            as many batches as the one with the most needs (others get smaller ones).
+        shuffle, seed: each epoch's order and samples, as in :class:`NeighborLoader`.
+        whole: the model's first layer computes every node of the batch (a model run on the
+            whole batch, e.g. a degree-normalizing GCN), not only those the next reads.
+        num_workers: gathering threads; 0 loads in the caller's thread.
+        prefetch: batches in flight per thread.
+        device: where batches go.
+    """
+
+    def __init__(
+        self,
+        dataset: GraphDataset,
+        num_neighbors: Sequence[int],
+        columns: FeatureColumns,
+        exchange: Exchange,
+        batch_size: int,
+        input_nodes=None,
+        shuffle: bool = False,
+        seed: int = 0,
+        split_seeds: bool = True,
+        whole: bool = False,
+        num_workers: int = 1,
+        prefetch: int = 2,
+        device: torch.device | str | None = None,
+    ):
+        if isinstance(num_workers, bool) or not isinstance(num_workers, int) or num_workers < 0:
+            raise ValueError(f"'num_workers' must be an int >= 0 (got {num_workers!r})")
+        if columns.num_rows != dataset.num_nodes:
+            raise ValueError(
+                f"'columns' has {columns.num_rows} rows, the dataset {dataset.num_nodes} nodes"
+            )
+        graph = dataset.graph
+        graph.validate()
+        self.sampler = NeighborSampler(
+            graph.indptr,
+            graph.indices,
+            check_fanouts(num_neighbors, "num_neighbors"),
+            validate=False,
+            num_threads=sampler_threads(1),
+        )
+        nodes = dataset.train_idx if input_nodes is None else input_nodes
+        self.input_nodes = check_node_ids(nodes, dataset.num_nodes, "input_nodes")
+        self.columns = columns
+        self.exchange = exchange
+        self.num_workers = num_workers
+        self.device = None if device is None else torch.device(device)
+        rank, world_size = exchange.rank, exchange.world_size
+        if split_seeds:
+            self._seed_batches = SeedBatches(
+                len(self.input_nodes), batch_size, shuffle, False, seed, rank, world_size
+            )
+        else:
+            mine = -(-len(self.input_nodes) // batch_size)
+            self._seed_batches = OwnSeedBatches(
+                len(self.input_nodes), self._most_batches(mine), shuffle, seed, rank
+            )
+        sample = SampleNodes(
+            self.sampler, self.input_nodes, np.arange(len(self.input_nodes), dtype=np.int64)
+        )
+        labels = GatherFeatures(FeatureStore({"y": dataset.y}))
+        workers = max(num_workers, 1)
+        # One thread up to the sharing, so that batches reach its collective in order (the
+        # sampler parallelizes within a batch).
+        stages = [
+            Stage("sample", sample),
+            Stage("labels", labels),
+            Stage("share", ShareFirstLayer(exchange, whole)),
+            Stage("gather", GatherColumns(columns, rank), workers),
+        ]
+        if self.device is not None and self.device.type == "cuda":
+            stages.append(Stage("copy", self._copy))
+        self._stages = stages
+        self._pipeline = Pipeline(self._seed_batches, stages, prefetch=prefetch * workers)
+        self._times = self._pipeline.times
+        self._feature_bytes = 0
+
+    def __len__(self) -> int:
+        return len(self._seed_batches)
+
+    def __iter__(self) -> Iterator[HybridBatch]:
+        if self.num_workers == 0:
+            return self._counted(self._iterate_inline())
+        return self._counted(self._iterate_pipelined())
+
+    def __repr__(self) -> str:
+        return (
+            f"{type(self).__name__}(num_seeds={len(self.input_nodes)}, batches={len(self)}, "
+            f"num_neighbors={list(self.sampler.fanouts)}, columns=[{self.columns.start}, "
+            f"{self.columns.stop}) of {self.columns.num_columns}, worker "
+            f"{self.exchange.rank}/{self.exchange.world_size})"
+        )
+
+    def set_epoch(self, epoch: int) -> None:
+        """Make the next iteration epoch ``epoch``."""
+        self._seed_batches.epoch = epoch
+
+    @property
+    def stage_times(self) -> dict[str, float]:
+        """Seconds per stage and ``waiting`` in the caller, in the current or last pass."""
+        return self._times.snapshot()
+
+    def reset_stats(self) -> dict:
+        """What this worker moved since the last call, and starts counting anew:
+        ``feature_bytes`` (its columns of feature rows gathered), ``structure_sent_bytes``,
+        ``structure_received_bytes`` and ``structure_seconds`` (sharing first layers)."""
+        shared = self.exchange.reset_stats()
+        stats = {
+            "feature_bytes": self._feature_bytes,
+            "structure_sent_bytes": shared.sent_bytes,
+            "structure_received_bytes": shared.received_bytes,
+            "structure_seconds": shared.seconds,
+        }
+        self._feature_bytes = 0
+        return stats
+
+    def _copy(self, batch: HybridBatch) -> HybridBatch:
+        return batch.to(self.device, non_blocking=True)
+
+    def _counted(self, batches: Iterator[HybridBatch]) -> Iterator[HybridBatch]:
+        try:
+            for batch in batches:
+                self._feature_bytes += batch.feature_bytes
+                yield batch
+        finally:
+            batches.close()
+
+    def _iterate_inline(self) -> Iterator[HybridBatch]:
+        self._times = StageTimes(stage.name for stage in self._stages)
+        for request in self._seed_batches:
+            item: Any = request
+            for stage in self._stages:
+                started = time.perf_counter()
+                item = stage.function(item)
+                self._times.add(stage.name, time.perf_counter() - started)
+            yield item
+
+    def _iterate_pipelined(self) -> Iterator[HybridBatch]:
+        batches = iter(self._pipeline)
+        self._times = self._pipeline.times
+        try:
+            yield from batches
+        finally:
+            batches.close()
+
+    def _most_batches(self, mine: int) -> int:
+        """The most batches any worker needs (at least one)."""
+        count = torch.tensor([mine], dtype=torch.int64, device=self.exchange.device)
+        dist.all_reduce(count, op=dist.ReduceOp.MAX, group=self.exchange.group)
+        return max(1, int(count.item()))
