@@ -3,8 +3,9 @@
 ``exact OUT ROOT MODEL``: one epoch of ``--parallel data`` and one of ``--parallel hybrid``
 from the same initial weights, seeds and batches; rank 0 writes both models' parameters,
 both epochs' losses and both sampled validation accuracies to OUT (a torch file).
-``memory OUT ROOT``: builds a hybrid Trainer and writes this worker's column range and the
-bytes its feature slice took (measured by tracemalloc) to ``OUT.<rank>``.
+``memory OUT ROOT``: trains a hybrid epoch, then writes to ``OUT.<rank>`` this worker's
+column range, the resident bytes of the memory-mapped feature file in it, and the bytes its
+feature slice takes (measured by tracemalloc while it is read again).
 """
 
 import json
@@ -60,19 +61,27 @@ def exact(out: Path, root: Path, name: str) -> None:
 
 def memory(out: Path, root: Path) -> None:
     dataset = load_dataset("synthetic-small", root=root)
-    tracemalloc.start()
     trainer = trainer_for(dataset, "sage", "hybrid")
-    held, peak = tracemalloc.get_traced_memory()
+    trainer.train_epoch()
+    mapped = 0  # resident pages of the memory-mapped feature file in this process
+    current = False
+    for line in Path("/proc/self/smaps").read_text().splitlines():
+        if not line[:1].isupper():  # a mapping's header line: address range, perms, path
+            current = line.endswith("/x.npy")
+        elif current and line.startswith("Rss:"):
+            mapped += int(line.split()[1]) * 1024
+    tracemalloc.start()
+    columns = trainer.strategy.feature_columns(dataset.x)
+    held, _ = tracemalloc.get_traced_memory()
     tracemalloc.stop()
-    columns = trainer.feature_columns
     report = {
         "start": columns.start,
         "stop": columns.stop,
         "held": held,
-        "peak": peak,
+        "mapped": mapped,
         "table_bytes": int(dataset.x.nbytes),
-        "slice_bytes": columns.nbytes,
-        "checksum": float(columns.table.double().sum()),
+        "slice_bytes": trainer.feature_columns.nbytes,
+        "same": bool(torch.equal(columns.table, trainer.feature_columns.table)),
     }
     Path(f"{out}.{dist.get_rank()}").write_text(json.dumps(report))
 

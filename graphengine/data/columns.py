@@ -54,11 +54,13 @@ class FeatureColumns:
         self.num_columns = num_columns
 
     @classmethod
-    def from_table(cls, x, start: int, stop: int) -> FeatureColumns:
+    def from_table(
+        cls, x, start: int, stop: int, chunk_bytes: int = _CHUNK_BYTES
+    ) -> FeatureColumns:
         """Copy columns ``[start, stop)`` of ``x`` (a numpy array, a memory-mapped ``.npy``
-        table or a tensor, ``[num_rows, num_columns]``), reading at most 64 MiB of whole rows
-        at a time: a memory-mapped table is read from its file chunk by chunk, without
-        mapping it, so the process never holds more than its slice and one chunk.
+        table or a tensor, ``[num_rows, num_columns]``), reading ``chunk_bytes`` of whole rows
+        at a time (64 MiB): a memory-mapped table is read from its file chunk by chunk,
+        without mapping it, so the process never holds more than its slice and one chunk.
 
         Raises ``ValueError`` for a table that is not 2-D or a range outside its columns.
         """
@@ -72,7 +74,7 @@ class FeatureColumns:
             )
         dtype = np.dtype(str(x.dtype).replace("torch.", ""))
         out = np.empty((num_rows, stop - start), dtype=dtype)
-        chunk = max(1, _CHUNK_BYTES // max(1, num_columns * dtype.itemsize))
+        chunk = max(1, chunk_bytes // max(1, num_columns * dtype.itemsize))
         for first, rows in _row_chunks(x, chunk):
             out[first : first + len(rows)] = rows[:, start:stop]
         return cls(torch.from_numpy(out), start, stop, num_columns)
@@ -100,8 +102,8 @@ class FeatureColumns:
 
 def _row_chunks(x, rows_per_chunk: int):
     """``(first_row, rows)`` of ``x`` in chunks of ``rows_per_chunk`` rows. A C-contiguous
-    memory map is read from its file with plain reads, so its pages are never mapped into
-    this process (its resident memory stays the slice's)."""
+    memory map is read from its file with plain reads into one reused buffer (each chunk
+    is valid until the next), so its pages are never mapped into this process."""
     num_rows = int(x.shape[0])
     source = memmap_source(x) if isinstance(x, np.memmap) else None
     if source is None:
@@ -110,13 +112,15 @@ def _row_chunks(x, rows_per_chunk: int):
             yield first, table[first : first + rows_per_chunk]
         return
     filename, dtype, shape, offset, _ = source
-    dtype = np.dtype(dtype)
-    row_bytes = int(np.prod(shape[1:], dtype=np.int64)) * dtype.itemsize
+    buffer = np.empty((min(rows_per_chunk, num_rows), *shape[1:]), dtype=dtype)
+    row_bytes = buffer[:1].nbytes
     with open(filename, "rb") as f:
+        f.seek(offset)
         for first in range(0, num_rows, rows_per_chunk):
-            count = min(rows_per_chunk, num_rows - first)
-            f.seek(offset + first * row_bytes)
-            rows = np.fromfile(f, dtype=dtype, count=count * (row_bytes // dtype.itemsize))
-            if rows.size != count * (row_bytes // dtype.itemsize):
-                raise ValueError(f"'{filename}' ends before row {first + count} of {num_rows}")
-            yield first, rows.reshape(count, *shape[1:])
+            rows = buffer[: min(rows_per_chunk, num_rows - first)]
+            if f.readinto(memoryview(rows).cast("B")) != rows.nbytes:
+                raise ValueError(
+                    f"'{filename}' ends before row {first + len(rows)} of {num_rows} "
+                    f"({row_bytes} bytes a row)"
+                )
+            yield first, rows
