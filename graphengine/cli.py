@@ -121,6 +121,12 @@ def _parser() -> argparse.ArgumentParser:
     )
     _dataset_args(train)
     train.add_argument(
+        "--features",
+        type=_at_least(1),
+        help="a synthetic dataset generated with this many feature columns (cached as "
+        "NAME-xF: the same graph, other features and splits)",
+    )
+    train.add_argument(
         "--model", choices=["sage", "gcn", "gin", "gat"], default="sage", help="the GNN"
     )
     train.add_argument("--fanouts", type=_fanouts, default=[15, 10, 5], help=FANOUTS_HELP)
@@ -291,6 +297,34 @@ def _parser() -> argparse.ArgumentParser:
         default=1,
         help="instead: epochs of graphengine train with 1..N data-parallel workers",
     )
+    train_bench.add_argument(
+        "--parallel",
+        choices=PARALLEL_MODES,
+        default="data",
+        help="hybrid (with --nproc N >= 2): --parallel hybrid against --parallel data for each "
+        "of --widths and --hiddens, with a projection to 8 and 16 workers",
+    )
+    train_bench.add_argument(
+        "--widths",
+        type=_ints,
+        default=[100, 512, 1024],
+        help="with --parallel hybrid: feature widths (synthetic datasets generated as NAME-xF)",
+    )
+    train_bench.add_argument(
+        "--hiddens", type=_ints, default=[64, 256], help="with --parallel hybrid: hidden widths"
+    )
+    train_bench.add_argument(
+        "--steps",
+        type=_at_least(1),
+        default=20,
+        help="with --parallel hybrid: global batches per epoch (one warm-up epoch, one timed)",
+    )
+    train_bench.add_argument(
+        "--link-gbps",
+        type=_positive_float,
+        default=10.0,
+        help="with --parallel hybrid: the network link the projection assumes, Gb/s",
+    )
     train_bench.set_defaults(run=_bench_train)
     part_bench = add_bench(
         "partition", "partitioning: its cost, cross-part traffic and cache hit rates"
@@ -416,6 +450,8 @@ def _train(args) -> int:
         _check_partition_workers(args.partitions, args.nproc)
     if args.remote_cache is not None and args.partitions is None:
         raise ValueError("--remote-cache needs --partitions")
+    if args.features is not None and args.partitions is not None:
+        raise ValueError("--features generates a dataset; a partition keeps its own features")
     workers = int(os.environ["WORLD_SIZE"]) if distributed.launched_by_torchrun() else args.nproc
     if args.parallel == "hybrid" and workers < 2:
         raise ValueError(f"--parallel hybrid needs 2 or more workers (got --nproc {workers})")
@@ -435,7 +471,7 @@ def _train(args) -> int:
         if args.partitions is not None:
             dataset = DistData.open(args.partitions, device=device)
         else:
-            dataset = _load_once_per_machine(args.dataset, args.root, world_size)
+            dataset = _load_once_per_machine(args.dataset, args.root, world_size, args.features)
         log.info("%s", dataset)
         model = build_model(
             args.model,
@@ -586,17 +622,19 @@ def _without_nproc(argv: list[str]) -> list[str]:
     return out
 
 
-def _load_once_per_machine(name: str, root: str | None, world_size: int):
+def _load_once_per_machine(
+    name: str, root: str | None, world_size: int, num_features: int | None = None
+):
     """Local rank 0 loads (and generates, for a synthetic dataset) first; the other workers
     then open the same memory-mapped files, so the machine holds one copy."""
     from graphengine.datasets import load_dataset
 
     if world_size == 1:
-        return load_dataset(name, root=root)
+        return load_dataset(name, root=root, num_features=num_features)
     first = int(os.environ.get("LOCAL_RANK", 0)) == 0
-    dataset = load_dataset(name, root=root) if first else None
+    dataset = load_dataset(name, root=root, num_features=num_features) if first else None
     torch.distributed.barrier()
-    return dataset if first else load_dataset(name, root=root)
+    return dataset if first else load_dataset(name, root=root, num_features=num_features)
 
 
 def _partition(args) -> int:
@@ -680,8 +718,23 @@ def _methods(text: str) -> list[str]:
 
 
 def _bench_train(args) -> int:
-    from graphengine.bench import train
+    from graphengine.bench import parallel, train
 
+    if args.parallel == "hybrid":
+        if args.nproc < 2:
+            raise ValueError(f"--parallel hybrid needs --nproc 2 or more (got {args.nproc})")
+        parallel.run(
+            args.dataset,
+            args.widths,
+            args.hiddens,
+            args.fanouts,
+            args.batch_size,
+            args.steps,
+            args.nproc,
+            root=args.root,
+            link_gbps=args.link_gbps,
+        )
+        return 0
     if args.nproc > 1:
         train.run_workers(
             args.dataset, args.fanouts, args.batch_size, args.hidden, args.nproc, args.root

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import logging
 import os
 from dataclasses import dataclass
@@ -83,17 +84,26 @@ def default_root() -> Path:
     return Path.home() / ".cache" / "graphengine" / "datasets"
 
 
-def load_dataset(name: str, root: str | Path | None = None, mmap: bool = True) -> GraphDataset:
+def load_dataset(
+    name: str,
+    root: str | Path | None = None,
+    mmap: bool = True,
+    num_features: int | None = None,
+) -> GraphDataset:
     """Open a catalog dataset by name, or a gnn-benchmark ``.npz`` file by path.
 
     Synthetic datasets are generated on first use and cached under ``root``; real
     datasets are read in place from the files the user put under ``root``.
+    ``num_features`` generates a synthetic dataset with that many feature columns instead
+    (the same graph, other features and splits), named and cached as ``NAME-xF``.
 
     Raises:
-        ValueError: an unknown name.
+        ValueError: an unknown name, or ``num_features`` for a dataset that is not synthetic.
         FileNotFoundError: the dataset's files are not under ``root``.
     """
     root = Path(root) if root is not None else default_root()
+    if num_features is not None:
+        return _with_features(name, root, mmap, num_features)
     if name.endswith(".npz"):
         return npz.load_npz(name)
     if name not in CATALOG:
@@ -113,6 +123,29 @@ def load_dataset(name: str, root: str | Path | None = None, mmap: bool = True) -
     log.info("generating %s under %s", name, cache)
     dataset = generate(name, SYNTHETIC[name])
     dataset.save(cache)
+    return GraphDataset.load(cache, mmap=mmap)
+
+
+def _with_features(name: str, root: Path, mmap: bool, num_features: int) -> GraphDataset:
+    """Synthetic dataset ``name`` generated with ``num_features`` feature columns."""
+    if name not in SYNTHETIC:
+        raise ValueError(
+            f"'num_features' generates a synthetic dataset ({sorted(SYNTHETIC)}); "
+            f"{name!r} is read from its files"
+        )
+    if isinstance(num_features, bool) or not isinstance(num_features, int) or num_features < 1:
+        raise ValueError(f"'num_features' must be an int >= 1 (got {num_features!r})")
+    spec = SYNTHETIC[name]
+    if num_features == spec.num_features:
+        return load_dataset(name, root, mmap)
+    variant = f"{name}-x{num_features}"
+    cache = root / variant
+    try:
+        return GraphDataset.load(cache, mmap=mmap)
+    except FileNotFoundError:
+        pass
+    log.info("generating %s under %s", variant, cache)
+    generate(variant, dataclasses.replace(spec, num_features=num_features)).save(cache)
     return GraphDataset.load(cache, mmap=mmap)
 
 
