@@ -17,6 +17,7 @@ from __future__ import annotations
 import copy
 
 import torch
+import torch.nn.functional as F
 from torch_geometric.nn import GCNConv, GINConv, SAGEConv
 from torch_geometric.nn.conv.gcn_conv import gcn_norm
 from torch_geometric.nn.models import MLP
@@ -34,7 +35,9 @@ def aggregate(x: torch.Tensor, block: Block, reduce: str) -> torch.Tensor:
     """The ``reduce`` (``'sum'`` or ``'mean'``) of each destination's sources' rows of ``x``
     ``[>= num_src, F]`` over ``block``'s edges: ``[num_dst, F]`` (zeros without edges)."""
     x_src = x if x.shape[0] == block.num_src else x[: block.num_src]
-    summed = torch.sparse.mm(block.csr(x.dtype), x_src)
+    if x.device.type == "cpu":  # the fused CSR kernel (a plain sparse.mm sorts a COO copy)
+        return torch.sparse.mm(block.csr(x.dtype), x_src, reduce=reduce)
+    summed = torch.sparse.mm(block.csr(x.dtype), x_src)  # CUDA: sum only
     if reduce == "sum":
         return summed
     degree = block.rowptr.diff().clamp(min=1).to(x.dtype).view(-1, 1)
@@ -64,9 +67,9 @@ class SAGEColumns(torch.nn.Module):
             self._full.append((self.lin_r, conv.lin_r.weight))
 
     def forward(self, x: torch.Tensor, block: Block) -> torch.Tensor:
-        out = aggregate(x, block, self.reduce) @ self.lin_l.t()
+        out = F.linear(aggregate(x, block, self.reduce), self.lin_l)
         if self.lin_r is not None:
-            out = out + x[: block.num_dst] @ self.lin_r.t()
+            out = torch.addmm(out, x[: block.num_dst], self.lin_r.t())
         return out
 
 
@@ -84,7 +87,7 @@ class GCNColumns(torch.nn.Module):
     def forward(self, x: torch.Tensor, block: Block) -> torch.Tensor:
         x_src = x if x.shape[0] == block.num_src else x[: block.num_src]
         if not self.normalize:
-            return aggregate(x_src, block, "sum") @ self.weight.t()
+            return F.linear(aggregate(x_src, block, "sum"), self.weight)
         edge_index, weight = gcn_norm(
             block.edge_index, None, block.num_src, *self.norm_args, x.dtype
         )
@@ -95,7 +98,7 @@ class GCNColumns(torch.nn.Module):
             (block.num_dst, block.num_src),
             check_invariants=False,  # gcn_norm's indices are in range
         )
-        return torch.sparse.mm(adjacency, x_src) @ self.weight.t()
+        return F.linear(torch.sparse.mm(adjacency, x_src), self.weight)
 
 
 class GINColumns(torch.nn.Module):
@@ -115,7 +118,7 @@ class GINColumns(torch.nn.Module):
 
     def forward(self, x: torch.Tensor, block: Block) -> torch.Tensor:
         summed = aggregate(x, block, "sum") + (1 + self.eps) * x[: block.num_dst]
-        return summed @ self.weight.t()
+        return F.linear(summed, self.weight)
 
 
 class AddBias(torch.nn.Module):

@@ -67,11 +67,11 @@ class SumToOwners(torch.autograd.Function):
     @staticmethod
     def backward(ctx, grad: torch.Tensor):
         strategy, sizes = ctx.strategy, ctx.sizes
-        send = grad.to(strategy.collective_device).contiguous().repeat(strategy.world_size, 1)
+        scaled = grad.to(strategy.collective_device) * (1.0 / strategy.world_size)
+        send = scaled.repeat(strategy.world_size, 1)
         received = torch.empty((sum(sizes), grad.shape[1]), dtype=grad.dtype, device=send.device)
         strategy.all_to_all(received, send, sizes, [grad.shape[0]] * strategy.world_size)
-        received = received.to(ctx.device) * (1.0 / strategy.world_size)
-        return (None, *torch.split(received, sizes))
+        return (None, *torch.split(received.to(ctx.device), sizes))
 
 
 class HybridRest(torch.nn.Module):
