@@ -455,6 +455,14 @@ def _train(args) -> int:
     workers = int(os.environ["WORLD_SIZE"]) if distributed.launched_by_torchrun() else args.nproc
     if args.parallel == "hybrid" and workers < 2:
         raise ValueError(f"--parallel hybrid needs 2 or more workers (got --nproc {workers})")
+    if args.parallel == "hybrid" and args.partitions is not None:
+        raise ValueError(
+            "--parallel hybrid on --partitions is not available yet: use --parallel data"
+        )
+    if args.parallel == "hybrid" and args.eval in ("full", "layerwise"):
+        raise ValueError(
+            f"--parallel hybrid evaluates sampled mini-batches, not --eval {args.eval}"
+        )
     launch = args.nproc > 1 or args.partitions is not None  # parts talk through a group
     if launch and not distributed.launched_by_torchrun():
         split_batch(args.batch_size, args.worker_batch_size, args.nproc)  # before the workers

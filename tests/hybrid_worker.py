@@ -1,6 +1,6 @@
 """Worker programs that tests/test_hybrid.py starts under torchrun (2 or 3 processes, gloo).
 
-``exact OUT ROOT MODEL``: one epoch of ``--parallel data`` and one of ``--parallel hybrid``
+``exact OUT ROOT MODEL FANOUTS``: one epoch of ``--parallel data`` and one of ``--parallel hybrid``
 from the same initial weights, seeds and batches; rank 0 writes both models' parameters,
 both epochs' losses and both sampled validation accuracies to OUT (a torch file).
 ``memory OUT ROOT``: trains a hybrid epoch, then writes to ``OUT.<rank>`` this worker's
@@ -21,10 +21,10 @@ from graphengine.distributed.launch import finish
 from graphengine.nn.models import build_model
 from graphengine.train.trainer import Trainer
 
-SETUP = {"hidden": 16, "fanouts": [-1, -1], "lr": 0.01, "seed": 7}
+SETUP = {"hidden": 16, "lr": 0.01, "seed": 7}
 
 
-def trainer_for(dataset, name: str, parallel: str) -> Trainer:
+def trainer_for(dataset, name: str, parallel: str, fanouts=(5, 5)) -> Trainer:
     torch.manual_seed(SETUP["seed"])
     model = build_model(
         name, dataset.num_features, SETUP["hidden"], dataset.num_classes, 2, dropout=0.0
@@ -33,7 +33,7 @@ def trainer_for(dataset, name: str, parallel: str) -> Trainer:
     return Trainer(
         model,
         dataset,
-        SETUP["fanouts"],
+        list(fanouts),
         batch_size=176 * world_size,
         lr=SETUP["lr"],
         seed=SETUP["seed"],
@@ -43,11 +43,11 @@ def trainer_for(dataset, name: str, parallel: str) -> Trainer:
     )
 
 
-def exact(out: Path, root: Path, name: str) -> None:
+def exact(out: Path, root: Path, name: str, fanouts: str) -> None:
     dataset = load_dataset("synthetic-small", root=root)
     result = {}
     for parallel in ("data", "hybrid"):
-        trainer = trainer_for(dataset, name, parallel)
+        trainer = trainer_for(dataset, name, parallel, [int(f) for f in fanouts.split(",")])
         (metrics,) = trainer.fit(1, eval_every=1)
         result[parallel] = {
             "state": {k: v.detach().clone() for k, v in trainer.model.state_dict().items()},

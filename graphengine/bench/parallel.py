@@ -60,7 +60,8 @@ def run(
     measured, projected = [], []
     for width in widths:
         dataset = load_dataset(dataset_name, root, num_features=width)  # generated once here
-        counts = {w: _batch_counts(dataset, fanouts, batch_size // w) for w in PROJECTED_WORKERS}
+        sizes = sorted({*PROJECTED_WORKERS, nproc})
+        counts = {w: _batch_counts(dataset, fanouts, batch_size // w) for w in sizes}
         for hidden in hiddens:
             params = _parameter_counts(dataset, hidden, len(fanouts))
             runs = {}

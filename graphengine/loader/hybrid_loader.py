@@ -255,15 +255,14 @@ class HybridNeighborLoader:
         self._stages = stages
         self._pipeline = Pipeline(self._seed_batches, stages, prefetch=prefetch * workers)
         self._times = self._pipeline.times
-        self._feature_bytes = 0
 
     def __len__(self) -> int:
         return len(self._seed_batches)
 
     def __iter__(self) -> Iterator[HybridBatch]:
         if self.num_workers == 0:
-            return self._counted(self._iterate_inline())
-        return self._counted(self._iterate_pipelined())
+            return self._iterate_inline()
+        return self._iterate_pipelined()
 
     def __repr__(self) -> str:
         return (
@@ -283,29 +282,18 @@ class HybridNeighborLoader:
         return self._times.snapshot()
 
     def reset_stats(self) -> dict:
-        """What this worker moved since the last call, and starts counting anew:
-        ``feature_bytes`` (its columns of feature rows gathered), ``structure_sent_bytes``,
-        ``structure_received_bytes`` and ``structure_seconds`` (sharing first layers)."""
+        """What this worker's sharing of first layers moved since the last call, and starts
+        counting anew: ``structure_sent_bytes``, ``structure_received_bytes`` and
+        ``structure_seconds``. (Each batch carries its own ``feature_bytes``.)"""
         shared = self.exchange.reset_stats()
-        stats = {
-            "feature_bytes": self._feature_bytes,
+        return {
             "structure_sent_bytes": shared.sent_bytes,
             "structure_received_bytes": shared.received_bytes,
             "structure_seconds": shared.seconds,
         }
-        self._feature_bytes = 0
-        return stats
 
     def _copy(self, batch: HybridBatch) -> HybridBatch:
         return batch.to(self.device, non_blocking=True)
-
-    def _counted(self, batches: Iterator[HybridBatch]) -> Iterator[HybridBatch]:
-        try:
-            for batch in batches:
-                self._feature_bytes += batch.feature_bytes
-                yield batch
-        finally:
-            batches.close()
 
     def _iterate_inline(self) -> Iterator[HybridBatch]:
         self._times = StageTimes(stage.name for stage in self._stages)

@@ -20,11 +20,13 @@ import torch
 import torch.nn.functional as F
 from torch_geometric.nn import GCNConv, GINConv, SAGEConv
 from torch_geometric.nn.conv.gcn_conv import gcn_norm
+from torch_geometric.nn.dense.linear import Linear as PyGLinear
 from torch_geometric.nn.models import MLP
 
 from graphengine.nn.blocks import Block
 
 _LINEAR_AGGREGATIONS = {"mean": "mean", "sum": "sum", "add": "sum"}
+_LINEARS = (torch.nn.Linear, PyGLinear)
 
 
 class ColumnSplitError(ValueError):
@@ -55,7 +57,8 @@ class SAGEColumns(torch.nn.Module):
             raise ColumnSplitError(
                 f"SAGEConv(aggr={conv.aggr!r}, normalize={conv.normalize}, "
                 f"project={conv.project}) is not linear in its inputs: only mean or sum "
-                "aggregations without normalize or project split by columns"
+                "aggregations without normalize or project split by columns; train it with "
+                "--parallel data"
             )
         self.reduce = reduce
         self.lin_l = torch.nn.Parameter(conv.lin_l.weight.detach()[:, start:stop].clone())
@@ -109,7 +112,8 @@ class GINColumns(torch.nn.Module):
         super().__init__()
         if conv.eps.requires_grad:
             raise ColumnSplitError(
-                "GINConv(train_eps=True) learns eps from every column; only a fixed eps splits"
+                "GINConv(train_eps=True) learns eps from every column; only a fixed eps splits "
+                "(train it with --parallel data)"
             )
         first = _first_linear(conv.nn)
         self.eps = float(conv.eps)
@@ -175,11 +179,11 @@ def split_weights(split: torch.nn.Module) -> list[tuple[torch.nn.Parameter, torc
 def _first_linear(nn: torch.nn.Module) -> torch.nn.Module:
     if isinstance(nn, MLP):
         return nn.lins[0]
-    if isinstance(nn, torch.nn.Sequential) and len(nn) and hasattr(nn[0], "weight"):
+    if isinstance(nn, torch.nn.Sequential) and len(nn) and isinstance(nn[0], _LINEARS):
         return nn[0]
     raise ColumnSplitError(
         f"GINConv's nn must be a PyG MLP or a Sequential starting with a linear layer to split "
-        f"by columns (got {type(nn).__name__})"
+        f"by columns (got {type(nn).__name__}); train it with --parallel data"
     )
 
 

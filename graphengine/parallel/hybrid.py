@@ -29,7 +29,7 @@ import torch.distributed as dist
 from torch_geometric.nn.models.basic_gnn import BasicGNN
 
 from graphengine.data.columns import FeatureColumns, column_ranges
-from graphengine.distributed.exchange import Exchange, new_exchange
+from graphengine.distributed.exchange import Exchange
 from graphengine.loader.hybrid_loader import HybridBatch
 from graphengine.nn.blocks import block_conv, to_blocks
 from graphengine.nn.column_layers import finish_of, split_first_layer, split_weights
@@ -49,7 +49,7 @@ class PartialStats:
 class SumToOwners(torch.autograd.Function):
     """``partials[j]`` (``[n_j, hidden]``, this worker's share of worker ``j``'s first-layer
     output) -> the sum of every worker's share of this worker's output ``[n_rank, hidden]``;
-    backward, the gradient of that sum goes to every worker, times ``scale``."""
+    backward, the gradient of that sum goes to every worker, times ``1 / world_size``."""
 
     @staticmethod
     def forward(ctx, strategy: HybridParallel, *partials: torch.Tensor) -> torch.Tensor:
@@ -112,17 +112,21 @@ class HybridSeedLogits(torch.nn.Module):
     def __init__(self, seed_logits: SeedLogits, strategy: HybridParallel):
         super().__init__()
         model = seed_logits.model
-        if seed_logits.mode not in ("blocks", "whole"):
+        plain = model.jk_mode is None and all(
+            isinstance(norm, torch.nn.Identity) for norm in model.norms
+        )
+        if seed_logits.mode not in ("blocks", "whole") or not plain:
             raise ValueError(
-                f"--parallel hybrid runs models on blocks or on the whole batch; this one "
-                f"needs {seed_logits.mode!r} (norms or jumping knowledge): use --parallel data"
+                "--parallel hybrid runs a BasicGNN's layers one after another; this one has "
+                "norms or jumping knowledge, which it does not split: use --parallel data"
             )
         first = model.convs[0]
         self.start, self.stop = strategy.column_range(model.in_channels)
         self.columns = split_first_layer(first, self.start, self.stop)
-        self.rest = strategy.replicate(HybridRest(model, seed_logits.mode == "whole"))
+        rest = HybridRest(model, seed_logits.mode == "whole")
+        # DDP refuses a module without parameters (one bias-free layer): nothing to average.
+        self.rest = strategy.replicate(rest) if any(True for _ in rest.parameters()) else rest
         self.strategy = strategy
-        self.mode = seed_logits.mode
         object.__setattr__(self, "_model", model)  # not a submodule: its first layer is not ours
 
     @property
@@ -144,7 +148,9 @@ class HybridParallel(DataParallel):
         device: this worker's device (``cuda:LOCAL_RANK`` with NCCL).
 
     Attributes:
-        structure: the exchange its loaders share first-layer structures over.
+        structure: the exchange its loaders share first-layer structures over: a gloo group
+            on the CPU whatever the backend (the payload is host memory, and an NCCL
+            collective in a loader thread would queue on the training thread's stream).
     """
 
     parameters_per_worker = True
@@ -156,7 +162,7 @@ class HybridParallel(DataParallel):
                 "--parallel hybrid needs 2 or more workers (--nproc N or torchrun); "
                 f"this group has {self.world_size}"
             )
-        self.structure: Exchange = new_exchange(self.collective_device)
+        self.structure = Exchange(dist.new_group(backend="gloo"), torch.device("cpu"))
         self._partials = dist.new_group(backend=self.backend)
         self.partial_stats = PartialStats()
 
@@ -181,6 +187,8 @@ class HybridParallel(DataParallel):
         """``all_to_all_single`` over the partial results' own group, counted."""
         started = time.perf_counter()
         dist.all_to_all_single(out, send, out_sizes, in_sizes, group=self._partials)
+        if out.is_cuda:  # NCCL returns once queued: wait, so that the seconds are the exchange's
+            torch.cuda.current_stream(out.device).synchronize()
         row = send.element_size() * (send.shape[1] if send.dim() > 1 else 1)
         self.partial_stats.sent_bytes += row * (sum(in_sizes) - in_sizes[self.rank])
         self.partial_stats.seconds += time.perf_counter() - started

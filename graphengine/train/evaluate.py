@@ -110,6 +110,7 @@ class Evaluator:
         """``{split}_acc`` for each of ``splits``; one pass of full or layer-wise inference
         serves them all."""
         self.model.eval()
+        self.seed_logits.eval()  # a wrapper's own modules too (hybrid's split layers)
         if self.mode in ("full", "layerwise"):
             prediction = self._all_logits().argmax(dim=-1)
             result = {}
