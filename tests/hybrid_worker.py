@@ -16,6 +16,7 @@ from pathlib import Path
 import torch
 import torch.distributed as dist
 
+from graphengine.bench.parallel_worker import mapped_bytes
 from graphengine.datasets import load_dataset
 from graphengine.distributed.launch import finish
 from graphengine.nn.models import build_model
@@ -63,13 +64,7 @@ def memory(out: Path, root: Path) -> None:
     dataset = load_dataset("synthetic-small", root=root)
     trainer = trainer_for(dataset, "sage", "hybrid")
     trainer.train_epoch()
-    mapped = 0  # resident pages of the memory-mapped feature file in this process
-    current = False
-    for line in Path("/proc/self/smaps").read_text().splitlines():
-        if not line[:1].isupper():  # a mapping's header line: address range, perms, path
-            current = line.endswith("/x.npy")
-        elif current and line.startswith("Rss:"):
-            mapped += int(line.split()[1]) * 1024
+    mapped = mapped_bytes("/x.npy")  # resident pages of the memory-mapped feature file
     tracemalloc.start()
     columns = trainer.strategy.feature_columns(dataset.x)
     held, _ = tracemalloc.get_traced_memory()

@@ -2,9 +2,7 @@
 the shared structure, and 2- and 3-worker training against data parallelism."""
 
 import json
-import os
 import subprocess
-import sys
 import tracemalloc
 from pathlib import Path
 
@@ -19,6 +17,7 @@ from graphengine.datasets import SyntheticSpec, generate, load_dataset
 from graphengine.loader.hybrid_loader import pack_first_layer, unpack_first_layer
 from graphengine.nn.blocks import Block, block_conv, to_blocks
 from graphengine.nn.column_layers import ColumnSplitError, finish_of, split_first_layer
+from tests.test_dist_sampling import torchrun
 from tests.test_distributed import assert_killing_rank_1_stops_the_run, train_command
 
 WORKER = Path(__file__).with_name("hybrid_worker.py")
@@ -156,22 +155,6 @@ def root(tmp_path_factory) -> Path:
     return path
 
 
-def torchrun(nproc: int, *args, timeout=240) -> subprocess.CompletedProcess:
-    command = [
-        sys.executable,
-        "-m",
-        "torch.distributed.run",
-        "--standalone",
-        f"--nproc-per-node={nproc}",
-        str(WORKER),
-        *map(str, args),
-    ]
-    env = {**os.environ, "PYTHONPATH": str(REPO)}
-    return subprocess.run(
-        command, capture_output=True, text=True, timeout=timeout, env=env, cwd=REPO
-    )
-
-
 @pytest.mark.parametrize(
     ("model", "nproc", "fanouts"),
     [
@@ -185,7 +168,7 @@ def torchrun(nproc: int, *args, timeout=240) -> subprocess.CompletedProcess:
 )
 def test_hybrid_epoch_equals_data_parallel_epoch(tmp_path, root, model, nproc, fanouts):
     out = tmp_path / "result.pt"
-    result = torchrun(nproc, "exact", out, root, model, fanouts)
+    result = torchrun(nproc, WORKER, "exact", out, root, model, fanouts)
     assert result.returncode == 0, result.stderr[-3000:]
     runs = torch.load(out)
     data, hybrid = runs["data"], runs["hybrid"]
@@ -203,7 +186,7 @@ def test_hybrid_epoch_equals_data_parallel_epoch(tmp_path, root, model, nproc, f
 
 def test_each_hybrid_worker_holds_its_columns_of_every_row(tmp_path, root):
     out = tmp_path / "memory"
-    result = torchrun(2, "memory", out, root)
+    result = torchrun(2, WORKER, "memory", out, root)
     assert result.returncode == 0, result.stderr[-3000:]
     reports = [json.loads(Path(f"{out}.{rank}").read_text()) for rank in range(2)]
     assert [(r["start"], r["stop"]) for r in reports] == column_ranges(32, 2)

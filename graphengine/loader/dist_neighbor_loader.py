@@ -11,8 +11,7 @@ from __future__ import annotations
 
 import logging
 import time
-from collections.abc import Iterator, Sequence
-from typing import Any
+from collections.abc import Sequence
 
 import numpy as np
 import torch
@@ -23,8 +22,9 @@ from graphengine.distributed.data import DistData
 from graphengine.distributed.features import AccessCounter, cache_rows
 from graphengine.distributed.sampler import DistNeighborSampler
 from graphengine.loader.neighbor_loader import sampler_threads
-from graphengine.loader.pipeline import Pipeline, Stage, StageTimes
+from graphengine.loader.pipeline import Stage
 from graphengine.loader.seeds import OwnSeedBatches, derive_seed
+from graphengine.loader.staged import StagedLoader
 from graphengine.loader.stages import CopyToDevice, SampleNodes
 from samplers import SamplerOutput, check_fanouts, check_node_ids
 
@@ -43,7 +43,7 @@ def _unread_remote(part, chosen: np.ndarray, capacity: int) -> np.ndarray:
     return np.setdiff1d(remote, chosen, assume_unique=True)[: capacity - chosen.shape[0]]
 
 
-class DistNeighborLoader:
+class DistNeighborLoader(StagedLoader):
     """Mini-batches of sampled neighborhoods across the parts of a partitioned graph.
 
     Batches are PyG ``Data`` objects as :class:`~graphengine.NeighborLoader` makes them (``x``,
@@ -111,7 +111,7 @@ class DistNeighborLoader:
         self.original_ids = original_ids
         self.device = None if device is None else torch.device(device)
         num_batches = self._agree_on_batches(-(-len(self.input_nodes) // batch_size))
-        self._seed_batches = OwnSeedBatches(
+        seed_batches = OwnSeedBatches(
             len(self.input_nodes), num_batches, shuffle, seed, data.part.part
         )
         self._sample = SampleNodes(
@@ -120,19 +120,9 @@ class DistNeighborLoader:
         stages = [Stage("sample", self._sample), Stage("fetch", self._fetch)]
         if self.device is not None and self.device.type == "cuda":
             stages.append(Stage("copy", CopyToDevice(self.device)))
-        self._stages = stages
-        self._pipeline = Pipeline(self._seed_batches, stages, prefetch=prefetch)
-        self._times = self._pipeline.times
+        self._set_stages(seed_batches, stages, prefetch)
         if remote_cache is not None:
             self.fill_cache(remote_cache, cache_epochs, seed)
-
-    def __len__(self) -> int:
-        return len(self._seed_batches)
-
-    def __iter__(self) -> Iterator[Data]:
-        if self.num_workers == 0:
-            return self._iterate_inline()
-        return self._iterate_pipelined()
 
     def __repr__(self) -> str:
         return (
@@ -140,16 +130,6 @@ class DistNeighborLoader:
             f"num_seeds={len(self.input_nodes)}, batches={len(self)}, "
             f"num_neighbors={list(self.sampler.fanouts)}, device={self.device})"
         )
-
-    def set_epoch(self, epoch: int) -> None:
-        """Make the next iteration epoch ``epoch``: its order and samples follow from ``seed``."""
-        self._seed_batches.epoch = epoch
-
-    @property
-    def stage_times(self) -> dict[str, float]:
-        """Seconds per stage (``sample``, ``fetch``, ``copy``) and ``waiting`` in the caller,
-        in the current or last pass."""
-        return self._times.snapshot()
 
     def reset_stats(self) -> dict:
         """What crossed parts since the last call, on this worker: ``frontier_nodes`` and
@@ -235,24 +215,6 @@ class DistNeighborLoader:
         data.num_sampled_nodes = list(out.num_sampled_nodes)
         data.num_sampled_edges = list(out.num_sampled_edges)
         return data
-
-    def _iterate_inline(self) -> Iterator[Data]:
-        self._times = StageTimes(stage.name for stage in self._stages)
-        for request in self._seed_batches:
-            item: Any = request
-            for stage in self._stages:
-                started = time.perf_counter()
-                item = stage.function(item)
-                self._times.add(stage.name, time.perf_counter() - started)
-            yield item
-
-    def _iterate_pipelined(self) -> Iterator[Data]:
-        batches = iter(self._pipeline)
-        self._times = self._pipeline.times
-        try:
-            yield from batches
-        finally:
-            batches.close()
 
     def _agree_on_batches(self, mine: int) -> int:
         """The most batches any worker needs (at least one)."""

@@ -16,10 +16,8 @@ batch while every worker makes its collectives in the same order.
 
 from __future__ import annotations
 
-import time
-from collections.abc import Iterator, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import Any
 
 import numpy as np
 import torch
@@ -31,8 +29,9 @@ from graphengine.data.feature_store import FeatureStore
 from graphengine.datasets.dataset import GraphDataset
 from graphengine.distributed.exchange import Exchange
 from graphengine.loader.neighbor_loader import sampler_threads
-from graphengine.loader.pipeline import Pipeline, Stage, StageTimes
+from graphengine.loader.pipeline import Stage
 from graphengine.loader.seeds import OwnSeedBatches, SeedBatches
+from graphengine.loader.staged import StagedLoader
 from graphengine.loader.stages import GatherFeatures, SampleNodes
 from graphengine.nn.blocks import Block
 from samplers import NeighborSampler, check_fanouts, check_node_ids
@@ -163,7 +162,7 @@ class GatherColumns:
         return HybridBatch(batch, inputs, blocks, self.rank, nbytes)
 
 
-class HybridNeighborLoader:
+class HybridNeighborLoader(StagedLoader):
     """Mini-batches for hybrid (P3-style) training: this worker's sampled batch, its labels,
     and its columns of every worker's first-layer inputs (:class:`HybridBatch`).
 
@@ -229,12 +228,12 @@ class HybridNeighborLoader:
         self.device = None if device is None else torch.device(device)
         rank, world_size = exchange.rank, exchange.world_size
         if split_seeds:
-            self._seed_batches = SeedBatches(
+            seed_batches = SeedBatches(
                 len(self.input_nodes), batch_size, shuffle, False, seed, rank, world_size
             )
         else:
             mine = -(-len(self.input_nodes) // batch_size)
-            self._seed_batches = OwnSeedBatches(
+            seed_batches = OwnSeedBatches(
                 len(self.input_nodes), self._most_batches(mine), shuffle, seed, rank
             )
         sample = SampleNodes(
@@ -252,17 +251,7 @@ class HybridNeighborLoader:
         ]
         if self.device is not None and self.device.type == "cuda":
             stages.append(Stage("copy", self._copy))
-        self._stages = stages
-        self._pipeline = Pipeline(self._seed_batches, stages, prefetch=prefetch * workers)
-        self._times = self._pipeline.times
-
-    def __len__(self) -> int:
-        return len(self._seed_batches)
-
-    def __iter__(self) -> Iterator[HybridBatch]:
-        if self.num_workers == 0:
-            return self._iterate_inline()
-        return self._iterate_pipelined()
+        self._set_stages(seed_batches, stages, prefetch * workers)
 
     def __repr__(self) -> str:
         return (
@@ -271,15 +260,6 @@ class HybridNeighborLoader:
             f"{self.columns.stop}) of {self.columns.num_columns}, worker "
             f"{self.exchange.rank}/{self.exchange.world_size})"
         )
-
-    def set_epoch(self, epoch: int) -> None:
-        """Make the next iteration epoch ``epoch``."""
-        self._seed_batches.epoch = epoch
-
-    @property
-    def stage_times(self) -> dict[str, float]:
-        """Seconds per stage and ``waiting`` in the caller, in the current or last pass."""
-        return self._times.snapshot()
 
     def reset_stats(self) -> dict:
         """What this worker's sharing of first layers moved since the last call, and starts
@@ -294,24 +274,6 @@ class HybridNeighborLoader:
 
     def _copy(self, batch: HybridBatch) -> HybridBatch:
         return batch.to(self.device, non_blocking=True)
-
-    def _iterate_inline(self) -> Iterator[HybridBatch]:
-        self._times = StageTimes(stage.name for stage in self._stages)
-        for request in self._seed_batches:
-            item: Any = request
-            for stage in self._stages:
-                started = time.perf_counter()
-                item = stage.function(item)
-                self._times.add(stage.name, time.perf_counter() - started)
-            yield item
-
-    def _iterate_pipelined(self) -> Iterator[HybridBatch]:
-        batches = iter(self._pipeline)
-        self._times = self._pipeline.times
-        try:
-            yield from batches
-        finally:
-            batches.close()
 
     def _most_batches(self, mine: int) -> int:
         """The most batches any worker needs (at least one)."""

@@ -1,0 +1,59 @@
+"""What loaders built from a fixed list of stages share: iterating them in the caller's thread
+or through the :class:`~graphengine.loader.pipeline.Pipeline`, epochs, and stage times."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Iterator, Sequence
+from typing import Any
+
+from graphengine.loader.pipeline import Pipeline, Stage, StageTimes
+
+
+class StagedLoader:
+    """Runs ``stages`` over the requests of ``seed_batches`` (anything iterable with ``len``
+    and an ``epoch`` attribute): in the caller's thread with ``num_workers=0``, else in the
+    pipeline's threads (``prefetch`` items in flight). Subclasses call :meth:`_set_stages`."""
+
+    num_workers: int
+
+    def _set_stages(self, seed_batches, stages: Sequence[Stage], prefetch: int) -> None:
+        self._seed_batches = seed_batches
+        self._stages = list(stages)
+        self._pipeline = Pipeline(seed_batches, self._stages, prefetch=prefetch)
+        self._times = self._pipeline.times
+
+    def __len__(self) -> int:
+        return len(self._seed_batches)
+
+    def __iter__(self) -> Iterator[Any]:
+        if self.num_workers == 0:
+            return self._iterate_inline()
+        return self._iterate_pipelined()
+
+    def set_epoch(self, epoch: int) -> None:
+        """Make the next iteration epoch ``epoch``: its order and samples follow from the seed."""
+        self._seed_batches.epoch = epoch
+
+    @property
+    def stage_times(self) -> dict[str, float]:
+        """Seconds spent per stage and ``waiting`` in the caller, in the current or last pass."""
+        return self._times.snapshot()
+
+    def _iterate_inline(self) -> Iterator[Any]:
+        self._times = StageTimes(stage.name for stage in self._stages)
+        for request in self._seed_batches:
+            item: Any = request
+            for stage in self._stages:
+                started = time.perf_counter()
+                item = stage.function(item)
+                self._times.add(stage.name, time.perf_counter() - started)
+            yield item
+
+    def _iterate_pipelined(self) -> Iterator[Any]:
+        batches = iter(self._pipeline)
+        self._times = self._pipeline.times
+        try:
+            yield from batches
+        finally:
+            batches.close()  # stops the pipeline's threads when the caller leaves early
