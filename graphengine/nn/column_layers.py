@@ -65,9 +65,9 @@ class SAGEColumns(torch.nn.Module):
         self.lin_r = None
         if conv.root_weight:
             self.lin_r = torch.nn.Parameter(conv.lin_r.weight.detach()[:, start:stop].clone())
-        self._full = [(self.lin_l, conv.lin_l.weight)]
+        self.weight_pairs = [(self.lin_l, conv.lin_l.weight)]
         if self.lin_r is not None:
-            self._full.append((self.lin_r, conv.lin_r.weight))
+            self.weight_pairs.append((self.lin_r, conv.lin_r.weight))
 
     def forward(self, x: torch.Tensor, block: Block) -> torch.Tensor:
         out = F.linear(aggregate(x, block, self.reduce), self.lin_l)
@@ -85,7 +85,7 @@ class GCNColumns(torch.nn.Module):
         self.normalize = conv.normalize
         self.norm_args = (conv.improved, conv.add_self_loops, conv.flow)
         self.weight = torch.nn.Parameter(conv.lin.weight.detach()[:, start:stop].clone())
-        self._full = [(self.weight, conv.lin.weight)]
+        self.weight_pairs = [(self.weight, conv.lin.weight)]
 
     def forward(self, x: torch.Tensor, block: Block) -> torch.Tensor:
         x_src = x if x.shape[0] == block.num_src else x[: block.num_src]
@@ -118,7 +118,7 @@ class GINColumns(torch.nn.Module):
         first = _first_linear(conv.nn)
         self.eps = float(conv.eps)
         self.weight = torch.nn.Parameter(first.weight.detach()[:, start:stop].clone())
-        self._full = [(self.weight, first.weight)]
+        self.weight_pairs = [(self.weight, first.weight)]
 
     def forward(self, x: torch.Tensor, block: Block) -> torch.Tensor:
         summed = aggregate(x, block, "sum") + (1 + self.eps) * x[: block.num_dst]
@@ -141,9 +141,9 @@ def split_first_layer(conv: torch.nn.Module, start: int, stop: int) -> torch.nn.
     ``(x [>= num_src, stop - start], block) -> [num_dst, out]`` whose partial results, summed
     over every worker's columns, give ``conv``'s output before its bias (:func:`finish_of`).
 
-    Its parameters are copies of ``conv``'s weight columns; :func:`split_weights` pairs
-    them with ``conv``'s. Raises :class:`ColumnSplitError` (a ``ValueError``) naming the
-    layer when it is not linear in its inputs.
+    Its parameters are copies of ``conv``'s weight columns; its ``weight_pairs`` lists each
+    as ``(columns, conv's full weight)``. Raises :class:`ColumnSplitError` (a ``ValueError``)
+    naming the layer when it is not linear in its inputs.
     """
     if isinstance(conv, SAGEConv):
         return SAGEColumns(conv, start, stop)
@@ -169,11 +169,6 @@ def finish_of(conv: torch.nn.Module) -> torch.nn.Module:
     if isinstance(conv, GINConv):
         return _after_first_linear(conv.nn)
     raise ColumnSplitError(f"no split for a first layer {type(conv).__name__}")
-
-
-def split_weights(split: torch.nn.Module) -> list[tuple[torch.nn.Parameter, torch.Tensor]]:
-    """``(slice, full weight)`` pairs of a :func:`split_first_layer` module."""
-    return list(split._full)
 
 
 def _first_linear(nn: torch.nn.Module) -> torch.nn.Module:

@@ -22,28 +22,18 @@ workers, and :class:`SumToOwners` scales the ones it returns by ``1 / N`` alike.
 from __future__ import annotations
 
 import time
-from dataclasses import dataclass
 
 import torch
 import torch.distributed as dist
 from torch_geometric.nn.models.basic_gnn import BasicGNN
 
 from graphengine.data.columns import FeatureColumns, column_ranges
-from graphengine.distributed.exchange import Exchange
+from graphengine.distributed.exchange import Exchange, ExchangeStats
 from graphengine.loader.hybrid_loader import HybridBatch
 from graphengine.nn.blocks import block_conv, to_blocks
-from graphengine.nn.column_layers import finish_of, split_first_layer, split_weights
+from graphengine.nn.column_layers import finish_of, split_first_layer
 from graphengine.nn.forward import SeedLogits
 from graphengine.parallel.data_parallel import DataParallel
-
-
-@dataclass
-class PartialStats:
-    """What the first layer's partial results moved since the last reset: ``sent_bytes``
-    (forward and backward, to other workers) and ``seconds`` inside the collectives."""
-
-    sent_bytes: int = 0
-    seconds: float = 0.0
 
 
 class SumToOwners(torch.autograd.Function):
@@ -125,7 +115,8 @@ class HybridSeedLogits(torch.nn.Module):
         self.columns = split_first_layer(first, self.start, self.stop)
         rest = HybridRest(model, seed_logits.mode == "whole")
         # DDP refuses a module without parameters (one bias-free layer): nothing to average.
-        self.rest = strategy.replicate(rest) if any(True for _ in rest.parameters()) else rest
+        has_parameters = next(rest.parameters(), None) is not None
+        self.rest = strategy.replicate(rest) if has_parameters else rest
         self.strategy = strategy
         object.__setattr__(self, "_model", model)  # not a submodule: its first layer is not ours
 
@@ -164,7 +155,7 @@ class HybridParallel(DataParallel):
             )
         self.structure = Exchange(dist.new_group(backend="gloo"), torch.device("cpu"))
         self._partials = dist.new_group(backend=self.backend)
-        self.partial_stats = PartialStats()
+        self.partial_stats = ExchangeStats()  # the partial results' all_to_all
 
     def column_range(self, num_columns: int) -> tuple[int, int]:
         """This worker's ``[start, stop)`` of ``num_columns`` feature columns."""
@@ -190,12 +181,14 @@ class HybridParallel(DataParallel):
         if out.is_cuda:  # NCCL returns once queued: wait, so that the seconds are the exchange's
             torch.cuda.current_stream(out.device).synchronize()
         row = send.element_size() * (send.shape[1] if send.dim() > 1 else 1)
+        self.partial_stats.calls += 1
         self.partial_stats.sent_bytes += row * (sum(in_sizes) - in_sizes[self.rank])
+        self.partial_stats.received_bytes += row * (sum(out_sizes) - out_sizes[self.rank])
         self.partial_stats.seconds += time.perf_counter() - started
 
     def reset_stats(self) -> dict:
         stats = super().reset_stats()
-        partials, self.partial_stats = self.partial_stats, PartialStats()
+        partials, self.partial_stats = self.partial_stats, ExchangeStats()
         stats["partial_sent_bytes"] = partials.sent_bytes
         stats["partial_seconds"] = partials.seconds
         return stats
@@ -203,7 +196,7 @@ class HybridParallel(DataParallel):
     def assemble_model(self, module: torch.nn.Module) -> None:
         """Write every worker's first-layer weight columns into the user's model (a
         collective: every worker calls it)."""
-        for piece, full in split_weights(module.columns):
+        for piece, full in module.columns.weight_pairs:
             widths = [stop - start for start, stop in column_ranges(full.shape[1], self.world_size)]
             padded = torch.zeros(
                 (full.shape[0], max(widths)), dtype=piece.dtype, device=self.collective_device
@@ -219,7 +212,7 @@ class HybridParallel(DataParallel):
         """Take this worker's first-layer weight columns from the user's model again (after
         it was loaded from a checkpoint)."""
         with torch.no_grad():
-            for piece, full in split_weights(module.columns):
+            for piece, full in module.columns.weight_pairs:
                 piece.copy_(full[:, module.start : module.stop])
 
     def _broadcast(self, model: torch.nn.Module) -> None:
