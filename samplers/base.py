@@ -72,20 +72,53 @@ class SamplerOutput:
         col: int64 ``[num_edges]``, local id of each edge's destination (the node it
             was sampled for).
         edge: int64 ``[num_edges]``, each edge's position in the graph's CSC ``indices``.
-        num_sampled_nodes: nodes added per hop, the seeds first (``num_hops + 1`` ints).
-        num_sampled_edges: edges sampled per hop (``num_hops`` ints).
+        num_sampled_nodes: nodes added per hop, the seeds first (``num_hops + 1`` ints);
+            ``None`` where edges are not grouped by hop (bidirectional or induced subgraphs).
+        num_sampled_edges: edges sampled per hop (``num_hops`` ints), or ``None`` likewise.
         batch_size: the number of seeds.
         input_id: int64 ``[batch_size]``, as in :class:`SamplerInput`.
+        batch: int64 ``[num_nodes]``, the seed (position in the batch) whose tree each node
+            belongs to, for disjoint sampling (a node reached from two seeds appears twice);
+            ``None`` otherwise.
+        edge_weight: float32 ``[num_edges]``, each sampled edge's weight for an unbiased
+            estimate of a mean over all in-neighbors (LABOR); ``None`` when uniform.
+        seed_time: int64 ``[batch_size]``, each seed's time in temporal sampling, else ``None``.
     """
 
     node: np.ndarray
     row: np.ndarray
     col: np.ndarray
     edge: np.ndarray
-    num_sampled_nodes: tuple[int, ...]
-    num_sampled_edges: tuple[int, ...]
+    num_sampled_nodes: tuple[int, ...] | None
+    num_sampled_edges: tuple[int, ...] | None
     batch_size: int
     input_id: np.ndarray
+    batch: np.ndarray | None = None
+    edge_weight: np.ndarray | None = None
+    seed_time: np.ndarray | None = None
+
+
+@dataclass(frozen=True)
+class HeteroSamplerOutput:
+    """A sampled heterogeneous subgraph: :class:`SamplerOutput`'s fields, per node type
+    (``node``, ``batch``, ``num_sampled_nodes``) or per ``(src, relation, dst)`` edge type
+    (``row``, ``col``, ``edge``, ``num_sampled_edges``). Local ids count per node type: ``row``
+    indexes ``node[src]``, ``col`` indexes ``node[dst]``. The seeds are the first
+    ``batch_size`` nodes of ``input_type``. ``edge`` holds each edge's position in its edge
+    type's CSC.
+    """
+
+    node: dict[str, np.ndarray]
+    row: dict[tuple[str, str, str], np.ndarray]
+    col: dict[tuple[str, str, str], np.ndarray]
+    edge: dict[tuple[str, str, str], np.ndarray]
+    num_sampled_nodes: dict[str, tuple[int, ...]] | None
+    num_sampled_edges: dict[tuple[str, str, str], tuple[int, ...]] | None
+    batch_size: int
+    input_id: np.ndarray
+    input_type: str
+    batch: dict[str, np.ndarray] | None = None
+    seed_time: np.ndarray | None = None
 
 
 class BaseSampler(ABC):
@@ -94,7 +127,7 @@ class BaseSampler(ABC):
     several threads at once."""
 
     @abstractmethod
-    def sample_from_nodes(self, inputs: SamplerInput) -> SamplerOutput:
+    def sample_from_nodes(self, inputs: SamplerInput) -> SamplerOutput | HeteroSamplerOutput:
         """The subgraph around ``inputs.node``; its first ``batch_size`` nodes are the seeds."""
 
     def sample_from_edges(self, inputs: EdgeSamplerInput) -> SamplerOutput:

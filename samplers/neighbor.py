@@ -15,6 +15,7 @@ from typing import NamedTuple
 import numba
 import numpy as np
 
+from samplers._kernels import induced, ranges, weighted
 from samplers._kernels import neighbor as kernels
 from samplers._kernels.random import MAX_BOUND, hop_key
 from samplers._kernels.threading import parallel_guard
@@ -26,6 +27,13 @@ _MIN_TABLE_BITS = 10
 REPEAT_SHIFT = 40
 REPEAT_MASK = (1 << REPEAT_SHIFT) - 1
 _NO_COLUMNS = np.empty(0, dtype=np.int64)
+_NO_WEIGHTS = np.empty(0, dtype=np.float64)
+
+
+SUBGRAPH_TYPES = ("directional", "bidirectional", "induced")
+TEMPORAL_STRATEGIES = ("uniform", "last")
+# Disjoint trees are numbered in the bits above REPEAT_SHIFT: at most 2**23 seeds a batch.
+MAX_DISJOINT_SEEDS = 1 << (63 - REPEAT_SHIFT)
 
 
 class MultiHopSampler(BaseSampler):
@@ -43,6 +51,13 @@ class MultiHopSampler(BaseSampler):
         num_threads: Numba threads each call may use (``None``: Numba's default, one per
             core). A loader running ``k`` sampling threads gives each ``cores // k``, so
             that they share the machine instead of each sizing itself to it.
+        disjoint: sample each seed's tree on its own, as PyG's ``disjoint=True``: a node
+            reached from two seeds is two batch nodes, each drawing from its own stream, and
+            the output's ``batch`` names each node's seed.
+        subgraph_type: ``"directional"`` (the sampled edges, grouped by hop),
+            ``"bidirectional"`` (the sampled edges and their reverses, each pair once, sorted
+            by destination then source) or ``"induced"`` (every edge of the graph between
+            sampled nodes, see :meth:`induced_edges`); the last two carry no per-hop counts.
     """
 
     def __init__(
@@ -51,24 +66,38 @@ class MultiHopSampler(BaseSampler):
         fanouts: Sequence[int],
         replace: bool = False,
         num_threads: int | None = None,
+        disjoint: bool = False,
+        subgraph_type: str = "directional",
     ):
         self.fanouts = check_fanouts(fanouts)
         if num_threads is not None and (
             isinstance(num_threads, bool) or not isinstance(num_threads, int) or num_threads < 1
         ):
             raise ValueError(f"'num_threads' must be None or an int >= 1 (got {num_threads!r})")
+        if subgraph_type not in SUBGRAPH_TYPES:
+            raise ValueError(
+                f"'subgraph_type' must be one of {SUBGRAPH_TYPES} (got {subgraph_type!r})"
+            )
         self.num_threads = num_threads
         self.replace = bool(replace)
+        self.disjoint = bool(disjoint)
+        self.subgraph_type = subgraph_type
         self.num_nodes = int(num_nodes)
         if self.num_nodes > 1 << REPEAT_SHIFT:
             raise ValueError(f"graphs above 2**{REPEAT_SHIFT} nodes are not supported")
         # Buffer sizes of the last batch: hints only, so races between threads are harmless.
         # The table's hint follows the last batch's node count, so one huge batch does not
         # keep every later batch on a huge table.
-        self._table_dtype = np.int32 if self.num_nodes <= np.iinfo(np.int32).max else np.int64
+        fits_int32 = self.num_nodes <= np.iinfo(np.int32).max
+        self._table_dtype = np.int32 if fits_int32 and not self.disjoint else np.int64
         self._table_bits = _MIN_TABLE_BITS
         self._nodes = 0
         self._edges = 0
+
+    @property
+    def temporal(self) -> bool:
+        """Whether draws are limited by time (subclasses that sample by time say so)."""
+        return False
 
     @abstractmethod
     def sample_hop(
@@ -78,17 +107,39 @@ class MultiHopSampler(BaseSampler):
         fanout: int,
         key: np.uint64,
         slots: HopSlots,
+        time_limits: np.ndarray | None = None,
     ) -> np.ndarray:
         """Sample the in-neighbors of ``frontier`` (int64 global ids).
 
-        ``tagged`` (int64, the shape of ``frontier``) is ``frontier`` with each repeat of a
-        node tagged by :func:`tag_repeats` (only seeds repeat), so that each repeat draws from
-        a stream of its own. Calls ``slots.reserve(count)`` once with the hop's number of
-        sampled edges and fills what it returns: the neighbors' global ids and the edges' ids,
-        frontier node by frontier node (and, if it likes, ``slots.columns()``). Returns
-        int64 ``[len(frontier) + 1]``: node ``i``'s edges are the slots
+        ``tagged`` (int64, the shape of ``frontier``) numbers each entry's random stream:
+        the node's id, with a repeated seed tagged by :func:`tag_repeats` or, in disjoint
+        sampling, the node's tree in the bits above ``REPEAT_SHIFT``, so that each repeat
+        draws from a stream of its own. Calls ``slots.reserve(count)`` once with the hop's
+        number of sampled edges and fills what it returns: the neighbors' global ids and the
+        edges' ids, frontier node by frontier node (and, if it likes, ``slots.columns()``).
+        Returns int64 ``[len(frontier) + 1]``: node ``i``'s edges are the slots
         ``offsets[i]:offsets[i + 1]``. ``key`` (uint64) names the hop's random streams.
+        ``time_limits`` (int64, the shape of ``frontier``, temporal samplers only) is the
+        latest time each entry may sample.
         """
+
+    def induced_edges(
+        self, keys: np.ndarray, table: np.ndarray, bits: int
+    ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """Every edge of the graph between the batch's nodes, for ``subgraph_type='induced'``.
+
+        ``keys`` (int64 ``[num_nodes]``) are the batch's nodes as the hash ``table`` (of
+        ``2 << bits`` entries) holds them. Returns int64 ``(row, col, edge)``."""
+        raise NotImplementedError(
+            f"{type(self).__name__} does not build induced subgraphs; use "
+            "subgraph_type='directional' or 'bidirectional'"
+        )
+
+    def seed_times(self, inputs: SamplerInput, seeds: np.ndarray) -> np.ndarray | None:
+        """Each seed's time (int64 ``[batch_size]``) in temporal sampling, else ``None``."""
+        if inputs.time is None:
+            return None
+        raise ValueError(f"{type(self).__name__} does not sample by time; 'time' must be None")
 
     def sample_from_nodes(self, inputs: SamplerInput) -> SamplerOutput:
         """Sample the multi-hop neighborhood of ``inputs.node``.
@@ -96,20 +147,33 @@ class MultiHopSampler(BaseSampler):
         Raises:
             ValueError: a seed id outside ``[0, num_nodes)``.
         """
-        if inputs.time is not None or inputs.input_type is not None:
+        if inputs.input_type is not None:
             raise NotImplementedError(
-                f"{type(self).__name__} samples homogeneous graphs without time; 'time' and "
-                "'input_type' must be None"
+                f"{type(self).__name__} samples homogeneous graphs; 'input_type' must be None "
+                "(heterogeneous graphs: samplers.HeteroNeighborSampler)"
             )
         seeds = check_node_ids(inputs.node, self.num_nodes, "node")
+        seed_time = self.seed_times(inputs, seeds)
+        disjoint = self.disjoint or seed_time is not None
         batch_size = seeds.shape[0]
+        if disjoint and batch_size > MAX_DISJOINT_SEEDS:
+            raise ValueError(
+                f"disjoint sampling takes at most {MAX_DISJOINT_SEEDS} seeds a batch "
+                f"(got {batch_size})"
+            )
         if self.num_threads is not None:
             numba.set_num_threads(min(self.num_threads, numba.config.NUMBA_NUM_THREADS))
+        # A batch node is its id, or in disjoint sampling its id and its tree (``keys``).
+        keys = seeds
+        table_dtype = self._table_dtype
+        if disjoint:
+            keys = seeds | (np.arange(batch_size, dtype=np.int64) << REPEAT_SHIFT)
+            table_dtype = np.int64
         # Size the buffers like the previous batch's, so that one allocation usually suffices.
         bits = max(_MIN_TABLE_BITS, self._table_bits, int(2 * max(batch_size, 1) - 1).bit_length())
-        table = np.full(2 << bits, kernels.EMPTY, dtype=self._table_dtype)
-        kernels.insert_nodes(seeds, batch_size, table, 64 - bits)
-        n_id = _grow(seeds, batch_size, max(self._nodes, batch_size))
+        table = np.full(2 << bits, kernels.EMPTY, dtype=table_dtype)
+        kernels.insert_nodes(keys, batch_size, table, 64 - bits)
+        n_id = _grow(keys, batch_size, max(self._nodes, batch_size))
         edges = _EdgeBuffers(self._edges)
 
         num_nodes = batch_size
@@ -117,17 +181,29 @@ class MultiHopSampler(BaseSampler):
         num_sampled_edges = []
         frontier_start = 0
         for hop, fanout in enumerate(self.fanouts):
-            frontier = n_id[frontier_start:num_nodes]
-            # Only the seeds can repeat; later frontiers hold each node once.
-            tagged = tag_repeats(frontier) if hop == 0 else frontier
+            frontier_keys = n_id[frontier_start:num_nodes]
+            time_limits = None
+            if disjoint:
+                frontier = frontier_keys & REPEAT_MASK
+                tagged = frontier_keys
+                if seed_time is not None:
+                    time_limits = seed_time[frontier_keys >> REPEAT_SHIFT]
+            else:
+                frontier = frontier_keys
+                # Only the seeds can repeat; later frontiers hold each node once.
+                tagged = tag_repeats(frontier) if hop == 0 else frontier
             # The hop writes global neighbor ids into the rows; relabel maps them in place.
             slots = HopSlots(edges, frontier_start)
-            offsets = self.sample_hop(frontier, tagged, fanout, hop_key(inputs.seed, hop), slots)
+            offsets = self.sample_hop(
+                frontier, tagged, fanout, hop_key(inputs.seed, hop), slots, time_limits
+            )
             hop_edges = int(offsets[-1])
             hop_row, hop_col = edges.hop_rows_and_cols()
             if not slots.columns_filled:
                 with parallel_guard():
                     kernels.edge_columns(offsets, frontier_start, hop_col)
+            if disjoint:  # a neighbor joins the tree of the node it was sampled for
+                hop_row |= n_id[hop_col] & ~REPEAT_MASK
             n_id = _grow(n_id, num_nodes, num_nodes + hop_edges)
             hop_start = num_nodes
             done = 0
@@ -138,7 +214,7 @@ class MultiHopSampler(BaseSampler):
                 if done == hop_edges:
                     break
                 bits += 1
-                table = np.full(2 << bits, kernels.EMPTY, dtype=self._table_dtype)
+                table = np.full(2 << bits, kernels.EMPTY, dtype=table_dtype)
                 kernels.insert_nodes(n_id, num_nodes, table, 64 - bits)
             num_sampled_nodes.append(num_nodes - hop_start)
             num_sampled_edges.append(hop_edges)
@@ -147,25 +223,62 @@ class MultiHopSampler(BaseSampler):
 
         self._table_bits = table_bits_for(num_nodes)
         self._nodes, self._edges = num_nodes, edges.used
+        keys = n_id[:num_nodes]
+        row, col, edge = (a[: edges.used] for a in (edges.row, edges.col, edges.edge))
+        weight = None if edges.weight is None else edges.weight[: edges.used]
+        if self.subgraph_type != "directional":
+            if self.subgraph_type == "induced":
+                row, col, edge = self.induced_edges(keys, table, bits)
+            else:
+                row, col, edge = to_bidirectional(row, col, edge)
+            weight = num_sampled_nodes = num_sampled_edges = None
         return SamplerOutput(
-            node=n_id[:num_nodes],
-            row=edges.row[: edges.used],
-            col=edges.col[: edges.used],
-            edge=edges.edge[: edges.used],
-            num_sampled_nodes=tuple(num_sampled_nodes),
-            num_sampled_edges=tuple(num_sampled_edges),
+            node=keys & REPEAT_MASK if disjoint else keys,
+            row=row,
+            col=col,
+            edge=edge,
+            num_sampled_nodes=None if num_sampled_nodes is None else tuple(num_sampled_nodes),
+            num_sampled_edges=None if num_sampled_edges is None else tuple(num_sampled_edges),
             batch_size=batch_size,
             input_id=np.asarray(inputs.input_id, dtype=np.int64),
+            batch=keys >> REPEAT_SHIFT if disjoint else None,
+            edge_weight=weight,
+            seed_time=seed_time,
         )
 
 
-class NeighborSampler(MultiHopSampler):
-    """Uniform neighbor sampling over one CSC graph in this process.
+def to_bidirectional(
+    row: np.ndarray, col: np.ndarray, edge: np.ndarray
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """The edges ``(row, col)`` and their reverses, each ``(source, destination)`` pair once,
+    sorted by destination then source, as PyG's ``SamplerOutput.to_bidirectional`` gives
+    them (int64 each). A pair keeps the id of an edge sampled as it stands when there is
+    one, else the id of the edge it reverses."""
+    rows = np.concatenate([row, col])
+    cols = np.concatenate([col, row])
+    size = int(max(rows.max(initial=-1), cols.max(initial=-1))) + 1
+    _, first = np.unique(cols * size + rows, return_index=True)
+    return rows[first], cols[first], np.concatenate([edge, edge])[first]
 
-    Without replacement (the default) every subset of a node's in-neighbors of
-    the fanout's size is equally likely; a node whose in-degree is at most the
-    fanout keeps all of them. With replacement each of the ``fanout`` draws is
-    uniform over the in-neighbors. A fanout of ``-1`` takes all in-neighbors.
+
+class NeighborSampler(MultiHopSampler):
+    """Node-wise neighbor sampling over one CSC graph in this process: uniform, weighted or
+    temporal, directional, bidirectional or induced, shared or disjoint trees.
+
+    Uniform, without replacement (the default), every subset of a node's in-neighbors of
+    the fanout's size is equally likely; a node whose in-degree is at most the fanout
+    keeps all of them. With replacement each of the ``fanout`` draws is uniform over the
+    in-neighbors. A fanout of ``-1`` takes all in-neighbors.
+
+    With ``weights``, each draw is proportional to the edge's weight: independent draws
+    with replacement, successive draws among the edges not yet drawn without (the law of
+    ``torch.multinomial(w, k, replacement=False)``); an edge of weight 0 is never drawn.
+
+    With ``node_time`` or ``edge_time`` (temporal sampling, as PyG's ``time_attr``), the
+    trees are disjoint and a node samples only edges no later than its seed's time: edges
+    whose source node's time (``node_time``), or whose own time (``edge_time``), is at most
+    it. ``temporal_strategy='last'`` takes the most recent of them instead of a uniform
+    choice.
 
     Args:
         indptr: int64 ``[num_nodes + 1]``, CSC column pointers.
@@ -176,7 +289,11 @@ class NeighborSampler(MultiHopSampler):
         validate: check that ``indptr``/``indices`` form a valid CSC graph (one pass
             over the arrays; skip it only for a graph already checked: the kernels do
             not check bounds).
-        num_threads: as in :class:`MultiHopSampler`.
+        num_threads, disjoint, subgraph_type: as in :class:`MultiHopSampler`.
+        weights: optional float ``[num_edges]`` (CSC order), finite and ``>= 0``.
+        node_time: optional integer ``[num_nodes]``, each node's time.
+        edge_time: optional integer ``[num_edges]`` (CSC order), each edge's time.
+        temporal_strategy: ``"uniform"`` or ``"last"``.
 
     ``edge`` in its output is each edge's CSC position. Calls from several threads at once
     are safe: Numba runs on a thread-safe threading layer (``omp`` or ``tbb``), or, where
@@ -191,13 +308,68 @@ class NeighborSampler(MultiHopSampler):
         replace: bool = False,
         validate: bool = True,
         num_threads: int | None = None,
+        disjoint: bool = False,
+        subgraph_type: str = "directional",
+        weights: np.ndarray | None = None,
+        node_time: np.ndarray | None = None,
+        edge_time: np.ndarray | None = None,
+        temporal_strategy: str = "uniform",
     ):
         if validate:
             check_csc(indptr, indices)
-        super().__init__(int(indptr.shape[0]) - 1, fanouts, replace, num_threads)
+        super().__init__(
+            int(indptr.shape[0]) - 1, fanouts, replace, num_threads, disjoint, subgraph_type
+        )
         self.indptr = indptr
         self.indices = indices
         check_max_degree(indptr)
+        if temporal_strategy not in TEMPORAL_STRATEGIES:
+            raise ValueError(
+                f"'temporal_strategy' must be one of {TEMPORAL_STRATEGIES} "
+                f"(got {temporal_strategy!r})"
+            )
+        if node_time is not None and edge_time is not None:
+            raise ValueError("give 'node_time' or 'edge_time', not both")
+        num_edges = indices.shape[0]
+        self.node_time = (
+            None if node_time is None else check_times(node_time, self.num_nodes, "node_time")
+        )
+        self.edge_time = (
+            None if edge_time is None else check_times(edge_time, num_edges, "edge_time")
+        )
+        if self.temporal and subgraph_type == "induced":
+            raise ValueError(
+                "temporal sampling builds no induced subgraphs (neither does PyG); use "
+                "subgraph_type='directional' or 'bidirectional'"
+            )
+        self.temporal_strategy = temporal_strategy
+        self.weights = None if weights is None else check_weights(weights, num_edges)
+
+        # The sampler reads its own copy of the CSC, each node's edges ascending in time, when
+        # that is not already the order; ``_order`` maps its positions back to the graph's.
+        self._order = None
+        self._times = None
+        sampled_indices, sampled_weights = indices, self.weights
+        if self.temporal:
+            times = self.edge_time if self.edge_time is not None else self.node_time[indices]
+            if not ascends_per_node(indptr, times):
+                columns = np.repeat(np.arange(self.num_nodes, dtype=np.int64), np.diff(indptr))
+                self._order = np.lexsort((times, columns))
+                times = times[self._order]
+                sampled_indices = indices[self._order]
+                if sampled_weights is not None:
+                    sampled_weights = sampled_weights[self._order]
+            self._times = times
+        self._indices = sampled_indices
+        self._weights = sampled_weights
+        self._cumulative = _NO_WEIGHTS
+        if sampled_weights is not None and self.replace:
+            with parallel_guard():
+                self._cumulative = weighted.running_sums(indptr, sampled_weights)
+
+    @property
+    def temporal(self) -> bool:
+        return self.node_time is not None or self.edge_time is not None
 
     def __repr__(self) -> str:
         return (
@@ -206,6 +378,18 @@ class NeighborSampler(MultiHopSampler):
             f"replace={self.replace})"
         )
 
+    def seed_times(self, inputs: SamplerInput, seeds: np.ndarray) -> np.ndarray | None:
+        if not self.temporal:
+            return super().seed_times(inputs, seeds)
+        if inputs.time is not None:
+            return check_times(inputs.time, seeds.shape[0], "time")
+        if self.node_time is None:
+            raise ValueError(
+                "sampling by edge time needs each seed's time: pass 'time' (the loader's "
+                "'input_time')"
+            )
+        return self.node_time[seeds]
+
     def sample_hop(
         self,
         frontier: np.ndarray,
@@ -213,35 +397,147 @@ class NeighborSampler(MultiHopSampler):
         fanout: int,
         key: np.uint64,
         slots: HopSlots,
+        time_limits: np.ndarray | None = None,
     ) -> np.ndarray:
         guard = parallel_guard()
+        if self._weights is None and time_limits is None:
+            with guard:
+                plan = hop_plan(self.indptr, frontier, fanout, self.replace)
+            neighbors, edges = slots.reserve(plan.num_edges)
+            with guard:
+                hop_draw(
+                    self.indices,
+                    plan,
+                    fanout,
+                    self.replace,
+                    key,
+                    tagged,
+                    neighbors,
+                    edges,
+                    slots.first_local,
+                    slots.columns(),
+                )
+            return plan.offsets
+
+        replace = self.replace and fanout >= 0 and self.temporal_strategy == "uniform"
         with guard:
-            plan = hop_plan(self.indptr, frontier, fanout, self.replace)
-        neighbors, edges = slots.reserve(plan.num_edges)
+            plan = hop_plan(self.indptr, frontier, fanout, replace)
+            range_starts = plan.starts.copy()
+            starts, degrees = plan.starts, plan.degrees
+            if time_limits is not None:
+                ranges.limit_to_time(self._times, starts, degrees, time_limits)
+                if self.temporal_strategy == "last":
+                    ranges.keep_latest(starts, degrees, fanout)
+            if self._weights is None:
+                offsets = ranges.counts_to_offsets(degrees, fanout, replace)
+            else:
+                offsets = ranges.weighted_offsets(self._weights, starts, degrees, fanout, replace)
+        neighbors, edges = slots.reserve(int(offsets[-1]))
         with guard:
-            hop_draw(
-                self.indices,
-                plan,
-                fanout,
-                self.replace,
-                key,
-                tagged,
-                neighbors,
-                edges,
-                slots.first_local,
-                slots.columns(),
+            if self._weights is None:
+                kernels.hop_sample(
+                    self._indices,
+                    starts,
+                    degrees,
+                    offsets,
+                    fanout,
+                    replace,
+                    key,
+                    tagged,
+                    slots.first_local,
+                    neighbors,
+                    edges,
+                    slots.columns(),
+                )
+            else:
+                weighted.hop_sample_weighted(
+                    self._indices,
+                    self._weights,
+                    self._cumulative,
+                    range_starts,
+                    starts,
+                    degrees,
+                    offsets,
+                    replace,
+                    key,
+                    tagged,
+                    neighbors,
+                    edges,
+                )
+        if self._order is not None:
+            np.take(self._order, edges, out=edges)
+        return offsets
+
+    def induced_edges(
+        self, keys: np.ndarray, table: np.ndarray, bits: int
+    ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """Every edge of the graph whose ends are both batch nodes (of one tree, when
+        disjoint), grouped by destination in batch order, CSC order within: int64
+        ``(row, col, edge)``, ``edge`` the CSC position."""
+        shift = 64 - bits
+        with parallel_guard():
+            offsets = induced.induced_offsets(
+                self.indptr, self.indices, keys, REPEAT_MASK, table, shift
             )
-        return plan.offsets
+            count = int(offsets[-1])
+            row, col, edge = (np.empty(count, dtype=np.int64) for _ in range(3))
+            induced.induced_fill(
+                self.indptr, self.indices, keys, REPEAT_MASK, table, shift, offsets, row, col, edge
+            )
+        return row, col, edge
+
+
+def check_times(times, length: int, name: str) -> np.ndarray:
+    """``times`` as a contiguous int64 ``[length]`` array, or an error naming ``name``."""
+    array = np.asarray(times)
+    if array.shape != (length,):
+        raise ValueError(f"'{name}' must have shape ({length},) (got {array.shape})")
+    if array.size and not np.issubdtype(array.dtype, np.integer):
+        raise TypeError(
+            f"'{name}' must hold integer times (got dtype {array.dtype}); cast them to int64"
+        )
+    return np.ascontiguousarray(array, dtype=np.int64)
+
+
+def check_weights(weights, num_edges: int) -> np.ndarray:
+    """Edge weights as a contiguous float64 ``[num_edges]`` array, finite and ``>= 0``."""
+    array = np.asarray(weights)
+    if array.shape != (num_edges,):
+        raise ValueError(f"edge weights must have shape ({num_edges},) (got {array.shape})")
+    if array.size and not (
+        np.issubdtype(array.dtype, np.floating) or np.issubdtype(array.dtype, np.integer)
+    ):
+        raise TypeError(f"edge weights must be real numbers (got dtype {array.dtype})")
+    array = np.ascontiguousarray(array, dtype=np.float64)
+    bad = ~np.isfinite(array) | (array < 0)
+    if bad.any():
+        at = int(np.argmax(bad))
+        raise ValueError(
+            f"edge weights must be finite and >= 0 (weight of edge {at} in CSC order is "
+            f"{array[at]})"
+        )
+    return array
+
+
+def ascends_per_node(indptr: np.ndarray, times: np.ndarray) -> bool:
+    """Whether ``times`` (CSC order) ascend (non-strictly) within every node's edges."""
+    if times.shape[0] < 2:
+        return True
+    falls = np.diff(times) < 0
+    boundaries = indptr[1:-1] - 1
+    falls[boundaries[(boundaries >= 0) & (boundaries < falls.shape[0])]] = False
+    return not falls.any()
 
 
 class _EdgeBuffers:
-    """A batch's growing ``row``/``col``/``edge`` arrays (int64): the committed hops, then
-    the hop being sampled."""
+    """A batch's growing ``row``/``col``/``edge`` arrays (int64), and ``weight`` (float32) once
+    a hop weighs its edges: the committed hops, then the hop being sampled."""
 
     def __init__(self, capacity: int):
         self.row = np.empty(capacity, dtype=np.int64)
         self.col = np.empty(capacity, dtype=np.int64)
         self.edge = np.empty(capacity, dtype=np.int64)
+        self.weight: np.ndarray | None = None
         self.used = 0
         self.end = 0
 
@@ -251,6 +547,15 @@ class _EdgeBuffers:
         self.row, self.col, self.edge = (
             _grow(a, self.used, self.end) for a in (self.row, self.col, self.edge)
         )
+        if self.weight is not None:
+            self.weight = _grow(self.weight, self.used, self.end)
+            self.weight[self.used : self.end] = 1.0
+
+    def hop_weights(self) -> np.ndarray:
+        """The reserved edges' weights (float32), the earlier hops' edges weighing 1."""
+        if self.weight is None:
+            self.weight = np.ones(max(self.end, self.row.shape[0]), dtype=np.float32)
+        return self.weight[self.used : self.end]
 
     def hop_rows_and_cols(self) -> tuple[np.ndarray, np.ndarray]:
         return self.row[self.used : self.end], self.col[self.used : self.end]
@@ -284,6 +589,11 @@ class HopSlots:
         writes them as it draws."""
         self.columns_filled = True
         return self._buffers.col[self._buffers.used : self._buffers.end]
+
+    def weights(self) -> np.ndarray:
+        """The reserved edges' weights (float32, 1 until written), for a hop whose edges carry
+        weights for an unbiased estimator (LABOR); the batch then has ``edge_weight``."""
+        return self._buffers.hop_weights()
 
 
 def tag_repeats(ids: np.ndarray) -> np.ndarray:

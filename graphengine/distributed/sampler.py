@@ -103,6 +103,7 @@ class DistNeighborSampler(MultiHopSampler):
         fanout: int,
         key: np.uint64,
         slots: HopSlots,
+        time_limits: np.ndarray | None = None,
     ) -> np.ndarray:
         num_parts = self.part.book.num_parts
         owners = np.searchsorted(self.bounds, frontier, side="right") - 1
