@@ -95,3 +95,61 @@ def seed_nodes(input_nodes, num_nodes: int) -> tuple[np.ndarray, np.ndarray]:
         return nodes, nodes
     nodes = check_node_ids(array, num_nodes, "input_nodes")
     return nodes, np.arange(nodes.shape[0], dtype=np.int64)
+
+
+def sampling_attributes(data, graph: Graph, time_attr: str | None, weight_attr: str | None) -> dict:
+    """The :class:`samplers.NeighborSampler` arguments PyG's ``time_attr`` and ``weight_attr``
+    name: ``node_time`` or ``edge_time`` and ``weights``, edge-level ones in CSC order."""
+    if time_attr is None and weight_attr is None:
+        return {}
+    if not isinstance(data, Data):
+        raise ValueError(
+            "'time_attr' and 'weight_attr' name attributes of a PyG Data; give the data as a "
+            f"Data (got {type(data).__name__})"
+        )
+    out = {}
+    if time_attr is not None:
+        if time_attr not in data:
+            raise ValueError(f"'time_attr': the data has no attribute {time_attr!r}")
+        if data.is_node_attr(time_attr):
+            out["node_time"] = as_numpy(data[time_attr])
+        elif data.is_edge_attr(time_attr):
+            out["edge_time"] = in_csc_order(as_numpy(data[time_attr]), graph)
+        else:
+            raise ValueError(
+                f"The time attribute {time_attr!r} is neither a node-level nor an edge-level "
+                "attribute"
+            )
+    if weight_attr is not None:
+        if weight_attr not in data or not data.is_edge_attr(weight_attr):
+            raise ValueError(f"'weight_attr': the data has no edge attribute {weight_attr!r}")
+        out["weights"] = in_csc_order(as_numpy(data[weight_attr]), graph)
+    return out
+
+
+def in_csc_order(values: np.ndarray, graph: Graph) -> np.ndarray:
+    """An edge-level array ``[num_edges]`` in the original edge order, put in CSC order."""
+    if values.ndim != 1 or values.shape[0] != graph.num_edges:
+        raise ValueError(
+            f"an edge-level sampling attribute must have shape ({graph.num_edges},) "
+            f"(got {tuple(values.shape)})"
+        )
+    return values if graph.edge_ids is None else values[graph.edge_ids]
+
+
+def as_numpy(value) -> np.ndarray:
+    """A tensor (moved to the CPU), array or list as a NumPy array."""
+    if isinstance(value, torch.Tensor):
+        return value.detach().cpu().numpy()
+    return np.asarray(value)
+
+
+def check_input_ids(input_id, num_seeds: int) -> np.ndarray:
+    """PyG's ``input_id`` (one int per seed) as int64 ``[num_seeds]``."""
+    ids = as_numpy(input_id)
+    if ids.shape != (num_seeds,) or (ids.size and not np.issubdtype(ids.dtype, np.integer)):
+        raise ValueError(
+            f"'input_id' must hold one integer per seed, shape ({num_seeds},) "
+            f"(got {ids.dtype} of shape {ids.shape})"
+        )
+    return ids.astype(np.int64)

@@ -12,22 +12,27 @@ import torch
 from torch_geometric.data import Data
 
 from graphengine.datasets.dataset import GraphDataset
-from graphengine.loader.adapters import graph_and_gather, seed_nodes
+from graphengine.loader.adapters import (
+    as_numpy,
+    check_input_ids,
+    graph_and_gather,
+    sampling_attributes,
+    seed_nodes,
+)
 from graphengine.loader.pipeline import Pipeline, Stage, StageTimes
 from graphengine.loader.seeds import BatchRequest, SeedBatches, derive_seed
-from graphengine.loader.stages import CopyToDevice, InWorkerThreads, SampleNodes, Transform
-from samplers import NeighborSampler, check_fanouts, check_node_ids
+from graphengine.loader.stages import (
+    CopyToDevice,
+    InWorkerThreads,
+    SampleNodes,
+    Transform,
+    TransformSamplerOutput,
+)
+from samplers import BaseSampler, NeighborSampler, check_fanouts, check_node_ids
+from samplers.neighbor import check_times
 
-_UNSUPPORTED = {
-    "input_time": None,
-    "time_attr": None,
-    "weight_attr": None,
-    "transform_sampler_output": None,
-    "disjoint": False,
-    "subgraph_type": "directional",
-    "temporal_strategy": "uniform",
-}
-_DATALOADER_ARGS_IGNORED = ("persistent_workers",)
+# torch DataLoader options that mean nothing for threads: accepted and ignored.
+_DATALOADER_ARGS_IGNORED = ("persistent_workers", "timeout", "multiprocessing_context")
 
 
 def sampler_threads(num_workers: int) -> int:
@@ -51,76 +56,106 @@ class NeighborLoader:
     ``device``), overlapped with the caller's work on the previous batch; batches come
     in the same order, with the same contents, as without it.
 
-    Args:
+    Args (PyG's, with PyG's meaning and order):
         data: a PyG ``Data`` (homogeneous), a :class:`~graphengine.datasets.GraphDataset`,
             or a ``(FeatureStore, Graph)`` pair.
         num_neighbors: neighbors per node for each hop, ``-1`` for all.
-        batch_size: seeds per batch.
         input_nodes: seed ids (tensor, array or list) or a boolean mask; all nodes by default.
-        shuffle: reshuffle the seeds every epoch.
+        input_time: each seed's time (temporal sampling; needs ``time_attr``): a seed samples
+            nothing later than it. By default a seed's own node time.
         replace: sample with replacement.
-        drop_last: drop the last, incomplete batch.
-        seed: base random seed; ``None`` draws one per epoch from torch's global generator.
+        subgraph_type: ``"directional"`` (the sampled edges), ``"bidirectional"`` (they and
+            their reverses, without per-hop counts) or ``"induced"`` (every edge between the
+            sampled nodes, without per-hop counts); PyG's ``SubgraphType`` works too.
+        disjoint: each seed its own tree; the batch's ``batch`` vector names every node's seed.
+        temporal_strategy: ``"uniform"`` or ``"last"`` (the most recent neighbors).
+        time_attr: a node- or edge-level attribute of times (integers): temporal sampling,
+            always disjoint (as in PyG). Times need not be sorted.
+        weight_attr: an edge-level attribute of weights (finite, ``>= 0``): each draw is
+            proportional to its edge's weight (see :class:`samplers.NeighborSampler`).
         transform: a function applied to each ``Data`` batch in the caller's thread as the
             batch is handed over (after the copy to ``device``), so that a random transform
             draws in the same order as with ``num_workers=0``, even from torch's global
             generator that the training step also uses.
+        transform_sampler_output: a function on each PyG ``SamplerOutput`` before gathering.
+        is_sorted: accepted for PyG's sake; the sampler checks the order itself (one pass).
+        filter_per_worker: gather features in the sampling threads (``True``, the default
+            as in PyG on the CPU: measured fastest here) or in one gathering thread of its
+            own (``False``).
+        neighbor_sampler: a ready :class:`samplers.BaseSampler` over the same graph to use
+            instead (``num_neighbors`` and the sampling options are then its own).
+        directed: deprecated, as in PyG: ``False`` means ``subgraph_type="induced"``.
+        batch_size: seeds per batch.
+        shuffle: reshuffle the seeds every epoch.
+        drop_last: drop the last, incomplete batch.
+        seed: base random seed; ``None`` draws one per epoch from torch's global generator.
         num_workers: sampling threads, as PyG's ``num_workers`` counts producers; ``0``
             loads every batch in the caller's thread, without a pipeline. The threads share
             the Numba and torch threads of the thread that builds the loader: each sampling
             call uses ``numba.get_num_threads() // num_workers``, each gathering thread
             ``torch.get_num_threads() // num_workers`` (that thread's own share only).
-        filter_per_worker: gather features in the sampling threads (``True``, the default
-            as in PyG on the CPU: measured fastest here) or in one gathering thread of its
-            own (``False``).
-        prefetch: batches in flight per sampling thread, as torch's ``prefetch_factor``:
-            at most ``prefetch * max(num_workers, 1)`` batches are being loaded or wait
-            for the caller at any time (memory grows with it).
+        prefetch: batches in flight per sampling thread, as torch's ``prefetch_factor`` (also
+            accepted under that name): at most ``prefetch * max(num_workers, 1)`` batches are
+            being loaded or wait for the caller at any time (memory grows with it).
         device: where batches go; a CUDA device adds a copy stage on a side stream, and
             tables that are pinned (``FeatureStore.pin_memory_``) or cached on the GPU
             (``enable_cache``) are gathered there directly, by zero-copy.
         pin_memory: gather features into pinned memory (for fast host-to-device copies).
-        neighbor_sampler: a ready :class:`samplers.NeighborSampler` over the same graph to
-            use instead (``num_neighbors`` and ``replace`` are then its own).
         rank, world_size: for data-parallel training: this rank loads only its equal,
             disjoint share of each epoch's seeds (see :class:`SeedBatches`); needs ``seed``.
+        input_id: each seed's ``input_id`` (PyG's ``NodeLoader`` argument); positions by
+            default.
 
-    PyG arguments for temporal, weighted or disjoint sampling raise
-    ``NotImplementedError``; ``persistent_workers`` is accepted and has no effect
-    (threads cost nothing to keep).
+    ``persistent_workers``, ``timeout`` and ``multiprocessing_context`` are accepted and
+    have no effect (threads cost nothing to keep).
     """
 
     def __init__(
         self,
         data: Data | GraphDataset,
         num_neighbors: Sequence[int],
-        batch_size: int = 1,
         input_nodes=None,
-        shuffle: bool = False,
+        input_time=None,
         replace: bool = False,
+        subgraph_type: str = "directional",
+        disjoint: bool = False,
+        temporal_strategy: str = "uniform",
+        time_attr: str | None = None,
+        weight_attr: str | None = None,
+        transform: Callable[[Data], Any] | None = None,
+        transform_sampler_output: Callable | None = None,
+        is_sorted: bool = False,
+        filter_per_worker: bool | None = None,
+        neighbor_sampler: BaseSampler | None = None,
+        directed: bool = True,
+        batch_size: int = 1,
+        shuffle: bool = False,
         drop_last: bool = False,
         seed: int | None = None,
-        transform: Callable[[Data], Any] | None = None,
         num_workers: int = 1,
-        filter_per_worker: bool | None = None,
         prefetch: int = 2,
         device: str | torch.device | None = None,
         pin_memory: bool = False,
-        neighbor_sampler: NeighborSampler | None = None,
         rank: int = 0,
         world_size: int = 1,
-        is_sorted: bool = False,
-        directed: bool = True,
+        input_id=None,
         **kwargs,
     ):
-        for name, default in _UNSUPPORTED.items():
-            value = kwargs.pop(name, default)
-            if value != default:
-                raise NotImplementedError(
-                    f"graphengine's NeighborLoader does not support '{name}' yet (got {value!r})"
-                )
         if not directed:
-            raise NotImplementedError("'directed=False' (undirected subgraphs) is not supported")
+            warnings.warn(
+                "'directed' is deprecated (as in PyG): use subgraph_type='induced' instead",
+                DeprecationWarning,
+                stacklevel=2,
+            )
+            subgraph_type = "induced"
+        subgraph_type = getattr(subgraph_type, "value", subgraph_type)  # PyG's SubgraphType
+        if input_time is not None and time_attr is None:
+            raise ValueError(
+                "'input_time' is set while 'time_attr' is not: name the node- or edge-level "
+                "time attribute the seeds' times compare with"
+            )
+        if "prefetch_factor" in kwargs:
+            prefetch = kwargs.pop("prefetch_factor")
         for name in _DATALOADER_ARGS_IGNORED:
             kwargs.pop(name, None)
         if kwargs:
@@ -143,22 +178,31 @@ class NeighborLoader:
 
         device = torch.device(device) if device is not None else None
         graph, gather = graph_and_gather(data, pin_memory, device)
-        if neighbor_sampler is not None and neighbor_sampler.num_nodes != graph.num_nodes:
-            raise ValueError(
-                f"'neighbor_sampler' samples a graph of {neighbor_sampler.num_nodes} nodes, "
-                f"'data' has {graph.num_nodes}"
-            )
         if neighbor_sampler is None:
             graph.validate()  # once per graph: the kernels do not check bounds
             neighbor_sampler = NeighborSampler(
                 graph.indptr,
                 graph.indices,
-                check_fanouts(num_neighbors, "num_neighbors"),
+                check_fanouts(getattr(num_neighbors, "values", num_neighbors), "num_neighbors"),
                 replace=replace,
                 validate=False,
                 num_threads=sampler_threads(num_workers),
+                disjoint=disjoint,
+                subgraph_type=subgraph_type,
+                temporal_strategy=temporal_strategy,
+                **sampling_attributes(data, graph, time_attr, weight_attr),
+            )
+        elif getattr(neighbor_sampler, "num_nodes", graph.num_nodes) != graph.num_nodes:
+            raise ValueError(
+                f"'neighbor_sampler' samples a graph of {neighbor_sampler.num_nodes} nodes, "
+                f"'data' has {graph.num_nodes}"
             )
         input_nodes, input_ids = seed_nodes(input_nodes, graph.num_nodes)
+        if input_id is not None:
+            input_ids = check_input_ids(input_id, input_nodes.shape[0])
+        input_times = None
+        if input_time is not None:
+            input_times = check_times(as_numpy(input_time), input_nodes.shape[0], "input_time")
 
         self.data = data
         self.graph = graph
@@ -170,7 +214,12 @@ class NeighborLoader:
         self.prefetch = prefetch
         self.device = device
         self.seed = seed
-        self._sample = SampleNodes(neighbor_sampler, input_nodes, input_ids)
+        self._sample = SampleNodes(neighbor_sampler, input_nodes, input_ids, input_times)
+        self._transform_output = (
+            TransformSamplerOutput(transform_sampler_output)
+            if transform_sampler_output is not None
+            else None
+        )
         self._gather = gather
         self._transform = Transform(transform) if transform is not None else None
         self._copy = (
@@ -216,21 +265,15 @@ class NeighborLoader:
         return self._load(request, StageTimes(stage.name for stage in self._stages))
 
     def __repr__(self) -> str:
-        return (
-            f"{type(self).__name__}(num_seeds={len(self.input_nodes)}, "
-            f"batch_size={self.batch_size}, "
-            f"num_neighbors={list(self.neighbor_sampler.fanouts)}, "
-            f"replace={self.neighbor_sampler.replace}, num_workers={self.num_workers}, "
-            f"device={self.device})"
-        )
+        return f"{type(self).__name__}()"  # as PyG's loaders print
 
     def _build_stages(self) -> list[Stage]:
         workers = max(self.num_workers, 1)
         gatherers = workers if self.filter_per_worker else 1
-        stages = [
-            Stage("sample", self._sample, workers),
-            Stage("gather", self._gather, gatherers),
-        ]
+        stages = [Stage("sample", self._sample, workers)]
+        if self._transform_output is not None:
+            stages.append(Stage("transform_sampler_output", self._transform_output, workers))
+        stages.append(Stage("gather", self._gather, gatherers))
         if self._copy is not None:
             stages.append(Stage("copy", self._copy))
         return stages

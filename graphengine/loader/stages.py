@@ -30,12 +30,23 @@ class SampleNodes:
         sampler: any :class:`samplers.BaseSampler`.
         input_nodes: int64 ``[num_seeds]``, the loader's seed node ids.
         input_ids: int64 ``[num_seeds]``, each seed's ``input_id``.
+        input_times: optional int64 ``[num_seeds]``, each seed's time (temporal sampling).
+        input_type: the seeds' node type (heterogeneous graphs), else ``None``.
     """
 
-    def __init__(self, sampler: BaseSampler, input_nodes: np.ndarray, input_ids: np.ndarray):
+    def __init__(
+        self,
+        sampler: BaseSampler,
+        input_nodes: np.ndarray,
+        input_ids: np.ndarray,
+        input_times: np.ndarray | None = None,
+        input_type: str | None = None,
+    ):
         self.sampler = sampler
         self.input_nodes = input_nodes
         self.input_ids = input_ids
+        self.input_times = input_times
+        self.input_type = input_type
 
     def __call__(self, request: BatchRequest) -> SamplerOutput:
         return self.sampler.sample_from_nodes(
@@ -43,7 +54,74 @@ class SampleNodes:
                 node=self.input_nodes[request.index],
                 input_id=self.input_ids[request.index],
                 seed=request.seed,
+                time=None if self.input_times is None else self.input_times[request.index],
+                input_type=self.input_type,
             )
+        )
+
+
+class TransformSamplerOutput:
+    """PyG's ``transform_sampler_output``: the user's function on each sampled subgraph before
+    its features are gathered. The function gets and returns a PyG
+    ``torch_geometric.sampler.SamplerOutput`` (torch tensors, as in PyG); it runs in the
+    sampling threads, as it runs in PyG's worker processes."""
+
+    def __init__(self, function: Callable):
+        if not callable(function):
+            raise TypeError(
+                f"'transform_sampler_output' must be callable (got {type(function).__name__})"
+            )
+        self.function = function
+
+    def __call__(self, out: SamplerOutput) -> SamplerOutput:
+        from torch_geometric.sampler import SamplerOutput as PygSamplerOutput
+
+        def tensor(array):
+            return None if array is None else torch.from_numpy(array)
+
+        pyg = PygSamplerOutput(
+            node=tensor(out.node),
+            row=tensor(out.row),
+            col=tensor(out.col),
+            edge=tensor(out.edge),
+            batch=tensor(out.batch),
+            num_sampled_nodes=None
+            if out.num_sampled_nodes is None
+            else list(out.num_sampled_nodes),
+            num_sampled_edges=None
+            if out.num_sampled_edges is None
+            else list(out.num_sampled_edges),
+            metadata=(tensor(out.input_id), tensor(out.seed_time)),
+        )
+        pyg = self.function(pyg)
+        if not isinstance(pyg, PygSamplerOutput):
+            raise TypeError(
+                "'transform_sampler_output' must return a torch_geometric.sampler.SamplerOutput "
+                f"(got {type(pyg).__name__})"
+            )
+
+        def array(value):
+            return None if value is None else value.detach().cpu().numpy().astype(np.int64)
+
+        edge = array(pyg.edge)
+        return SamplerOutput(
+            node=array(pyg.node),
+            row=array(pyg.row),
+            col=array(pyg.col),
+            edge=edge if edge is not None else np.arange(pyg.row.numel(), dtype=np.int64),
+            num_sampled_nodes=None
+            if pyg.num_sampled_nodes is None
+            else tuple(pyg.num_sampled_nodes),
+            num_sampled_edges=None
+            if pyg.num_sampled_edges is None
+            else tuple(pyg.num_sampled_edges),
+            batch_size=out.batch_size,
+            input_id=out.input_id,
+            batch=array(pyg.batch),
+            edge_weight=out.edge_weight
+            if edge is not None and np.array_equal(edge, out.edge)
+            else None,
+            seed_time=out.seed_time,
         )
 
 
@@ -205,10 +283,7 @@ class GatherFeatures:
         data.num_nodes = int(out.node.shape[0])
         data.n_id = n_id
         data.e_id = e_id
-        data.input_id = torch.from_numpy(out.input_id)
-        data.batch_size = out.batch_size
-        data.num_sampled_nodes = list(out.num_sampled_nodes)
-        data.num_sampled_edges = list(out.num_sampled_edges)
+        add_batch_fields(data, out)
         return data
 
     def _pinned(self, table: torch.Tensor, index: torch.Tensor) -> torch.Tensor | None:
@@ -218,3 +293,22 @@ class GatherFeatures:
             return None
         shape = (index.shape[0], *table.shape[1:])
         return torch.empty(shape, dtype=table.dtype, pin_memory=True)
+
+
+def add_batch_fields(data, out: SamplerOutput) -> None:
+    """The fields PyG's ``NodeLoader`` adds to a homogeneous batch beside the attributes:
+    ``input_id``, ``batch_size``, and where the sampler gives them ``batch`` (disjoint trees),
+    ``seed_time`` (temporal), ``num_sampled_nodes``/``num_sampled_edges`` (per-hop counts,
+    absent for bidirectional and induced subgraphs, as in PyG) and ``sampling_weight`` (each
+    sampled edge's weight for an unbiased mean, from LABOR; PyG has no such field)."""
+    data.input_id = torch.from_numpy(out.input_id)
+    data.batch_size = out.batch_size
+    if out.batch is not None:
+        data.batch = torch.from_numpy(out.batch)
+    if out.seed_time is not None:
+        data.seed_time = torch.from_numpy(out.seed_time)
+    if out.num_sampled_nodes is not None:
+        data.num_sampled_nodes = list(out.num_sampled_nodes)
+        data.num_sampled_edges = list(out.num_sampled_edges)
+    if out.edge_weight is not None:
+        data.sampling_weight = torch.from_numpy(out.edge_weight)
