@@ -5,13 +5,22 @@ contract every sampler implements; the kernels under ``samplers/_kernels`` trust
 so the sampler classes validate it first.
 """
 
-from samplers.base import BaseSampler, EdgeSamplerInput, SamplerInput, SamplerOutput
+from samplers.base import (
+    BaseSampler,
+    EdgeSamplerInput,
+    HeteroSamplerOutput,
+    SamplerInput,
+    SamplerOutput,
+)
 from samplers.csc import check_csc, check_node_ids
+from samplers.hetero import HeteroNeighborSampler
 from samplers.neighbor import MultiHopSampler, NeighborSampler, check_fanouts, sample_hop
 
 __all__ = [
     "BaseSampler",
     "EdgeSamplerInput",
+    "HeteroNeighborSampler",
+    "HeteroSamplerOutput",
     "MultiHopSampler",
     "NeighborSampler",
     "SamplerInput",

@@ -105,13 +105,14 @@ class HeteroSamplerOutput:
     (``row``, ``col``, ``edge``, ``num_sampled_edges``). Local ids count per node type: ``row``
     indexes ``node[src]``, ``col`` indexes ``node[dst]``. The seeds are the first
     ``batch_size`` nodes of ``input_type``. ``edge`` holds each edge's position in its edge
-    type's CSC.
+    type's CSC, or ``None`` for edge types merged with their reverse in a bidirectional
+    subgraph (their edges have no single id, as in PyG).
     """
 
     node: dict[str, np.ndarray]
     row: dict[tuple[str, str, str], np.ndarray]
     col: dict[tuple[str, str, str], np.ndarray]
-    edge: dict[tuple[str, str, str], np.ndarray]
+    edge: dict[tuple[str, str, str], np.ndarray | None]
     num_sampled_nodes: dict[str, tuple[int, ...]] | None
     num_sampled_edges: dict[tuple[str, str, str], tuple[int, ...]] | None
     batch_size: int

@@ -173,8 +173,8 @@ class MultiHopSampler(BaseSampler):
         bits = max(_MIN_TABLE_BITS, self._table_bits, int(2 * max(batch_size, 1) - 1).bit_length())
         table = np.full(2 << bits, kernels.EMPTY, dtype=table_dtype)
         kernels.insert_nodes(keys, batch_size, table, 64 - bits)
-        n_id = _grow(keys, batch_size, max(self._nodes, batch_size))
-        edges = _EdgeBuffers(self._edges)
+        n_id = grow(keys, batch_size, max(self._nodes, batch_size))
+        edges = EdgeBuffers(self._edges)
 
         num_nodes = batch_size
         num_sampled_nodes = [batch_size]
@@ -204,7 +204,7 @@ class MultiHopSampler(BaseSampler):
                     kernels.edge_columns(offsets, frontier_start, hop_col)
             if disjoint:  # a neighbor joins the tree of the node it was sampled for
                 hop_row |= n_id[hop_col] & ~REPEAT_MASK
-            n_id = _grow(n_id, num_nodes, num_nodes + hop_edges)
+            n_id = grow(n_id, num_nodes, num_nodes + hop_edges)
             hop_start = num_nodes
             done = 0
             while True:
@@ -529,7 +529,7 @@ def ascends_per_node(indptr: np.ndarray, times: np.ndarray) -> bool:
     return not falls.any()
 
 
-class _EdgeBuffers:
+class EdgeBuffers:
     """A batch's growing ``row``/``col``/``edge`` arrays (int64), and ``weight`` (float32) once
     a hop weighs its edges: the committed hops, then the hop being sampled."""
 
@@ -545,10 +545,10 @@ class _EdgeBuffers:
         """Room for ``count`` edges after the committed ones."""
         self.end = self.used + count
         self.row, self.col, self.edge = (
-            _grow(a, self.used, self.end) for a in (self.row, self.col, self.edge)
+            grow(a, self.used, self.end) for a in (self.row, self.col, self.edge)
         )
         if self.weight is not None:
-            self.weight = _grow(self.weight, self.used, self.end)
+            self.weight = grow(self.weight, self.used, self.end)
             self.weight[self.used : self.end] = 1.0
 
     def hop_weights(self) -> np.ndarray:
@@ -573,7 +573,7 @@ class HopSlots:
             (:meth:`columns`); otherwise the sampler fills them from the offsets.
     """
 
-    def __init__(self, buffers: _EdgeBuffers, first_local: int):
+    def __init__(self, buffers: EdgeBuffers, first_local: int):
         self._buffers = buffers
         self.first_local = first_local
         self.columns_filled = False
@@ -723,7 +723,7 @@ def table_bits_for(num_nodes: int) -> int:
     return bits
 
 
-def _grow(array: np.ndarray, used: int, needed: int) -> np.ndarray:
+def grow(array: np.ndarray, used: int, needed: int) -> np.ndarray:
     """``array`` if it holds ``needed`` entries, else a larger copy of its first ``used``."""
     if array.shape[0] >= needed:
         return array

@@ -152,27 +152,7 @@ class Graph(GraphStore):
                 f"'edge_index' holds node id {highest}, outside [0, {num_nodes}) "
                 f"for num_nodes={num_nodes}"
             )
-        indptr = np.zeros(num_nodes + 1, dtype=np.int64)
-        np.cumsum(np.bincount(col, minlength=num_nodes), out=indptr[1:])
-        index_dtype = _index_dtype(num_nodes)
-        perm = None
-        if col.size and not bool((col[1:] >= col[:-1]).all()):
-            # Kept instead of PyG's to_csc (torch_geometric/sampler/utils.py), which sorts
-            # unstably (edge order within a column is not kept) and returns an int64 row.
-            # Measured on 2M nodes / 20M random edges, one thread, one conversion per
-            # process (time.perf_counter; peak RSS growth from resource.getrusage):
-            #   this code        3.09 s, +552 MiB  (with np.argsort(kind="stable"): 15.2 s)
-            #   PyG's to_csc     4.59 s, +613 MiB  (no pyg-lib: torch.sort, unstable)
-            # Command: python csc_bench.py {ours,pyg}, a script building
-            # rng.integers(0, 2_000_000, (2, 20_000_000)) and timing
-            # Graph.from_edge_index(ei, n) against to_csc(Data(edge_index=ei, num_nodes=n)).
-            # torch's stable CPU sort is a radix sort for integer keys; int32 keys halve it.
-            keys = torch.from_numpy(col.astype(index_dtype))
-            perm = torch.sort(keys, stable=True)[1].numpy()
-            del keys
-        indices = row.astype(index_dtype)
-        if perm is not None:
-            indices = indices[perm]
+        indptr, indices, perm = coo_to_csc(row, col, num_nodes, num_nodes)
         graph = cls(indptr, indices, perm, validate=False)
         graph.validated = True  # ids checked above; indptr and perm valid by construction
         return graph
@@ -384,6 +364,41 @@ def _check_scipy(matrix) -> None:
                     raise ValueError(f"{name} index {int(bad)} outside [0, {matrix.shape[0]})")
     except ValueError as error:
         raise ValueError(f"'matrix' is malformed: {error}") from None
+
+
+def coo_to_csc(
+    row: np.ndarray, col: np.ndarray, num_src: int, num_dst: int
+) -> tuple[np.ndarray, np.ndarray, np.ndarray | None]:
+    """CSC arrays of the edges ``row[i] -> col[i]`` (int64, ids checked by the caller) of a
+    relation from ``num_src`` to ``num_dst`` nodes (equal for a graph, not for one edge type
+    of a heterogeneous graph).
+
+    Returns ``(indptr, indices, perm)``: int64 ``[num_dst + 1]``; int32 (when ``num_src`` fits)
+    or int64 ``[num_edges]``; and the original edge id of each CSC position (int64), or
+    ``None`` when ``col`` already ascends. Edges keep their original order within a column.
+    """
+    indptr = np.zeros(num_dst + 1, dtype=np.int64)
+    np.cumsum(np.bincount(col, minlength=num_dst), out=indptr[1:])
+    index_dtype = _index_dtype(num_src)
+    perm = None
+    if col.size and not bool((col[1:] >= col[:-1]).all()):
+        # Kept instead of PyG's to_csc (torch_geometric/sampler/utils.py), which sorts
+        # unstably (edge order within a column is not kept) and returns an int64 row.
+        # Measured on 2M nodes / 20M random edges, one thread, one conversion per
+        # process (time.perf_counter; peak RSS growth from resource.getrusage):
+        #   this code        3.09 s, +552 MiB  (with np.argsort(kind="stable"): 15.2 s)
+        #   PyG's to_csc     4.59 s, +613 MiB  (no pyg-lib: torch.sort, unstable)
+        # Command: python csc_bench.py {ours,pyg}, a script building
+        # rng.integers(0, 2_000_000, (2, 20_000_000)) and timing
+        # Graph.from_edge_index(ei, n) against to_csc(Data(edge_index=ei, num_nodes=n)).
+        # torch's stable CPU sort is a radix sort for integer keys; int32 keys halve it.
+        keys = torch.from_numpy(col.astype(_index_dtype(num_dst)))
+        perm = torch.sort(keys, stable=True)[1].numpy()
+        del keys
+    indices = row.astype(index_dtype)
+    if perm is not None:
+        indices = indices[perm]
+    return indptr, indices, perm
 
 
 def _index_dtype(num_nodes: int) -> type:

@@ -1,4 +1,5 @@
-"""``NeighborLoader``: a drop-in for PyG's loader of the same name on homogeneous graphs."""
+"""``NeighborLoader``: a drop-in for PyG's loader of the same name: homogeneous and
+heterogeneous graphs, PyG's remote stores, every sampling mode PyG has."""
 
 from __future__ import annotations
 
@@ -9,27 +10,14 @@ from typing import Any
 
 import numba
 import torch
-from torch_geometric.data import Data
+from torch_geometric.data import Data, HeteroData
 
 from graphengine.datasets.dataset import GraphDataset
-from graphengine.loader.adapters import (
-    as_numpy,
-    check_input_ids,
-    graph_and_gather,
-    sampling_attributes,
-    seed_nodes,
-)
 from graphengine.loader.pipeline import Pipeline, Stage, StageTimes
 from graphengine.loader.seeds import BatchRequest, SeedBatches, derive_seed
-from graphengine.loader.stages import (
-    CopyToDevice,
-    InWorkerThreads,
-    SampleNodes,
-    Transform,
-    TransformSamplerOutput,
-)
-from samplers import BaseSampler, NeighborSampler, check_fanouts, check_node_ids
-from samplers.neighbor import check_times
+from graphengine.loader.sources import LoaderRequest, loader_parts
+from graphengine.loader.stages import CopyToDevice, InWorkerThreads, Transform
+from samplers import BaseSampler, check_node_ids
 
 # torch DataLoader options that mean nothing for threads: accepted and ignored.
 _DATALOADER_ARGS_IGNORED = ("persistent_workers", "timeout", "multiprocessing_context")
@@ -57,10 +45,16 @@ class NeighborLoader:
     in the same order, with the same contents, as without it.
 
     Args (PyG's, with PyG's meaning and order):
-        data: a PyG ``Data`` (homogeneous), a :class:`~graphengine.datasets.GraphDataset`,
-            or a ``(FeatureStore, Graph)`` pair.
-        num_neighbors: neighbors per node for each hop, ``-1`` for all.
+        data: a PyG ``Data`` or ``HeteroData``, a PyG ``(FeatureStore, GraphStore)`` pair
+            (any implementation of PyG's abstract stores: its ``csc()`` is read once, node
+            attributes fetched per batch with one ``multi_get_tensor``), a
+            :class:`~graphengine.datasets.GraphDataset`, or graphengine's own
+            ``(FeatureStore, Graph)`` pair.
+        num_neighbors: neighbors per node for each hop, ``-1`` for all; for heterogeneous
+            data also a dict ``{edge type: list}`` (an edge type left out samples nothing),
+            or PyG's ``NumNeighbors``.
         input_nodes: seed ids (tensor, array or list) or a boolean mask; all nodes by default.
+            Heterogeneous: a node type, or ``(node type, ids or mask or None)``.
         input_time: each seed's time (temporal sampling; needs ``time_attr``): a seed samples
             nothing later than it. By default a seed's own node time.
         replace: sample with replacement.
@@ -82,8 +76,11 @@ class NeighborLoader:
         filter_per_worker: gather features in the sampling threads (``True``, the default
             as in PyG on the CPU: measured fastest here) or in one gathering thread of its
             own (``False``).
-        neighbor_sampler: a ready :class:`samplers.BaseSampler` over the same graph to use
-            instead (``num_neighbors`` and the sampling options are then its own).
+        neighbor_sampler: a ready sampler over the same graph to use instead (the sampling
+            options are then its own): a :class:`samplers.BaseSampler`, or any PyG
+            ``torch_geometric.sampler.BaseSampler`` (called as PyG's loader calls it, its
+            output filtered by PyG's own rules; PyG's samplers draw from torch's global
+            generator, so set ``num_workers`` to 0 or 1 for repeatable batches).
         directed: deprecated, as in PyG: ``False`` means ``subgraph_type="induced"``.
         batch_size: seeds per batch.
         shuffle: reshuffle the seeds every epoch.
@@ -105,6 +102,7 @@ class NeighborLoader:
             disjoint share of each epoch's seeds (see :class:`SeedBatches`); needs ``seed``.
         input_id: each seed's ``input_id`` (PyG's ``NodeLoader`` argument); positions by
             default.
+        custom_cls: the class of batches built from a PyG store pair (PyG's argument).
 
     ``persistent_workers``, ``timeout`` and ``multiprocessing_context`` are accepted and
     have no effect (threads cost nothing to keep).
@@ -112,7 +110,7 @@ class NeighborLoader:
 
     def __init__(
         self,
-        data: Data | GraphDataset,
+        data: Data | HeteroData | GraphDataset | tuple,
         num_neighbors: Sequence[int],
         input_nodes=None,
         input_time=None,
@@ -139,6 +137,7 @@ class NeighborLoader:
         rank: int = 0,
         world_size: int = 1,
         input_id=None,
+        custom_cls: type | None = None,
         **kwargs,
     ):
         if not directed:
@@ -177,50 +176,40 @@ class NeighborLoader:
             pin_memory = False
 
         device = torch.device(device) if device is not None else None
-        graph, gather = graph_and_gather(data, pin_memory, device)
-        if neighbor_sampler is None:
-            graph.validate()  # once per graph: the kernels do not check bounds
-            neighbor_sampler = NeighborSampler(
-                graph.indptr,
-                graph.indices,
-                check_fanouts(getattr(num_neighbors, "values", num_neighbors), "num_neighbors"),
-                replace=replace,
-                validate=False,
-                num_threads=sampler_threads(num_workers),
-                disjoint=disjoint,
-                subgraph_type=subgraph_type,
-                temporal_strategy=temporal_strategy,
-                **sampling_attributes(data, graph, time_attr, weight_attr),
-            )
-        elif getattr(neighbor_sampler, "num_nodes", graph.num_nodes) != graph.num_nodes:
-            raise ValueError(
-                f"'neighbor_sampler' samples a graph of {neighbor_sampler.num_nodes} nodes, "
-                f"'data' has {graph.num_nodes}"
-            )
-        input_nodes, input_ids = seed_nodes(input_nodes, graph.num_nodes)
-        if input_id is not None:
-            input_ids = check_input_ids(input_id, input_nodes.shape[0])
-        input_times = None
-        if input_time is not None:
-            input_times = check_times(as_numpy(input_time), input_nodes.shape[0], "input_time")
+        request = LoaderRequest(
+            num_neighbors=num_neighbors,
+            input_nodes=input_nodes,
+            input_time=input_time,
+            input_id=input_id,
+            time_attr=time_attr,
+            weight_attr=weight_attr,
+            transform_sampler_output=transform_sampler_output,
+            neighbor_sampler=neighbor_sampler,
+            custom_cls=custom_cls,
+            options={
+                "replace": replace,
+                "num_threads": sampler_threads(num_workers),
+                "disjoint": disjoint,
+                "subgraph_type": subgraph_type,
+                "temporal_strategy": temporal_strategy,
+            },
+            pin_memory=pin_memory,
+            device=device,
+        )
+        parts = loader_parts(data, request)
 
         self.data = data
-        self.graph = graph
-        self.neighbor_sampler = neighbor_sampler
-        self.input_nodes = input_nodes
+        self.graph = parts.graph
+        self.neighbor_sampler = parts.sampler
+        self.num_seeds = parts.num_seeds
         self.transform = transform
         self.num_workers = num_workers
         self.filter_per_worker = True if filter_per_worker is None else bool(filter_per_worker)
         self.prefetch = prefetch
         self.device = device
         self.seed = seed
-        self._sample = SampleNodes(neighbor_sampler, input_nodes, input_ids, input_times)
-        self._transform_output = (
-            TransformSamplerOutput(transform_sampler_output)
-            if transform_sampler_output is not None
-            else None
-        )
-        self._gather = gather
+        self._sample = parts.sample
+        self._gather = parts.gather
         self._transform = Transform(transform) if transform is not None else None
         self._copy = (
             CopyToDevice(self.device)
@@ -228,7 +217,7 @@ class NeighborLoader:
             else None
         )
         self._seed_batches = SeedBatches(
-            len(input_nodes), batch_size, shuffle, drop_last, seed, rank, world_size
+            parts.num_seeds, batch_size, shuffle, drop_last, seed, rank, world_size
         )
         self._stages = self._build_stages()
         self._pipeline = Pipeline(
@@ -260,7 +249,7 @@ class NeighborLoader:
 
     def __call__(self, index) -> Any:
         """One batch for the given positions into ``input_nodes``, loaded in this thread."""
-        index = check_node_ids(index, len(self.input_nodes), "index")
+        index = check_node_ids(index, self.num_seeds, "index")
         request = BatchRequest(index=index, seed=derive_seed(self.seed or 0, -1))
         return self._load(request, StageTimes(stage.name for stage in self._stages))
 
@@ -270,10 +259,10 @@ class NeighborLoader:
     def _build_stages(self) -> list[Stage]:
         workers = max(self.num_workers, 1)
         gatherers = workers if self.filter_per_worker else 1
-        stages = [Stage("sample", self._sample, workers)]
-        if self._transform_output is not None:
-            stages.append(Stage("transform_sampler_output", self._transform_output, workers))
-        stages.append(Stage("gather", self._gather, gatherers))
+        stages = [
+            Stage("sample", self._sample, workers),
+            Stage("gather", self._gather, gatherers),
+        ]
         if self._copy is not None:
             stages.append(Stage("copy", self._copy))
         return stages

@@ -60,71 +60,6 @@ class SampleNodes:
         )
 
 
-class TransformSamplerOutput:
-    """PyG's ``transform_sampler_output``: the user's function on each sampled subgraph before
-    its features are gathered. The function gets and returns a PyG
-    ``torch_geometric.sampler.SamplerOutput`` (torch tensors, as in PyG); it runs in the
-    sampling threads, as it runs in PyG's worker processes."""
-
-    def __init__(self, function: Callable):
-        if not callable(function):
-            raise TypeError(
-                f"'transform_sampler_output' must be callable (got {type(function).__name__})"
-            )
-        self.function = function
-
-    def __call__(self, out: SamplerOutput) -> SamplerOutput:
-        from torch_geometric.sampler import SamplerOutput as PygSamplerOutput
-
-        def tensor(array):
-            return None if array is None else torch.from_numpy(array)
-
-        pyg = PygSamplerOutput(
-            node=tensor(out.node),
-            row=tensor(out.row),
-            col=tensor(out.col),
-            edge=tensor(out.edge),
-            batch=tensor(out.batch),
-            num_sampled_nodes=None
-            if out.num_sampled_nodes is None
-            else list(out.num_sampled_nodes),
-            num_sampled_edges=None
-            if out.num_sampled_edges is None
-            else list(out.num_sampled_edges),
-            metadata=(tensor(out.input_id), tensor(out.seed_time)),
-        )
-        pyg = self.function(pyg)
-        if not isinstance(pyg, PygSamplerOutput):
-            raise TypeError(
-                "'transform_sampler_output' must return a torch_geometric.sampler.SamplerOutput "
-                f"(got {type(pyg).__name__})"
-            )
-
-        def array(value):
-            return None if value is None else value.detach().cpu().numpy().astype(np.int64)
-
-        edge = array(pyg.edge)
-        return SamplerOutput(
-            node=array(pyg.node),
-            row=array(pyg.row),
-            col=array(pyg.col),
-            edge=edge if edge is not None else np.arange(pyg.row.numel(), dtype=np.int64),
-            num_sampled_nodes=None
-            if pyg.num_sampled_nodes is None
-            else tuple(pyg.num_sampled_nodes),
-            num_sampled_edges=None
-            if pyg.num_sampled_edges is None
-            else tuple(pyg.num_sampled_edges),
-            batch_size=out.batch_size,
-            input_id=out.input_id,
-            batch=array(pyg.batch),
-            edge_weight=out.edge_weight
-            if edge is not None and np.array_equal(edge, out.edge)
-            else None,
-            seed_time=out.seed_time,
-        )
-
-
 class InWorkerThreads:
     """``stage`` as a pipeline's worker threads run it: each thread first takes its share of
     torch's intra-op threads (:func:`graphengine.ops.set_intraop_threads`), so that several
@@ -186,9 +121,10 @@ class CopyToDevice:
         with torch.cuda.stream(self.stream):
             moved = data.to(self.device, non_blocking=True)
         self.stream.synchronize()
-        for value in moved.values():
-            if isinstance(value, torch.Tensor) and value.is_cuda:
-                value.record_stream(self.consumer_stream)
+        for store in moved.stores:  # one for a Data, one per type for a HeteroData
+            for value in store.values():
+                if isinstance(value, torch.Tensor) and value.is_cuda:
+                    value.record_stream(self.consumer_stream)
         return moved
 
 

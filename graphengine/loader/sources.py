@@ -1,0 +1,301 @@
+"""What a :class:`~graphengine.loader.NeighborLoader` samples and gathers, for each kind of
+``data`` PyG's loader takes: a ``Data`` (or graphengine's own dataset and stores), a
+``HeteroData``, a PyG ``(FeatureStore, GraphStore)`` pair, or any of them with a user's PyG
+sampler. Each gives a sampling stage, a gathering stage and the seeds."""
+
+from __future__ import annotations
+
+import copy
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+import torch
+from torch_geometric.data import Data, HeteroData
+from torch_geometric.data import FeatureStore as PyGFeatureStore
+from torch_geometric.data import GraphStore as PyGGraphStore
+from torch_geometric.sampler import BaseSampler as PyGBaseSampler
+from torch_geometric.sampler.base import NumNeighbors
+
+from graphengine.data.graph_store import Graph
+from graphengine.loader.adapters import (
+    as_numpy,
+    check_input_ids,
+    graph_and_gather,
+    sampling_attributes,
+    seed_nodes,
+)
+from graphengine.loader.hetero import (
+    GatherHeteroFeatures,
+    HeteroGraph,
+    hetero_sampling_attributes,
+    hetero_seed_nodes,
+)
+from graphengine.loader.pyg_interop import (
+    GatherPyGOutput,
+    GatherRemoteFeatures,
+    PyGRemoteGraph,
+    SamplePyGNodes,
+    to_pyg_sampler_output,
+)
+from graphengine.loader.stages import SampleNodes
+from samplers import BaseSampler, HeteroNeighborSampler, NeighborSampler, check_fanouts
+from samplers.neighbor import check_times
+
+
+@dataclass
+class LoaderParts:
+    """A loader's sampling and gathering stages and its seeds.
+
+    Attributes:
+        sample: ``BatchRequest`` -> the sampler's output.
+        gather: the sampler's output -> a ``Data`` or ``HeteroData`` batch.
+        num_seeds: how many seeds the loader cuts into batches.
+        sampler: the sampler in use (graphengine's or the user's PyG sampler).
+        graph: the structure sampled (a ``Graph``, ``HeteroGraph`` or ``PyGRemoteGraph``), or
+            ``None`` for a user's PyG sampler.
+    """
+
+    sample: Callable[[Any], Any]
+    gather: Callable[[Any], Any]
+    num_seeds: int
+    sampler: Any
+    graph: Any
+
+
+@dataclass
+class LoaderRequest:
+    """The loader arguments that decide its parts (PyG's names and meanings)."""
+
+    num_neighbors: Any
+    input_nodes: Any
+    input_time: Any
+    input_id: Any
+    time_attr: str | None
+    weight_attr: str | None
+    transform_sampler_output: Callable | None
+    neighbor_sampler: Any
+    custom_cls: type | None
+    options: dict  # replace, num_threads, disjoint, subgraph_type, temporal_strategy
+    pin_memory: bool
+    device: torch.device | None
+
+
+class GatherThroughPyG:
+    """Gathering for PyG's ``transform_sampler_output``: our sampler's output as PyG's
+    ``SamplerOutput``/``HeteroSamplerOutput``, the user's function on it, then PyG's own
+    filtering (:class:`~graphengine.loader.pyg_interop.GatherPyGOutput`)."""
+
+    def __init__(self, gather: GatherPyGOutput):
+        self.gather = gather
+
+    def __call__(self, out):
+        return self.gather(to_pyg_sampler_output(out))
+
+
+def loader_parts(data, request: LoaderRequest) -> LoaderParts:
+    """The stages for ``data`` (see the module docstring)."""
+    sampler = request.neighbor_sampler
+    if isinstance(sampler, PyGBaseSampler) and not isinstance(sampler, BaseSampler):
+        return _with_pyg_sampler(data, request)
+    if sampler is not None and not isinstance(sampler, BaseSampler):
+        raise TypeError(
+            "'neighbor_sampler' must be a samplers.BaseSampler or a "
+            f"torch_geometric.sampler.BaseSampler (got {type(sampler).__name__})"
+        )
+    if isinstance(data, HeteroData):
+        return _heterogeneous(data, request)
+    if _is_pyg_store_pair(data):
+        return _remote(data, request)
+    return _homogeneous(data, request)
+
+
+def _fanouts(request: LoaderRequest):
+    num_neighbors = request.num_neighbors
+    return num_neighbors.values if isinstance(num_neighbors, NumNeighbors) else num_neighbors
+
+
+def _seed_times(request: LoaderRequest, num_seeds: int) -> np.ndarray | None:
+    if request.input_time is None:
+        return None
+    return check_times(as_numpy(request.input_time), num_seeds, "input_time")
+
+
+def _through_pyg(request: LoaderRequest, data, permutation, input_type):
+    return GatherThroughPyG(
+        GatherPyGOutput(
+            data, permutation, input_type, request.custom_cls, request.transform_sampler_output
+        )
+    )
+
+
+def _homogeneous(data, request: LoaderRequest) -> LoaderParts:
+    graph, gather = graph_and_gather(data, request.pin_memory, request.device)
+    sampler = request.neighbor_sampler
+    if sampler is None:
+        graph.validate()  # once per graph: the kernels do not check bounds
+        sampler = NeighborSampler(
+            graph.indptr,
+            graph.indices,
+            check_fanouts(_fanouts(request), "num_neighbors"),
+            validate=False,
+            **request.options,
+            **sampling_attributes(data, graph, request.time_attr, request.weight_attr),
+        )
+    elif getattr(sampler, "num_nodes", graph.num_nodes) != graph.num_nodes:
+        raise ValueError(
+            f"'neighbor_sampler' samples a graph of {sampler.num_nodes} nodes, 'data' has "
+            f"{graph.num_nodes}"
+        )
+    nodes, ids = seed_nodes(request.input_nodes, graph.num_nodes)
+    if request.input_id is not None:
+        ids = check_input_ids(request.input_id, nodes.shape[0])
+    if request.transform_sampler_output is not None:
+        if not isinstance(data, Data):
+            raise ValueError(
+                "'transform_sampler_output' hands PyG's SamplerOutput to PyG's filtering, "
+                f"which needs a PyG Data (got {type(data).__name__})"
+            )
+        permutation = None if graph.edge_ids is None else torch.from_numpy(graph.edge_ids)
+        gather = _through_pyg(request, data, permutation, None)
+    sample = SampleNodes(sampler, nodes, ids, _seed_times(request, nodes.shape[0]))
+    return LoaderParts(sample, gather, nodes.shape[0], sampler, graph)
+
+
+def _heterogeneous(data: HeteroData, request: LoaderRequest) -> LoaderParts:
+    graph = HeteroGraph.from_data(data)
+    sampler = request.neighbor_sampler
+    if sampler is None:
+        sampler = HeteroNeighborSampler(
+            graph.node_types,
+            graph.num_nodes,
+            graph.csc,
+            _fanouts(request),
+            **request.options,
+            **hetero_sampling_attributes(data, graph, request.time_attr, request.weight_attr),
+        )
+    input_type, nodes, ids = _hetero_seeds(request, graph)
+    gather = GatherHeteroFeatures(data, graph)
+    if request.transform_sampler_output is not None:
+        permutation = {
+            edge_type: None if perm is None else torch.from_numpy(perm)
+            for edge_type, perm in graph.edge_ids.items()
+        }
+        gather = _through_pyg(request, data, permutation, input_type)
+    sample = SampleNodes(sampler, nodes, ids, _seed_times(request, nodes.shape[0]), input_type)
+    return LoaderParts(sample, gather, nodes.shape[0], sampler, graph)
+
+
+def _hetero_seeds(request: LoaderRequest, graph) -> tuple[str, np.ndarray, np.ndarray]:
+    if request.input_nodes is None:
+        raise ValueError(
+            "'input_nodes' of heterogeneous data must name the seeds' node type, e.g. "
+            f"'{graph.node_types[0]}' or ('{graph.node_types[0]}', ids)"
+        )
+    input_type, nodes, ids = hetero_seed_nodes(request.input_nodes, graph)
+    if request.input_id is not None:
+        ids = check_input_ids(request.input_id, nodes.shape[0])
+    return input_type, nodes, ids
+
+
+def _remote(data, request: LoaderRequest) -> LoaderParts:
+    if request.weight_attr is not None:
+        raise NotImplementedError(
+            "'weight_attr' is not supported for a (FeatureStore, GraphStore) pair (nor in "
+            "PyG); load the graph into a Data or HeteroData to sample by weight"
+        )
+    if request.transform_sampler_output is not None:
+        raise NotImplementedError(
+            "'transform_sampler_output' is not supported for a (FeatureStore, GraphStore) "
+            "pair yet; apply it as 'transform' on the batches instead"
+        )
+    remote = PyGRemoteGraph(*data)
+    sampler = request.neighbor_sampler
+    times = remote_times(remote, request.time_attr)
+    if remote.is_hetero:
+        if sampler is None:
+            csc = {t: (c.indptr, c.indices) for t, c in remote.csc_dict.items()}
+            sampler = HeteroNeighborSampler(
+                remote.node_types,
+                remote.num_nodes,
+                csc,
+                _fanouts(request),
+                **request.options,
+                **times,
+            )
+        input_type, nodes, ids = _hetero_seeds(request, remote)
+    else:
+        graph: Graph = remote.graph()
+        if sampler is None:
+            sampler = NeighborSampler(
+                graph.indptr,
+                graph.indices,
+                check_fanouts(_fanouts(request), "num_neighbors"),
+                **request.options,
+                **{key: value[None] for key, value in times.items()},
+            )
+        input_type = None
+        nodes, ids = seed_nodes(request.input_nodes, graph.num_nodes)
+        if request.input_id is not None:
+            ids = check_input_ids(request.input_id, nodes.shape[0])
+    gather = GatherRemoteFeatures(remote, request.custom_cls)
+    sample = SampleNodes(sampler, nodes, ids, _seed_times(request, nodes.shape[0]), input_type)
+    return LoaderParts(sample, gather, nodes.shape[0], sampler, remote)
+
+
+def remote_times(remote: PyGRemoteGraph, time_attr: str | None) -> dict:
+    """``node_time``/``edge_time`` for the sampler, per type, from the feature store's tables
+    named ``time_attr``, as PyG reads them: tables of node types (string groups) are node
+    times, of edge types (tuple groups) edge times (put in CSC order); on an untyped store
+    PyG's rule applies: the name ``'time'`` means node times, any other edge times. Empty
+    without ``time_attr``."""
+    if time_attr is None:
+        return {}
+    attrs = [a for a in remote.feature_store.get_all_tensor_attrs() if a.attr_name == time_attr]
+    if not attrs:
+        raise ValueError(f"'time_attr': the feature store has no table named {time_attr!r}")
+    node_time, edge_time = {}, {}
+    for attr in attrs:
+        attr = copy.copy(attr)
+        attr.index = None  # the whole table
+        values = as_numpy(remote.feature_store.get_tensor(attr)).reshape(-1)
+        group = attr.group_name if remote.is_hetero else None
+        on_edges = isinstance(group, tuple) if remote.is_hetero else time_attr != "time"
+        if on_edges:
+            perm = remote.csc(group).perm
+            edge_time[group] = values if perm is None else values[perm]
+        else:
+            node_time[group] = values
+    if node_time and edge_time:
+        raise ValueError(
+            f"The time attribute {time_attr!r} holds both node-level and edge-level information"
+        )
+    return {"node_time": node_time} if node_time else {"edge_time": edge_time}
+
+
+def _with_pyg_sampler(data, request: LoaderRequest) -> LoaderParts:
+    sampler = request.neighbor_sampler
+    sample = SamplePyGNodes.from_loader_args(
+        sampler, data, request.input_nodes, request.input_time, request.input_id
+    )
+    gather = GatherPyGOutput(
+        data,
+        getattr(sampler, "edge_permutation", None),
+        sample.input_type,
+        request.custom_cls,
+        request.transform_sampler_output,
+    )
+    return LoaderParts(sample, gather, int(sample.input_data.node.numel()), sampler, None)
+
+
+def _is_pyg_store_pair(data) -> bool:
+    """A PyG ``(FeatureStore, GraphStore)`` pair that is not graphengine's own
+    ``(FeatureStore, Graph)`` (which :func:`graph_and_gather` takes with its edge ids)."""
+    return (
+        isinstance(data, tuple)
+        and len(data) == 2
+        and isinstance(data[0], PyGFeatureStore)
+        and isinstance(data[1], PyGGraphStore)
+        and not isinstance(data[1], Graph)
+    )
