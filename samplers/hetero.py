@@ -48,12 +48,13 @@ class HeteroNeighborSampler(BaseSampler):
     """Samples up to ``fanout`` in-neighbors of each type per node and hop, over a
     heterogeneous graph, as PyG's ``NeighborSampler`` on ``HeteroData``.
 
-    Hop ``h`` runs the edge types in the order of ``csc``: for edge type ``(src, rel, dst)``,
+    Hop ``h`` runs the edge types in sorted order (so that a graph gives the same batches
+    whichever order its types are listed in): for edge type ``(src, rel, dst)``,
     each node of type ``dst`` that joined the batch at hop ``h - 1`` (the seeds at hop 0)
     draws ``num_neighbors[(src, rel, dst)][h]`` of its in-edges of that type; the sources it
     draws that are new to the batch get the next local ids of type ``src``, in order of
     first appearance, and are sampled from at hop ``h + 1``. Node ``v``'s draws for edge type
-    ``t`` (its position in ``csc``) at hop ``h`` come from a random stream keyed by (the
+    ``t`` (its position in that order) at hop ``h`` come from a random stream keyed by (the
     batch's seed, ``h * num_edge_types + t``, ``v``'s id), so a batch depends neither on the
     threads nor on the other edge types' fanouts; with one node type and one edge type the
     batch is exactly :class:`NeighborSampler`'s for the same seed (but for the ``edge`` ids
@@ -128,6 +129,7 @@ class HeteroNeighborSampler(BaseSampler):
                 raise ValueError(f"'csc' holds edge type {edge_type} twice")
             pairs[edge_type] = pair
         self.edge_types: list[EdgeType] = list(pairs)
+        self._sampling_order = sorted(self.edge_types)
         self.num_neighbors = hetero_fanouts(num_neighbors, self.edge_types)
         self.num_hops = (
             len(next(iter(self.num_neighbors.values()), ()))
@@ -308,7 +310,7 @@ class HeteroNeighborSampler(BaseSampler):
         num_edge_types = len(self.edge_types)
         for hop in range(self.num_hops):
             hop_start = {t: nodes[t].count for t in self.node_types}
-            for index, edge_type in enumerate(self.edge_types):
+            for index, edge_type in enumerate(self._sampling_order):
                 src, _, dst = edge_type
                 fanout = self.num_neighbors[edge_type][hop]
                 first, last = frontier[dst]
