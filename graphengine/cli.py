@@ -115,7 +115,9 @@ def _parser() -> argparse.ArgumentParser:
     train = commands.add_parser(
         "train",
         help="node classification on a dataset",
-        description="Train a GNN for node classification on sampled mini-batches.",
+        description="Train a GNN for node classification on sampled mini-batches. A "
+        "heterogeneous dataset (synthetic-hetero) trains PyG's to_hetero GraphSAGE (--model "
+        "sage) on its papers, in one process, evaluated on sampled mini-batches.",
         epilog=TRAIN_EPILOG,
         formatter_class=_Formatter,
     )
@@ -266,6 +268,19 @@ def _parser() -> argparse.ArgumentParser:
     sample.add_argument("--threads", type=_at_least(1), default=1, help="sampling threads")
     sample.add_argument("--vs", choices=["pyg"], help="also time PyG's NeighborLoader")
     sample.set_defaults(run=_bench_sample)
+    modes = add_bench("modes", "weighted, temporal, heterogeneous and LABOR sampling, vs DGL")
+    _dataset_args(modes, default="synthetic-products")
+    modes.add_argument("--fanouts", type=_fanouts, default=[15, 10, 5], help=FANOUTS_HELP)
+    modes.add_argument("--batch-size", type=_at_least(1), default=1024, help="seeds per batch")
+    modes.add_argument("--batches", type=_at_least(1), default=20, help="batches timed")
+    modes.add_argument("--threads", type=_at_least(1), default=1, help="sampling threads")
+    modes.add_argument(
+        "--vs",
+        choices=["dgl"],
+        help="also time DGL 2.1's samplers (benchmark only: put the directory "
+        "../shared/tools/install-dgl.sh prints on PYTHONPATH)",
+    )
+    modes.set_defaults(run=_bench_modes)
     train_bench = add_bench("train", "end-to-end training steps, vs PyG's loop")
     _dataset_args(train_bench, default="synthetic-products")
     train_bench.add_argument("--model", choices=["sage"], default="sage", help="the GNN")
@@ -441,11 +456,13 @@ def _fanouts(text: str) -> list[int]:
 
 
 def _train(args) -> int:
+    from graphengine.datasets import is_heterogeneous, load_hetero_dataset
     from graphengine.distributed.data import DistData
     from graphengine.nn.models import build_model
     from graphengine.runtime import tune_host_allocator
     from graphengine.train.trainer import Trainer, split_batch
 
+    hetero = args.partitions is None and is_heterogeneous(args.dataset)
     if args.partitions is not None:
         _check_partition_workers(args.partitions, args.nproc)
     if args.remote_cache is not None and args.partitions is None:
@@ -453,6 +470,8 @@ def _train(args) -> int:
     if args.features is not None and args.partitions is not None:
         raise ValueError("--features generates a dataset; a partition keeps its own features")
     workers = int(os.environ["WORLD_SIZE"]) if distributed.launched_by_torchrun() else args.nproc
+    if hetero:
+        _check_hetero_options(args, workers)
     if args.parallel == "hybrid" and workers < 2:
         raise ValueError(f"--parallel hybrid needs 2 or more workers (got --nproc {workers})")
     if args.parallel == "hybrid" and args.partitions is not None:
@@ -478,6 +497,8 @@ def _train(args) -> int:
         torch.manual_seed(args.seed)
         if args.partitions is not None:
             dataset = DistData.open(args.partitions, device=device)
+        elif hetero:
+            dataset = load_hetero_dataset(args.dataset, root=args.root)
         else:
             dataset = _load_once_per_machine(args.dataset, args.root, world_size, args.features)
         log.info("%s", dataset)
@@ -488,6 +509,7 @@ def _train(args) -> int:
             dataset.num_classes,
             num_layers=len(args.fanouts),
             dropout=args.dropout,
+            metadata=dataset.metadata() if hetero else None,
         )
         trainer = Trainer(
             model,
@@ -534,6 +556,36 @@ def _train(args) -> int:
         # A worker that stops early cannot wait for the others at a barrier.
         distributed.finish(code, wait=code == 0)
     return code
+
+
+def _check_hetero_options(args, workers: int) -> None:
+    """Refuse, before the dataset is generated, what heterogeneous datasets do not train
+    with: several workers, --parallel hybrid, --features, full or layer-wise evaluation,
+    models other than sage."""
+    from graphengine.nn.models import check_hetero_model
+
+    name = args.dataset
+    if workers > 1:
+        raise ValueError(
+            f"--nproc {workers}: heterogeneous datasets ({name}) train in a single process "
+            "for now; drop --nproc"
+        )
+    if args.parallel == "hybrid":
+        raise ValueError(
+            f"--parallel hybrid is not available for heterogeneous datasets ({name}); "
+            "drop it (one process, --parallel data)"
+        )
+    if args.features is not None:
+        raise ValueError(
+            f"--features generates a homogeneous synthetic dataset; {name} is heterogeneous "
+            "and keeps its own features"
+        )
+    if args.eval in ("full", "layerwise"):
+        raise ValueError(
+            f"--eval {args.eval} is not available for heterogeneous datasets ({name}) yet: "
+            "use --eval sampled (or auto)"
+        )
+    check_hetero_model(args.model)
 
 
 def _check_partition_workers(path: str, nproc: int) -> None:
@@ -693,6 +745,21 @@ def _bench_sample(args) -> int:
         args.threads,
         root=args.root,
         vs_pyg=args.vs == "pyg",
+    )
+    return 0
+
+
+def _bench_modes(args) -> int:
+    from graphengine.bench import modes
+
+    modes.run(
+        args.dataset,
+        args.fanouts,
+        args.batch_size,
+        args.batches,
+        args.threads,
+        root=args.root,
+        vs_dgl=args.vs == "dgl",
     )
     return 0
 

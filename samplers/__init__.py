@@ -14,6 +14,7 @@ from samplers.base import (
 )
 from samplers.csc import check_csc, check_node_ids
 from samplers.hetero import HeteroNeighborSampler
+from samplers.labor import LaborSampler
 from samplers.neighbor import MultiHopSampler, NeighborSampler, check_fanouts, sample_hop
 
 __all__ = [
@@ -21,6 +22,7 @@ __all__ = [
     "EdgeSamplerInput",
     "HeteroNeighborSampler",
     "HeteroSamplerOutput",
+    "LaborSampler",
     "MultiHopSampler",
     "NeighborSampler",
     "SamplerInput",

@@ -80,8 +80,9 @@ class SamplerOutput:
         batch: int64 ``[num_nodes]``, the seed (position in the batch) whose tree each node
             belongs to, for disjoint sampling (a node reached from two seeds appears twice);
             ``None`` otherwise.
-        edge_weight: float32 ``[num_edges]``, each sampled edge's weight for an unbiased
-            estimate of a mean over all in-neighbors (LABOR); ``None`` when uniform.
+        edge_weight: float32 ``[num_edges]``, each sampled edge's weight for a mean over the
+            kept in-neighbors that estimates the mean over all of them (LABOR with importance
+            sampling: DGL's self-normalized ``edge_weights``); ``None`` otherwise.
         seed_time: int64 ``[batch_size]``, each seed's time in temporal sampling, else ``None``.
     """
 

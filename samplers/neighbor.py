@@ -27,7 +27,6 @@ _MIN_TABLE_BITS = 10
 REPEAT_SHIFT = 40
 REPEAT_MASK = (1 << REPEAT_SHIFT) - 1
 _NO_COLUMNS = np.empty(0, dtype=np.int64)
-_NO_WEIGHTS = np.empty(0, dtype=np.float64)
 
 
 SUBGRAPH_TYPES = ("directional", "bidirectional", "induced")
@@ -123,6 +122,10 @@ class MultiHopSampler(BaseSampler):
         latest time each entry may sample.
         """
 
+    def hop_key(self, seed: int, hop: int) -> np.uint64:
+        """The key (uint64) of hop ``hop``'s random streams in the batch seeded ``seed``."""
+        return hop_key(seed, hop)
+
     def induced_edges(
         self, keys: np.ndarray, table: np.ndarray, bits: int
     ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
@@ -195,7 +198,7 @@ class MultiHopSampler(BaseSampler):
             # The hop writes global neighbor ids into the rows; relabel maps them in place.
             slots = HopSlots(edges, frontier_start)
             offsets = self.sample_hop(
-                frontier, tagged, fanout, hop_key(inputs.seed, hop), slots, time_limits
+                frontier, tagged, fanout, self.hop_key(inputs.seed, hop), slots, time_limits
             )
             hop_edges = int(offsets[-1])
             hop_row, hop_col = edges.hop_rows_and_cols()
@@ -362,8 +365,8 @@ class NeighborSampler(MultiHopSampler):
             self._times = times
         self._indices = sampled_indices
         self._weights = sampled_weights
-        self._cumulative = _NO_WEIGHTS
-        if sampled_weights is not None and self.replace:
+        self._cumulative = None
+        if sampled_weights is not None:
             with parallel_guard():
                 self._cumulative = weighted.running_sums(indptr, sampled_weights)
 
@@ -431,7 +434,10 @@ class NeighborSampler(MultiHopSampler):
             if self._weights is None:
                 offsets = ranges.counts_to_offsets(degrees, fanout, replace)
             else:
-                offsets = ranges.weighted_offsets(self._weights, starts, degrees, fanout, replace)
+                positive = np.empty(frontier.shape[0], dtype=np.int64)
+                offsets = ranges.weighted_offsets(
+                    self._weights, starts, degrees, fanout, replace, positive
+                )
         neighbors, edges = slots.reserve(int(offsets[-1]))
         with guard:
             if self._weights is None:
@@ -457,12 +463,14 @@ class NeighborSampler(MultiHopSampler):
                     range_starts,
                     starts,
                     degrees,
+                    positive,
                     offsets,
                     replace,
                     key,
                     tagged,
                     neighbors,
                     edges,
+                    np.empty(0 if replace else edges.shape[0], dtype=np.float64),
                 )
         if self._order is not None:
             np.take(self._order, edges, out=edges)
@@ -592,7 +600,7 @@ class HopSlots:
 
     def weights(self) -> np.ndarray:
         """The reserved edges' weights (float32, 1 until written), for a hop whose edges carry
-        weights for an unbiased estimator (LABOR); the batch then has ``edge_weight``."""
+        weights for an estimator of the mean over all neighbors (LABOR); the batch then has ``edge_weight``."""
         return self._buffers.hop_weights()
 
 

@@ -94,7 +94,7 @@ def replay(
     ``pick_last(edge_type, candidates, fanout)`` gives the exact edge set when it is known.
     """
     disjoint = out.batch is not None
-    edge_types = list(csc)
+    edge_types = sorted(csc)  # the order the sampler runs the edge types in
     num_hops = len(next(iter(fanouts.values())))
     node = {t: [] for t in NUM_NODES}
     local = {t: {} for t in NUM_NODES}

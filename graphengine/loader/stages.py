@@ -236,7 +236,8 @@ def add_batch_fields(data, out: SamplerOutput) -> None:
     ``input_id``, ``batch_size``, and where the sampler gives them ``batch`` (disjoint trees),
     ``seed_time`` (temporal), ``num_sampled_nodes``/``num_sampled_edges`` (per-hop counts,
     absent for bidirectional and induced subgraphs, as in PyG) and ``sampling_weight`` (each
-    sampled edge's weight for an unbiased mean, from LABOR; PyG has no such field)."""
+    sampled edge's weight for a mean over the kept neighbors, from LABOR with importance
+    sampling; PyG has no such field)."""
     data.input_id = torch.from_numpy(out.input_id)
     data.batch_size = out.batch_size
     if out.batch is not None:

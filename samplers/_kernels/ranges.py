@@ -64,12 +64,11 @@ def counts_to_offsets(degrees, fanout, replace):
 
 
 @njit(parallel=True, nogil=True, cache=True)
-def weighted_offsets(weights, starts, degrees, fanout, replace):
+def weighted_offsets(weights, starts, degrees, fanout, replace, positive):
     """As :func:`counts_to_offsets`, counting only the edges of positive weight (``weights``,
-    float64 ``[num_edges]``, CSC order): an edge of weight 0 is never drawn."""
-    n = starts.shape[0]
-    positive = np.empty(n, dtype=np.int64)
-    for i in prange(n):
+    float64 ``[num_edges]``, CSC order): an edge of weight 0 is never drawn. Also fills
+    ``positive`` (int64 ``[len(starts)]``) with each node's count of them."""
+    for i in prange(starts.shape[0]):
         count = 0
         for e in range(starts[i], starts[i] + degrees[i]):
             if weights[e] > 0.0:

@@ -2,13 +2,21 @@
 
 Frontier node ``i`` draws among the CSC positions ``starts[i]:starts[i] + degrees[i]``, each
 edge ``e`` in proportion to ``weights[e]`` (float64, finite, ``>= 0``; edges of weight 0 are
-never drawn). With replacement every draw is independent (inverse transform over the
-range's running sums ``cumulative``); without replacement the draws follow successive
-sampling, each proportional to weight among the edges not yet drawn, which is the
-distribution of ``torch.multinomial(w, k, replacement=False)``: every candidate gets an
-exponential clock of rate ``w_e`` and the ``k`` earliest are kept (Efraimidis and Spirakis,
-IPL 2006). Draws come from the counter-based streams of :mod:`samplers._kernels.random`,
-so a batch does not depend on the threads.
+never drawn). With replacement every draw is independent: inverse transform over the
+node's running sums ``cumulative``, found by binary search. Without replacement the draws
+follow successive sampling, each proportional to weight among the edges not yet drawn,
+which is the law of ``torch.multinomial(w, k, replacement=False)``. Two exact ways:
+
+* rejection: draw as with replacement and redraw an edge already taken (given the edges
+  taken, an accepted draw is proportional to weight among the others): ``O(k log d)``,
+  cheap while the taken edges hold little of the weight;
+* exponential clocks: every candidate gets a clock of rate ``w_e`` and the ``k`` earliest
+  ring (Efraimidis and Spirakis, IPL 2006): ``O(d log k)``, whatever the weights.
+
+A node starts by rejection and, after ``4 k + 8`` draws without finishing, draws the rest by
+clocks among the edges not yet taken (successive sampling has no memory of the order of
+the edges taken, so the switch keeps the law exact). Draws come from the counter-based
+streams of :mod:`samplers._kernels.random`, so a batch does not depend on the threads.
 """
 
 import numpy as np
@@ -19,6 +27,8 @@ from samplers._kernels.random import GOLDEN, mix64, stream_state
 
 PREFETCH_DISTANCE = 16
 _UNIT = 1.0 / 9007199254740992.0  # 2**-53
+# Above this fanout the duplicate checks of rejection cost more than the clocks.
+REJECTION_MAX_FANOUT = 32
 
 
 @njit(inline="always")
@@ -43,26 +53,38 @@ def running_sums(indptr, weights):
 
 
 @njit(inline="always")
-def _draw_with_replacement(weights, cumulative, range_start, first, degree, count, state, out, lo):
-    """``count`` independent draws among ``first:first + degree``, each edge ``e`` with
-    probability ``w_e / total``; ``cumulative`` restarts at ``range_start`` (the node's first
-    CSC position), so the range's sums are ``cumulative[e] - before``."""
+def _draw_one(weights, cumulative, before, total, first, degree, state):
+    """One edge of ``first:first + degree``, edge ``e`` with probability ``w_e / total``
+    (``cumulative[e] - before`` the range's running sums), and the advanced state."""
+    u, state = _unit(state)
+    target = before + u * total
+    a = first
+    b = first + degree - 1
+    while a < b:  # the first position whose running sum passes the target
+        mid = (a + b) >> 1
+        if cumulative[mid] > target:
+            b = mid
+        else:
+            a = mid + 1
+    while weights[a] <= 0.0 and a > first:  # a target rounded up onto the range's end
+        a -= 1
+    return a, state
+
+
+@njit(inline="always")
+def _range_sums(cumulative, range_start, first, degree):
+    """``(before, total)``: the running sum before ``first`` and the weight of the range."""
     before = cumulative[first - 1] if first > range_start else 0.0
-    total = cumulative[first + degree - 1] - before
-    for j in range(count):
-        u, state = _unit(state)
-        target = before + u * total
-        a = first
-        b = first + degree - 1
-        while a < b:  # the first position whose running sum passes the target
-            mid = (a + b) >> 1
-            if cumulative[mid] > target:
-                b = mid
-            else:
-                a = mid + 1
-        while weights[a] <= 0.0 and a > first:  # a target rounded up onto the range's end
-            a -= 1
-        out[lo + j] = a
+    return before, cumulative[first + degree - 1] - before
+
+
+@njit(inline="always")
+def _taken(out, lo, chosen, e):
+    """Whether edge ``e`` is among ``out[lo:lo + chosen]``."""
+    j = lo
+    while j < lo + chosen and out[j] != e:
+        j += 1
+    return j < lo + chosen
 
 
 @njit(inline="always")
@@ -82,32 +104,31 @@ def _sift_down(keys, slots, size, root):
 
 
 @njit(inline="always")
-def _draw_without_replacement(weights, first, degree, count, state, out, lo):
-    """The ``count`` edges of ``first:first + degree`` whose exponential clocks (rate
-    ``w_e``) ring first, in CSC order; edges of weight 0 never ring."""
-    keys = np.empty(count, dtype=np.float64)
-    slots = np.empty(count, dtype=np.int64)
+def _clocks(weights, first, degree, state, out, clocks, lo, chosen, count):
+    """Fill ``out[lo + chosen:lo + count]`` with the positive-weight edges of
+    ``first:first + degree`` not in ``out[lo:lo + chosen]`` whose exponential clocks (rate
+    ``w_e``) ring first. ``clocks`` (float64, like ``out``) is the heap's scratch."""
+    need = count - chosen
+    keys = clocks[lo + chosen : lo + count]
+    slots = out[lo + chosen : lo + count]
     size = 0
     for e in range(first, first + degree):
         w = weights[e]
-        if w <= 0.0:
+        if w <= 0.0 or _taken(out, lo, chosen, e):
             continue
         u, state = _unit(state)
         clock = -np.log1p(-u) / w
-        if size < count:
+        if size < need:
             keys[size] = clock
             slots[size] = e
             size += 1
-            if size == count:
-                for root in range(count // 2 - 1, -1, -1):
-                    _sift_down(keys, slots, count, root)
+            if size == need:
+                for root in range(need // 2 - 1, -1, -1):
+                    _sift_down(keys, slots, need, root)
         elif clock < keys[0]:
             keys[0] = clock
             slots[0] = e
-            _sift_down(keys, slots, count, 0)
-    chosen = np.sort(slots[:size])
-    for j in range(size):
-        out[lo + j] = chosen[j]
+            _sift_down(keys, slots, need, 0)
 
 
 @njit(parallel=True, nogil=True, cache=True)
@@ -118,22 +139,25 @@ def hop_sample_weighted(
     range_starts,
     starts,
     degrees,
+    positive,
     offsets,
     replace,
     key,
     stream_ids,
     out_nbr,
     out_edge,
+    clocks,
 ):
     """Weighted draws for every frontier node (see the module docstring).
 
     Node ``i`` gets the slots ``offsets[i]:offsets[i + 1]`` of ``out_nbr`` (neighbor ids as
-    ``indices`` holds them, int64) and ``out_edge`` (CSC positions, int64); its candidates
-    are ``starts[i]:starts[i] + degrees[i]`` within its CSC range that begins at
-    ``range_starts[i]``. ``weights`` and ``cumulative`` (:func:`running_sums`) are float64
-    ``[num_edges]``; ``cumulative`` is read only with replacement. Its draws come from the
-    stream ``stream_ids[i]`` (int64) under ``key`` (uint64). A node whose slots are as many
-    as its positive-weight candidates takes all of those.
+    ``indices`` holds them, int64) and ``out_edge`` (CSC positions, int64, ascending within a
+    node without replacement); its candidates are ``starts[i]:starts[i] + degrees[i]``
+    within its CSC range that begins at ``range_starts[i]``, ``positive[i]`` of them of
+    positive weight. ``weights`` and ``cumulative`` (:func:`running_sums`) are float64
+    ``[num_edges]``. Its draws come from the stream ``stream_ids[i]`` (int64) under ``key``
+    (uint64). A node whose slots are as many as its positive-weight candidates takes all of
+    those. ``clocks`` (float64, the shape of ``out_edge``) is scratch.
     """
     n = starts.shape[0]
     for i in prange(n):
@@ -144,12 +168,30 @@ def hop_sample_weighted(
         first = starts[i]
         degree = degrees[i]
         state = stream_state(key, np.uint64(stream_ids[i]) + GOLDEN)
-        if replace:
-            _draw_with_replacement(
-                weights, cumulative, range_starts[i], first, degree, count, state, out_edge, lo
-            )
+        if not replace and count == positive[i]:
+            j = lo
+            for e in range(first, first + degree):
+                if weights[e] > 0.0:
+                    out_edge[j] = e
+                    j += 1
+            continue
+        if replace or count <= REJECTION_MAX_FANOUT:
+            before, total = _range_sums(cumulative, range_starts[i], first, degree)
+            chosen = 0
+            tries = 0
+            limit = count if replace else 4 * count + 8
+            while chosen < count and tries < limit:
+                e, state = _draw_one(weights, cumulative, before, total, first, degree, state)
+                tries += 1
+                if replace or not _taken(out_edge, lo, chosen, e):
+                    out_edge[lo + chosen] = e
+                    chosen += 1
         else:
-            _draw_without_replacement(weights, first, degree, count, state, out_edge, lo)
+            chosen = 0
+        if not replace:
+            if chosen < count:
+                _clocks(weights, first, degree, state, out_edge, clocks, lo, chosen, count)
+            out_edge[lo : lo + count].sort()
     num_edges = out_edge.shape[0]
     for e in prange(num_edges):
         if e + PREFETCH_DISTANCE < num_edges:
