@@ -600,7 +600,8 @@ class HopSlots:
 
     def weights(self) -> np.ndarray:
         """The reserved edges' weights (float32, 1 until written), for a hop whose edges carry
-        weights for an estimator of the mean over all neighbors (LABOR); the batch then has ``edge_weight``."""
+        weights for an estimate of the mean over all neighbors (LABOR); the batch then has
+        ``edge_weight``."""
         return self._buffers.hop_weights()
 
 
