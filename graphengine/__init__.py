@@ -3,8 +3,16 @@
 from graphengine.data.feature_store import FeatureStore
 from graphengine.data.graph_store import Graph
 from graphengine.datasets import GraphDataset, load_dataset
-from graphengine.loader import NeighborLoader
+from graphengine.loader import LaborLoader, NeighborLoader
 from graphengine.train import Trainer
 
-__all__ = ["FeatureStore", "Graph", "GraphDataset", "NeighborLoader", "Trainer", "load_dataset"]
+__all__ = [
+    "FeatureStore",
+    "Graph",
+    "GraphDataset",
+    "LaborLoader",
+    "NeighborLoader",
+    "Trainer",
+    "load_dataset",
+]
 __version__ = "0.1.0"

@@ -7,7 +7,7 @@ from torch_geometric.data import Data
 from torch_geometric.sampler import SamplerOutput as PygSamplerOutput
 from torch_geometric.sampler.base import SubgraphType
 
-from graphengine import NeighborLoader
+from graphengine import LaborLoader, NeighborLoader
 from tests.test_loader import id_graph
 
 
@@ -122,3 +122,21 @@ def test_input_id_and_transform_sampler_output():
     for batch in batches:
         check_batch(batch, data)
         assert (batch.edge_index[0] < batch.edge_index[1]).all()
+
+
+def test_labor_loader_batches_and_refusals():
+    data = id_graph(num_nodes=400, num_edges=8000)
+    labor = LaborLoader(data, [10, 10], batch_size=64, seed=0, importance_sampling=1)
+    uniform = NeighborLoader(data, [10, 10], batch_size=64, seed=0)
+    labor_nodes = uniform_nodes = 0
+    for batch, reference in zip(labor, uniform, strict=True):
+        check_batch(batch, data)
+        assert batch.sampling_weight.shape == (batch.num_edges,)
+        assert (batch.sampling_weight > 0).all()
+        labor_nodes += batch.num_nodes
+        uniform_nodes += reference.num_nodes
+    assert labor_nodes < uniform_nodes  # seeds share the neighbors they keep
+    with pytest.raises(ValueError, match="LaborLoader does not take weight_attr='edge_weight'"):
+        LaborLoader(data, [5], weight_attr="edge_weight")
+    with pytest.raises(ValueError, match="does not take disjoint=True"):
+        LaborLoader(data, [5], disjoint=True)

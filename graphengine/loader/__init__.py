@@ -2,7 +2,7 @@
 pipeline that runs them, and the loaders themselves."""
 
 from graphengine.loader.dist_neighbor_loader import DistNeighborLoader
-from graphengine.loader.neighbor_loader import NeighborLoader
+from graphengine.loader.neighbor_loader import LaborLoader, NeighborLoader
 from graphengine.loader.pipeline import Pipeline, Stage
 from graphengine.loader.seeds import BatchRequest, SeedBatches
 from graphengine.loader.stages import (
@@ -19,6 +19,7 @@ __all__ = [
     "DistNeighborLoader",
     "GatherFeatures",
     "InWorkerThreads",
+    "LaborLoader",
     "NeighborLoader",
     "Pipeline",
     "SampleNodes",

@@ -195,6 +195,7 @@ class NeighborLoader:
             },
             pin_memory=pin_memory,
             device=device,
+            labor=self._labor_options(),
         )
         parts = loader_parts(data, request)
 
@@ -224,6 +225,10 @@ class NeighborLoader:
             self._seed_batches, self._threaded_stages(), prefetch=prefetch * max(num_workers, 1)
         )
         self._times = self._pipeline.times
+
+    def _labor_options(self) -> dict | None:
+        """LABOR's options when this loader samples by LABOR (:class:`LaborLoader`)."""
+        return None
 
     @property
     def batch_size(self) -> int:
@@ -310,3 +315,57 @@ class NeighborLoader:
         batch = self._transform(batch)
         times.add("transform", time.perf_counter() - started)
         return batch
+
+
+class LaborLoader(NeighborLoader):
+    """:class:`NeighborLoader` with LABOR sampling (layer-neighbor sampling, Balin and
+    Catalyurek, NeurIPS 2023; DGL's ``LaborSampler``, see :class:`samplers.LaborSampler`):
+    each candidate node draws one variate per hop that every seed shares, so seeds that
+    neighbor the same nodes tend to keep the same ones and a batch holds fewer distinct
+    nodes than uniform sampling at the same fanouts, for the same expected edges per seed.
+
+    Takes :class:`NeighborLoader`'s arguments for homogeneous data, plus:
+
+    Args:
+        importance_sampling: 0 (LABOR-0), ``i >= 1`` fixed-point iterations (LABOR-i), or
+            -1 until they converge (LABOR-*); with any, batches carry ``sampling_weight``
+            (float32 ``[num_edges]``), DGL's ``edge_weights`` for a weighted mean.
+        layer_dependency: every hop reuses the first hop's variates (DGL's argument).
+
+    Weighted, temporal, disjoint, bidirectional or induced sampling and ``replace`` are
+    node-wise options: LABOR refuses them.
+    """
+
+    def __init__(
+        self,
+        data,
+        num_neighbors: Sequence[int],
+        importance_sampling: int = 0,
+        layer_dependency: bool = False,
+        **kwargs,
+    ):
+        node_wise = {
+            "replace": False,
+            "subgraph_type": "directional",
+            "disjoint": False,
+            "temporal_strategy": "uniform",
+            "time_attr": None,
+            "weight_attr": None,
+            "input_time": None,
+            "neighbor_sampler": None,
+        }
+        for name, default in node_wise.items():
+            value = getattr(kwargs.get(name, default), "value", kwargs.get(name, default))
+            if value is not None if default is None else value != default:
+                raise ValueError(
+                    f"LaborLoader does not take {name}={value!r}: it is an option of node-wise "
+                    "sampling; use NeighborLoader for it"
+                )
+        self._labor = {
+            "importance_sampling": importance_sampling,
+            "layer_dependency": layer_dependency,
+        }
+        super().__init__(data, num_neighbors, **kwargs)
+
+    def _labor_options(self) -> dict | None:
+        return self._labor

@@ -40,7 +40,13 @@ from graphengine.loader.pyg_interop import (
     to_pyg_sampler_output,
 )
 from graphengine.loader.stages import SampleNodes
-from samplers import BaseSampler, HeteroNeighborSampler, NeighborSampler, check_fanouts
+from samplers import (
+    BaseSampler,
+    HeteroNeighborSampler,
+    LaborSampler,
+    NeighborSampler,
+    check_fanouts,
+)
 from samplers.neighbor import check_times
 
 
@@ -80,6 +86,7 @@ class LoaderRequest:
     options: dict  # replace, num_threads, disjoint, subgraph_type, temporal_strategy
     pin_memory: bool
     device: torch.device | None
+    labor: dict | None = None  # LaborSampler's options, for LABOR instead of node-wise sampling
 
 
 class GatherThroughPyG:
@@ -135,14 +142,8 @@ def _homogeneous(data, request: LoaderRequest) -> LoaderParts:
     sampler = request.neighbor_sampler
     if sampler is None:
         graph.validate()  # once per graph: the kernels do not check bounds
-        sampler = NeighborSampler(
-            graph.indptr,
-            graph.indices,
-            check_fanouts(_fanouts(request), "num_neighbors"),
-            validate=False,
-            **request.options,
-            **sampling_attributes(data, graph, request.time_attr, request.weight_attr),
-        )
+        attributes = sampling_attributes(data, graph, request.time_attr, request.weight_attr)
+        sampler = _homogeneous_sampler(graph, request, attributes)
     elif getattr(sampler, "num_nodes", graph.num_nodes) != graph.num_nodes:
         raise ValueError(
             f"'neighbor_sampler' samples a graph of {sampler.num_nodes} nodes, 'data' has "
@@ -163,7 +164,29 @@ def _homogeneous(data, request: LoaderRequest) -> LoaderParts:
     return LoaderParts(sample, gather, nodes.shape[0], sampler, graph)
 
 
+def _homogeneous_sampler(graph: Graph, request: LoaderRequest, attributes: dict) -> BaseSampler:
+    """graphengine's sampler over ``graph`` (validated): LABOR when the request asks for it,
+    else node-wise neighbor sampling with ``attributes`` (weights, times)."""
+    fanouts = check_fanouts(_fanouts(request), "num_neighbors")
+    if request.labor is None:
+        return NeighborSampler(
+            graph.indptr, graph.indices, fanouts, validate=False, **request.options, **attributes
+        )
+    return LaborSampler(
+        graph.indptr,
+        graph.indices,
+        fanouts,
+        validate=False,
+        num_threads=request.options["num_threads"],
+        **request.labor,
+    )
+
+
 def _heterogeneous(data: HeteroData, request: LoaderRequest) -> LoaderParts:
+    if request.labor is not None:
+        raise NotImplementedError(
+            "LABOR samples homogeneous graphs here; use NeighborLoader for heterogeneous data"
+        )
     graph = HeteroGraph.from_data(data)
     sampler = request.neighbor_sampler
     if sampler is None:
@@ -213,6 +236,10 @@ def _remote(data, request: LoaderRequest) -> LoaderParts:
     remote = PyGRemoteGraph(*data)
     sampler = request.neighbor_sampler
     times = remote_times(remote, request.time_attr)
+    if remote.is_hetero and request.labor is not None:
+        raise NotImplementedError(
+            "LABOR samples homogeneous graphs here; use NeighborLoader for typed stores"
+        )
     if remote.is_hetero:
         if sampler is None:
             csc = {t: (c.indptr, c.indices) for t, c in remote.csc_dict.items()}
@@ -228,13 +255,9 @@ def _remote(data, request: LoaderRequest) -> LoaderParts:
     else:
         graph: Graph = remote.graph()
         if sampler is None:
-            sampler = NeighborSampler(
-                graph.indptr,
-                graph.indices,
-                check_fanouts(_fanouts(request), "num_neighbors"),
-                **request.options,
-                **{key: value[None] for key, value in times.items()},
-            )
+            graph.validate()
+            attributes = {key: value[None] for key, value in times.items()}
+            sampler = _homogeneous_sampler(graph, request, attributes)
         input_type = None
         nodes, ids = seed_nodes(request.input_nodes, graph.num_nodes)
         if request.input_id is not None:
