@@ -23,6 +23,7 @@ import torch
 
 from graphengine.bench.report import print_report
 from graphengine.bench.sample import set_threads
+from graphengine.data.arrays import as_tensor
 from graphengine.datasets import load_dataset
 from samplers import HeteroNeighborSampler, LaborSampler, NeighborSampler, SamplerInput
 
@@ -163,7 +164,7 @@ def _dgl_samplers(typed: dict, graph, weights: np.ndarray, fanouts: list[int]) -
     dgl.utils.set_num_threads(torch.get_num_threads())
     num_edges = graph.num_edges
     csc = (
-        torch.from_numpy(graph.indptr),
+        as_tensor(graph.indptr),
         torch.from_numpy(np.asarray(graph.indices, dtype=np.int64)),
         torch.arange(num_edges),
     )
