@@ -13,10 +13,12 @@ which is the law of ``torch.multinomial(w, k, replacement=False)``. Two exact wa
 * exponential clocks: every candidate gets a clock of rate ``w_e`` and the ``k`` earliest
   ring (Efraimidis and Spirakis, IPL 2006): ``O(d log k)``, whatever the weights.
 
-A node starts by rejection and, after ``4 k + 8`` draws without finishing, draws the rest by
-clocks among the edges not yet taken (successive sampling has no memory of the order of
-the edges taken, so the switch keeps the law exact). Draws come from the counter-based
-streams of :mod:`samplers._kernels.random`, so a batch does not depend on the threads.
+A node with at least ``2 k`` candidates starts by rejection and, after ``4 k + 8`` draws
+without finishing, draws the rest by clocks among the edges not yet taken (successive sampling
+has no memory of the order of the edges taken, so the switch keeps the law exact); a node
+with fewer (where rejection would redraw often) uses clocks from the start. Draws come from
+the counter-based streams of :mod:`samplers._kernels.random`, so a batch does not depend on
+the threads.
 """
 
 import numpy as np
@@ -131,6 +133,21 @@ def _clocks(weights, first, degree, state, out, clocks, lo, chosen, count):
             _sift_down(keys, slots, need, 0)
 
 
+@njit(inline="always")
+def _sort_small(out, lo, count):
+    """Sort ``out[lo:lo + count]`` in place: insertion sort for a fanout's few entries."""
+    if count > REJECTION_MAX_FANOUT:
+        out[lo : lo + count].sort()
+        return
+    for j in range(lo + 1, lo + count):
+        value = out[j]
+        k = j - 1
+        while k >= lo and out[k] > value:
+            out[k + 1] = out[k]
+            k -= 1
+        out[k + 1] = value
+
+
 @njit(parallel=True, nogil=True, cache=True)
 def hop_sample_weighted(
     indices,
@@ -175,7 +192,7 @@ def hop_sample_weighted(
                     out_edge[j] = e
                     j += 1
             continue
-        if replace or count <= REJECTION_MAX_FANOUT:
+        if replace or (count <= REJECTION_MAX_FANOUT and 2 * count <= positive[i]):
             before, total = _range_sums(cumulative, range_starts[i], first, degree)
             chosen = 0
             tries = 0
@@ -191,7 +208,7 @@ def hop_sample_weighted(
         if not replace:
             if chosen < count:
                 _clocks(weights, first, degree, state, out_edge, clocks, lo, chosen, count)
-            out_edge[lo : lo + count].sort()
+            _sort_small(out_edge, lo, count)
     num_edges = out_edge.shape[0]
     for e in prange(num_edges):
         if e + PREFETCH_DISTANCE < num_edges:
