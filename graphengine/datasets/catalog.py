@@ -10,6 +10,7 @@ from pathlib import Path
 
 from graphengine.datasets import npz, planetoid
 from graphengine.datasets.dataset import GraphDataset
+from graphengine.datasets.hetero import HeteroGraphDataset, HeteroSpec, generate_hetero
 from graphengine.datasets.synthetic import SyntheticSpec, generate
 
 log = logging.getLogger(__name__)
@@ -37,6 +38,29 @@ SYNTHETIC = {
     ),
 }
 
+# Heterogeneous (papers, authors, institutions; the papers classified): load_hetero_dataset.
+HETERO = {
+    "synthetic-hetero": HeteroSpec(
+        num_papers=50_000,
+        num_authors=30_000,
+        num_institutions=2_000,
+        num_classes=16,
+        num_train=20_000,
+        num_val=5_000,
+    ),
+    "synthetic-hetero-s": HeteroSpec(
+        num_papers=2_000,
+        num_authors=1_200,
+        num_institutions=100,
+        num_classes=4,
+        num_train=800,
+        num_val=400,
+        paper_features=16,
+        author_features=8,
+        institution_features=4,
+    ),
+}
+
 
 @dataclass(frozen=True)
 class CatalogEntry:
@@ -46,7 +70,7 @@ class CatalogEntry:
 
     def location(self, root: Path) -> Path:
         """Where this dataset's files are (or will be cached) under ``root``."""
-        if self.kind == "synthetic":
+        if self.kind in ("synthetic", "synthetic-hetero"):
             return root / self.name
         if self.kind == "planetoid":
             return root / planetoid.NAMES[self.name] / "raw"
@@ -61,6 +85,16 @@ CATALOG = {
         "synthetic-products",
         "synthetic",
         "2^20 nodes, ~24M edges, 100 features, 47 classes: ogbn-products-like",
+    ),
+    "synthetic-hetero": CatalogEntry(
+        "synthetic-hetero",
+        "synthetic-hetero",
+        "heterogeneous: 50K papers (16 classes), 30K authors, 2K institutions",
+    ),
+    "synthetic-hetero-s": CatalogEntry(
+        "synthetic-hetero-s",
+        "synthetic-hetero",
+        "heterogeneous: 2K papers (4 classes), 1.2K authors, 100 institutions: for tests",
     ),
     "cora": CatalogEntry("cora", "planetoid", "Planetoid Cora, public split"),
     "citeseer": CatalogEntry("citeseer", "planetoid", "Planetoid CiteSeer, public split"),
@@ -97,11 +131,20 @@ def load_dataset(
     ``num_features`` generates a synthetic dataset with that many feature columns instead
     (the same graph, other features and splits), named and cached as ``NAME-xF``.
 
+    Heterogeneous datasets (:func:`is_heterogeneous`) open with :func:`load_hetero_dataset`.
+
     Raises:
-        ValueError: an unknown name, or ``num_features`` for a dataset that is not synthetic.
+        ValueError: an unknown name, a heterogeneous dataset, or ``num_features`` for a
+            dataset that is not synthetic.
         FileNotFoundError: the dataset's files are not under ``root``.
     """
     root = Path(root) if root is not None else default_root()
+    if is_heterogeneous(name):
+        raise ValueError(
+            f"{name!r} is a heterogeneous dataset (papers, authors, institutions): open it "
+            f"with load_hetero_dataset({name!r}); of the commands, only 'graphengine train' "
+            "takes it"
+        )
     if num_features is not None:
         return _with_features(name, root, mmap, num_features)
     if name.endswith(".npz"):
@@ -124,6 +167,38 @@ def load_dataset(
     dataset = generate(name, SYNTHETIC[name])
     dataset.save(cache)
     return GraphDataset.load(cache, mmap=mmap)
+
+
+def is_heterogeneous(name: str) -> bool:
+    """Whether ``name`` is a heterogeneous catalog dataset (open it with
+    :func:`load_hetero_dataset`)."""
+    entry = CATALOG.get(name)
+    return entry is not None and entry.kind == "synthetic-hetero"
+
+
+def load_hetero_dataset(
+    name: str, root: str | Path | None = None, mmap: bool = True
+) -> HeteroGraphDataset:
+    """Open heterogeneous catalog dataset ``name`` (``synthetic-hetero``,
+    ``synthetic-hetero-s``), generated on first use and cached under ``root`` (as
+    ``.npy`` arrays and a manifest, memory-mapped unless ``mmap=False``).
+
+    Raises:
+        ValueError: ``name`` is not a heterogeneous catalog dataset.
+    """
+    if not is_heterogeneous(name):
+        hetero = sorted(n for n in CATALOG if is_heterogeneous(n))
+        hint = " (open it with load_dataset)" if name in CATALOG or name.endswith(".npz") else ""
+        raise ValueError(f"{name!r} is not a heterogeneous dataset{hint}: expected one of {hetero}")
+    root = Path(root) if root is not None else default_root()
+    cache = CATALOG[name].location(root)
+    try:
+        return HeteroGraphDataset.load(cache, mmap=mmap)
+    except FileNotFoundError:
+        pass
+    log.info("generating %s under %s", name, cache)
+    generate_hetero(name, HETERO[name]).save(cache)
+    return HeteroGraphDataset.load(cache, mmap=mmap)
 
 
 def _with_features(name: str, root: Path, mmap: bool, num_features: int) -> GraphDataset:

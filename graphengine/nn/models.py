@@ -3,22 +3,54 @@
 from __future__ import annotations
 
 import torch
-from torch_geometric.nn import GAT, GCN, GIN, GraphSAGE
+from torch_geometric.nn import GAT, GCN, GIN, GraphSAGE, to_hetero
 
 MODELS = {"sage": GraphSAGE, "gcn": GCN, "gin": GIN, "gat": GAT}
+
+# The models to_hetero cannot make heterogeneous here, and why.
+NOT_HETERO = {
+    "gcn": "GCN's degree normalization needs one node type at both ends of an edge",
+    "gin": "GIN adds a node's own features to its neighbors' sum, which needs one feature "
+    "width at both ends of an edge",
+    "gat": "heterogeneous GAT (attention without self loops) is not available yet",
+}
 
 
 def build_model(
     name: str,
-    in_channels: int,
+    in_channels: int | dict[str, int],
     hidden_channels: int,
     out_channels: int,
     num_layers: int,
     dropout: float = 0.5,
+    metadata: tuple[list[str], list[tuple[str, str, str]]] | None = None,
 ) -> torch.nn.Module:
-    """A PyG ``BasicGNN`` (``sage``, ``gcn``, ``gin`` or ``gat``) with ``num_layers`` layers."""
+    """A PyG ``BasicGNN`` (``sage``, ``gcn``, ``gin`` or ``gat``) with ``num_layers`` layers.
+
+    With ``metadata`` (a ``HeteroData``'s ``(node types, edge types)``) and ``in_channels``
+    the feature columns per node type, a heterogeneous model instead: PyG's
+    ``to_hetero(GraphSAGE, metadata, aggr='sum')``, one ``SAGEConv`` per edge type and layer,
+    the edge types into a node type summed. It is called as ``model(x_dict, edge_index_dict)``
+    (float32 ``[num_nodes[t], in_channels[t]]`` per node type, int64 ``[2, num_edges]`` per
+    edge type) and returns float32 ``[num_nodes[t], out_channels]`` per node type that is
+    some edge type's destination. Its weights are initialized here (by torch's global
+    generator), so it is ready for an optimizer.
+
+    Raises:
+        ValueError: an unknown ``name``; with ``metadata``, a model other than ``sage`` or
+            ``in_channels`` that does not give every node type's width.
+    """
     if name not in MODELS:
         raise ValueError(f"'model' must be one of {sorted(MODELS)} (got {name!r})")
+    if metadata is not None:
+        return _hetero_model(
+            name, in_channels, hidden_channels, out_channels, num_layers, dropout, metadata
+        )
+    if isinstance(in_channels, dict):
+        raise ValueError(
+            "'in_channels' per node type builds a heterogeneous model: pass the data's "
+            "'metadata' too"
+        )
     return MODELS[name](
         in_channels=in_channels,
         hidden_channels=hidden_channels,
@@ -26,3 +58,46 @@ def build_model(
         num_layers=num_layers,
         dropout=dropout,
     )
+
+
+def check_hetero_model(name: str) -> None:
+    """Raise ``ValueError`` unless model ``name`` can be built for a heterogeneous graph."""
+    if name in NOT_HETERO:
+        raise ValueError(
+            f"'model' {name!r} cannot be made heterogeneous ({NOT_HETERO[name]}); "
+            "heterogeneous graphs train with 'sage' (--model sage)"
+        )
+    if name not in MODELS:
+        raise ValueError(f"'model' must be one of {sorted(MODELS)} (got {name!r})")
+
+
+def _hetero_model(
+    name: str,
+    in_channels,
+    hidden_channels: int,
+    out_channels: int,
+    num_layers: int,
+    dropout: float,
+    metadata,
+) -> torch.nn.Module:
+    check_hetero_model(name)
+    node_types, edge_types = metadata
+    if not isinstance(in_channels, dict) or set(in_channels) != set(node_types):
+        raise ValueError(
+            f"'in_channels' of a heterogeneous model must give the feature columns of every "
+            f"node type {sorted(node_types)} (got {in_channels!r})"
+        )
+    base = GraphSAGE(
+        in_channels=(-1, -1),  # per edge type, the widths of its two ends: set below
+        hidden_channels=hidden_channels,
+        out_channels=out_channels,
+        num_layers=num_layers,
+        dropout=dropout,
+    )
+    model = to_hetero(base, (list(node_types), [tuple(t) for t in edge_types]), aggr="sum")
+    # An empty graph of the right widths initializes the lazy weights.
+    x = {t: torch.zeros(0, int(in_channels[t])) for t in node_types}
+    edge_index = {tuple(t): torch.zeros(2, 0, dtype=torch.long) for t in edge_types}
+    with torch.no_grad():
+        model(x, edge_index)
+    return model

@@ -96,16 +96,24 @@ def read_state(path: str | Path) -> dict:
 
 
 def trained_on(model: torch.nn.Module, dataset) -> dict:
-    """What ``model`` is trained on: ``dataset`` (name), ``num_nodes``, ``num_features``,
-    ``num_classes``, ``model`` (class name) and ``parameters`` (name -> shape as a list)."""
+    """What ``model`` is trained on: ``dataset`` (name), ``num_nodes``, ``num_features`` (of a
+    heterogeneous dataset, dicts by node type), ``num_classes``, ``model`` (class name) and
+    ``parameters`` (name -> shape as a list)."""
     return {
         "dataset": dataset.name,
-        "num_nodes": int(dataset.num_nodes),
-        "num_features": int(dataset.num_features),
+        "num_nodes": _counts(dataset.num_nodes),
+        "num_features": _counts(dataset.num_features),
         "num_classes": int(dataset.num_classes),
         "model": type(model).__name__,
         "parameters": {name: list(p.shape) for name, p in model.named_parameters()},
     }
+
+
+def _counts(value) -> int | dict[str, int]:
+    """A count, or a dict of counts by node type, as plain ints."""
+    if isinstance(value, dict):
+        return {str(key): int(count) for key, count in value.items()}
+    return int(value)
 
 
 def check_trained_on(saved: dict | None, current: dict, path: str | Path) -> None:

@@ -16,6 +16,7 @@ from tqdm import tqdm
 
 from graphengine.data.arrays import as_tensor
 from graphengine.datasets.dataset import SPLITS, GraphDataset
+from graphengine.datasets.hetero import HeteroGraphDataset
 from graphengine.distributed.data import DistData
 from graphengine.loader import NeighborLoader
 from graphengine.loader.dist_neighbor_loader import DistNeighborLoader
@@ -23,18 +24,24 @@ from graphengine.nn.blocks import supports_blocks
 from graphengine.nn.forward import SeedLogits
 from graphengine.nn.inference import layerwise_inference
 from graphengine.parallel.base import SingleProcess, Strategy
+from graphengine.train.hetero import hetero_eval_mode, seed_store
 
 # Full-graph evaluation needs the whole graph's activations in memory at once.
 FULL_EVAL_MAX_EDGES = 5_000_000
 EVAL_MODES = ("auto", "full", "layerwise", "sampled")
 
 
-def resolve_eval_mode(mode: str, dataset: GraphDataset | DistData, model: torch.nn.Module) -> str:
+def resolve_eval_mode(
+    mode: str, dataset: GraphDataset | DistData | HeteroGraphDataset, model: torch.nn.Module
+) -> str:
     """``mode`` checked against ``model``; ``'auto'`` becomes ``'full'`` below 5M edges, else
     ``'layerwise'`` when the model allows it, else ``'sampled'``. A partitioned graph is
-    evaluated ``'sampled'``, each worker on its part's nodes."""
+    evaluated ``'sampled'``, each worker on its part's nodes; a heterogeneous graph
+    ``'sampled'`` too (``'full'`` and ``'layerwise'`` are refused)."""
     if mode not in EVAL_MODES:
         raise ValueError(f"'eval_mode' must be one of {EVAL_MODES} (got {mode!r})")
+    if isinstance(dataset, HeteroGraphDataset):
+        return hetero_eval_mode(mode)
     if isinstance(dataset, DistData):
         if mode in ("full", "layerwise"):
             raise ValueError(
@@ -59,7 +66,8 @@ class Evaluator:
 
     Args:
         seed_logits: the model and how it runs on a sampled batch (for ``'sampled'``).
-        dataset: graph, features, labels and splits.
+        dataset: graph, features, labels and splits (of the target node type of a
+            :class:`~graphengine.datasets.HeteroGraphDataset`, which needs ``sampled_loader``).
         mode: ``'full'``, ``'layerwise'``, ``'sampled'`` or ``'auto'`` (see
             :func:`resolve_eval_mode`).
         fanouts, batch_size, seed, num_workers: the sampled evaluation's loader.
@@ -94,6 +102,9 @@ class Evaluator:
         self.strategy = strategy or SingleProcess()
         self.progress = progress
         self.sampled_loader = sampled_loader
+        self._target = dataset.target if isinstance(dataset, HeteroGraphDataset) else None
+        if self._target is not None and sampled_loader is None:
+            raise ValueError("a heterogeneous dataset is evaluated with a 'sampled_loader'")
         self._y = None if isinstance(dataset, DistData) else as_tensor(dataset.y)
 
     @property
@@ -148,7 +159,8 @@ class Evaluator:
         correct = 0
         for batch in tqdm(loader, desc=f"eval {split}", disable=not self.progress, leave=False):
             logits = self.seed_logits(batch)
-            correct += int((logits.argmax(dim=-1) == batch.y[: batch.batch_size]).sum())
+            seeds = seed_store(batch, self._target)
+            correct += int((logits.argmax(dim=-1) == seeds.y[: seeds.batch_size]).sum())
         correct, total = self.strategy.sum([correct, len(mine)])
         return correct / max(total, 1)
 

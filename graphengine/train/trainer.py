@@ -8,11 +8,14 @@ import time
 from collections.abc import Callable, Sequence
 from pathlib import Path
 
+import numpy as np
 import torch
 import torch.nn.functional as F
+from torch_geometric.data import HeteroData
 from tqdm import tqdm
 
 from graphengine.datasets.dataset import GraphDataset
+from graphengine.datasets.hetero import HeteroGraphDataset
 from graphengine.distributed.data import DistData
 from graphengine.loader import NeighborLoader
 from graphengine.loader.dist_neighbor_loader import DistNeighborLoader
@@ -21,6 +24,12 @@ from graphengine.nn.forward import SeedLogits
 from graphengine.parallel import HybridParallel, Strategy, strategy_for
 from graphengine.train.checkpoint import check_trained_on, read_state, trained_on, write_state
 from graphengine.train.evaluate import Evaluator
+from graphengine.train.hetero import (
+    HeteroSeedLogits,
+    check_hetero_strategy,
+    feature_bytes,
+    seed_store,
+)
 
 log = logging.getLogger(__name__)
 
@@ -31,6 +40,11 @@ class Trainer:
     on its part's training nodes with a :class:`DistNeighborLoader`, data-parallel across the
     parts' workers.
 
+    A heterogeneous dataset (:class:`~graphengine.datasets.HeteroGraphDataset`) trains on its
+    target type's training nodes with a :class:`NeighborLoader` over its ``HeteroData``
+    (``input_nodes=(target, train_idx)``), the loss on the seeds' rows of the target type,
+    in a single process, evaluated on sampled mini-batches.
+
     Args:
         model: any module called as ``model(x, edge_index)`` returning
             ``[num_nodes, num_classes]`` logits. PyG ``BasicGNN`` models with one layer
@@ -38,9 +52,14 @@ class Trainer:
             the nodes the next one reads (:mod:`graphengine.nn.blocks`); with norms or
             jumping knowledge, they get the per-hop counts to trim finished layers
             instead (``trim_to_layer``). Neither applies to a degree-normalizing
-            ``GCNConv``, whose normalization counts the edges they drop.
-        dataset: the graph, features, labels and splits, or this worker's
-            :class:`~graphengine.distributed.DistData`.
+            ``GCNConv``, whose normalization counts the edges they drop. For a
+            heterogeneous dataset, a module called as ``model(x_dict, edge_index_dict)``
+            returning a dict of ``[num_nodes[t], num_classes]`` logits per node type (e.g.
+            :func:`~graphengine.nn.models.build_model` with ``metadata``), its weights
+            initialized (a lazy module run once), run on the whole batch.
+        dataset: the graph, features, labels and splits, this worker's
+            :class:`~graphengine.distributed.DistData`, or a
+            :class:`~graphengine.datasets.HeteroGraphDataset`.
         fanouts: neighbors per hop for training (and for sampled evaluation).
         batch_size: seeds per training step, all workers together (the global batch): with
             ``W`` data-parallel workers each takes ``batch_size / W`` seeds of every step, so
@@ -52,10 +71,12 @@ class Trainer:
         eval_mode: ``'full'`` (the model on the whole graph at once), ``'layerwise'``
             (each layer over all nodes in chunks, for PyG ``BasicGNN`` models),
             ``'sampled'`` (mini-batches with ``fanouts``) or ``'auto'`` (full below 5M
-            edges, else layer-wise when the model allows, else sampled).
+            edges, else layer-wise when the model allows, else sampled; always sampled for
+            a heterogeneous dataset, which refuses ``'full'`` and ``'layerwise'``).
         num_workers: sampling threads of the loaders (0: load in the training thread).
         forward: how the model runs on a batch (see :class:`~graphengine.nn.SeedLogits`);
-            ``'auto'`` picks blocks, else trimming, else the whole batch, as the model allows.
+            ``'auto'`` picks blocks, else trimming, else the whole batch, as the model allows
+            (a heterogeneous dataset's model always runs on the whole batch).
         device: where the model runs; batches are copied there by the loader.
         checkpoint: a file to save after every epoch and to resume from if it exists.
         metrics_path: a file to append one JSON line of metrics per epoch to.
@@ -74,7 +95,7 @@ class Trainer:
     def __init__(
         self,
         model: torch.nn.Module,
-        dataset: GraphDataset,
+        dataset: GraphDataset | DistData | HeteroGraphDataset,
         fanouts: Sequence[int] = (15, 10, 5),
         batch_size: int = 1024,
         lr: float = 0.003,
@@ -94,6 +115,11 @@ class Trainer:
     ):
         self.strategy = strategy or strategy_for(device, parallel)
         hybrid = isinstance(self.strategy, HybridParallel)
+        hetero = isinstance(dataset, HeteroGraphDataset)
+        if hetero:
+            check_hetero_strategy(self.strategy, remote_cache)
+            _check_initialized(model)
+        self._target = dataset.target if hetero else None
         if hybrid:
             eval_mode = _hybrid_eval_mode(eval_mode, dataset)
         self.batch_size, self.worker_batch_size = split_batch(
@@ -101,13 +127,24 @@ class Trainer:
         )
         self.device = self.strategy.device
         self.model = model.to(self.device)
-        self._seed_logits = SeedLogits(self.model, len(fanouts), forward)
+        self._seed_logits = (
+            HeteroSeedLogits(self.model, dataset.target, forward)
+            if hetero
+            else SeedLogits(self.model, len(fanouts), forward)
+        )
         self._train_model = self.strategy.wrap(self._seed_logits)
         self.dataset = dataset
         self.fanouts = list(fanouts)
         self.seed = seed
         self.num_workers = num_workers
         self.feature_columns = self.strategy.feature_columns(dataset.x) if hybrid else None
+        self._hetero_data = dataset.to_hetero_data() if hetero else None
+        if hybrid:
+            sampled_loader = self._hybrid_loader
+        elif hetero:
+            sampled_loader = self._hetero_loader
+        else:
+            sampled_loader = None
         self.evaluator = Evaluator(
             self._train_model if hybrid else self._seed_logits,
             dataset,
@@ -118,7 +155,7 @@ class Trainer:
             num_workers=num_workers,
             strategy=self.strategy,
             progress=progress,
-            sampled_loader=self._hybrid_loader if hybrid else None,
+            sampled_loader=sampled_loader,
         )
         self.optimizer = torch.optim.Adam(
             self._train_model.parameters(), lr=lr, weight_decay=weight_decay
@@ -131,6 +168,8 @@ class Trainer:
             if remote_cache is not None:
                 raise ValueError("'remote_cache' needs a partitioned graph (a DistData)")
             self.train_loader = self._hybrid_loader(dataset.train_idx, shuffle=True)
+        elif hetero:
+            self.train_loader = self._hetero_loader(dataset.train_idx, shuffle=True)
         elif isinstance(dataset, DistData):
             self.train_loader = DistNeighborLoader(
                 dataset,
@@ -177,6 +216,23 @@ class Trainer:
             whole=self._seed_logits.mode == "whole",
             num_workers=self.num_workers,
             device=self.device,
+        )
+
+    def _hetero_loader(self, nodes, shuffle: bool = False) -> NeighborLoader | list:
+        """Heterogeneous batches of target nodes ``nodes``: the training nodes (``shuffle``)
+        or evaluation nodes (none: no batches)."""
+        if not shuffle and len(nodes) == 0:
+            return []
+        return NeighborLoader(
+            self._hetero_data,
+            self.fanouts,
+            batch_size=self.worker_batch_size,
+            input_nodes=(self._target, np.asarray(nodes, dtype=np.int64)),
+            shuffle=shuffle,
+            seed=self.seed if shuffle else self.seed + 1,
+            num_workers=self.num_workers,
+            device=self.device,
+            pin_memory=self.device.type == "cuda",
         )
 
     @property
@@ -252,9 +308,10 @@ class Trainer:
         for batch in batches:
             step_start = time.perf_counter()
             loss, right = self.step(batch)
-            total_loss += loss * batch.batch_size
+            size = seed_store(batch, self._target).batch_size
+            total_loss += loss * size
             correct += right
-            seen += batch.batch_size
+            seen += size
             feature_bytes += _feature_bytes(batch)
             compute += time.perf_counter() - step_start
         elapsed = time.perf_counter() - start
@@ -322,12 +379,14 @@ class Trainer:
         return totals
 
     def step(self, batch) -> tuple[float, int]:
-        """One optimizer step on ``batch`` (its first ``batch_size`` nodes are the seeds);
-        returns the mean loss and how many seeds were classified right. The caller puts
-        the model in training mode (``train_epoch`` does)."""
+        """One optimizer step on ``batch`` (its first ``batch_size`` nodes, of the target type
+        for a heterogeneous batch, are the seeds); returns the mean loss and how many seeds
+        were classified right. The caller puts the model in training mode (``train_epoch``
+        does)."""
         self.optimizer.zero_grad()
         logits = self._train_model(batch)
-        target = batch.y[: batch.batch_size].long()
+        seeds = seed_store(batch, self._target)
+        target = seeds.y[: seeds.batch_size].long()
         # A worker of a partitioned graph may get no seeds for a step; it still takes part
         # in the gradients' all-reduce, with zeros.
         loss = F.cross_entropy(logits, target) if len(target) else logits.sum() * 0.0
@@ -438,8 +497,26 @@ def _hybrid_eval_mode(mode: str, dataset) -> str:
     return "sampled"
 
 
+def _check_initialized(model: torch.nn.Module) -> None:
+    """Raise ``ValueError`` if ``model`` has lazy weights not yet initialized (the optimizer
+    could not hold them)."""
+    lazy = [
+        name
+        for name, p in model.named_parameters()
+        if isinstance(p, torch.nn.parameter.UninitializedParameter)
+    ]
+    if lazy:
+        raise ValueError(
+            f"the model has {len(lazy)} uninitialized lazy parameters (e.g. {lazy[0]}): run it "
+            "once on a batch, or build it with graphengine.nn.models.build_model(..., "
+            "metadata=...), which does"
+        )
+
+
 def _feature_bytes(batch) -> int:
     """Bytes of feature rows gathered into ``batch``."""
+    if isinstance(batch, HeteroData):
+        return feature_bytes(batch)
     if hasattr(batch, "feature_bytes"):
         return int(batch.feature_bytes)
     x = getattr(batch, "x", None)
