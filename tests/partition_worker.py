@@ -30,8 +30,16 @@ from graphengine.distributed.sampler import DistNeighborSampler
 from graphengine.loader.dist_neighbor_loader import DistNeighborLoader
 from samplers import NeighborSampler, SamplerInput
 
-# (fanouts, replace): without and with replacement, and taking every neighbor.
-SAMPLING_CASES = [([3, 2], False), ([4, 3], True), ([-1, 2], False), ([2, -1, 3], False)]
+# (fanouts, replace, options): without and with replacement, taking every neighbor, disjoint
+# trees and bidirectional subgraphs.
+SAMPLING_CASES = [
+    ([3, 2], False, {}),
+    ([4, 3], True, {}),
+    ([-1, 2], False, {}),
+    ([2, -1, 3], False, {}),
+    ([3, 3], False, {"disjoint": True}),
+    ([3, 2], True, {"subgraph_type": "bidirectional"}),
+]
 
 
 def multigraph() -> GraphDataset:
@@ -66,9 +74,11 @@ def sample(path: Path, out: Path) -> None:
     exchange = Exchange()
     rng = np.random.default_rng(100 + rank)
     checked = 0
-    for fanouts, replace in SAMPLING_CASES:
-        local = NeighborSampler(graph.indptr, graph.indices, fanouts, replace, num_threads=1)
-        distributed = DistNeighborSampler(part, fanouts, exchange, replace)
+    for fanouts, replace, options in SAMPLING_CASES:
+        local = NeighborSampler(
+            graph.indptr, graph.indices, fanouts, replace, num_threads=1, **options
+        )
+        distributed = DistNeighborSampler(part, fanouts, exchange, replace, **options)
         for batch in range(6):
             # Seeds from anywhere in the graph, some repeated; rank 1's third batch is empty.
             size = 0 if (rank == 1 and batch == 2) else int(rng.integers(1, 40))
@@ -85,6 +95,7 @@ def sample(path: Path, out: Path) -> None:
             np.testing.assert_array_equal(got.edge, graph.edge_ids[expected.edge])
             assert got.num_sampled_nodes == expected.num_sampled_nodes
             assert got.num_sampled_edges == expected.num_sampled_edges
+            np.testing.assert_array_equal(got.batch, expected.batch)  # None unless disjoint
             checked += 1
     stats = distributed.stats.as_dict()
     Path(f"{out}.{rank}").write_text(json.dumps({"checked": checked, "stats": stats}))

@@ -101,3 +101,10 @@ def test_opening_a_partition_needs_a_process_group(tmp_path):
     partition_dataset(multigraph(), 2, tmp_path / "parts", method="random")
     with pytest.raises(RuntimeError, match=r"needs a joined torch\.distributed group"):
         DistData.open(tmp_path / "parts")
+
+
+def test_partitioned_sampling_refuses_induced_subgraphs():
+    from graphengine.distributed.sampler import DistNeighborSampler
+
+    with pytest.raises(ValueError, match="no induced subgraphs"):
+        DistNeighborSampler(None, [2], None, subgraph_type="induced")

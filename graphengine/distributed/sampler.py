@@ -60,6 +60,10 @@ class DistNeighborSampler(MultiHopSampler):
         replace: sample with replacement.
         exchange: the exchange with the other parts' workers.
         num_threads: Numba threads each call may use (``None``: one per core).
+        disjoint: each seed its own tree (see :class:`samplers.MultiHopSampler`); a tree's
+            tag travels with each node asked of another part, so its draws are the same.
+        subgraph_type: ``"directional"`` or ``"bidirectional"``; induced subgraphs need
+            every batch node's in-edges, most on other parts, and are refused.
     """
 
     def __init__(
@@ -69,8 +73,18 @@ class DistNeighborSampler(MultiHopSampler):
         exchange: Exchange,
         replace: bool = False,
         num_threads: int | None = None,
+        disjoint: bool = False,
+        subgraph_type: str = "directional",
     ):
-        super().__init__(part.book.num_nodes, fanouts, replace, num_threads)
+        if subgraph_type == "induced":
+            raise ValueError(
+                "a partitioned graph builds no induced subgraphs (every batch node's in-edges "
+                "would have to be read from its part); use subgraph_type='directional' or "
+                "'bidirectional'"
+            )
+        super().__init__(
+            part.book.num_nodes, fanouts, replace, num_threads, disjoint, subgraph_type
+        )
         if exchange.world_size != part.book.num_parts or exchange.rank != part.part:
             raise ValueError(
                 f"part {part.part} of {part.book.num_parts} needs worker {part.part} of "

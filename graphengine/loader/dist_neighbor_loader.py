@@ -25,7 +25,7 @@ from graphengine.loader.neighbor_loader import sampler_threads
 from graphengine.loader.pipeline import Stage
 from graphengine.loader.seeds import OwnSeedBatches, derive_seed
 from graphengine.loader.staged import StagedLoader
-from graphengine.loader.stages import CopyToDevice, SampleNodes
+from graphengine.loader.stages import CopyToDevice, SampleNodes, add_batch_fields
 from samplers import SamplerOutput, check_fanouts, check_node_ids
 
 log = logging.getLogger(__name__)
@@ -74,6 +74,8 @@ class DistNeighborLoader(StagedLoader):
         prefetch: batches in flight besides the one the caller holds.
         device: where batches go (a CUDA device: copied in a thread of their own).
         original_ids: give ``n_id`` in original ids (reads the id map for every node).
+        disjoint, subgraph_type: as in :class:`~graphengine.NeighborLoader` (``"induced"``
+            excepted: see :class:`~graphengine.distributed.DistNeighborSampler`).
     """
 
     def __init__(
@@ -91,6 +93,8 @@ class DistNeighborLoader(StagedLoader):
         prefetch: int = 2,
         device: torch.device | str | None = None,
         original_ids: bool = False,
+        disjoint: bool = False,
+        subgraph_type: str = "directional",
     ):
         if isinstance(batch_size, bool) or not isinstance(batch_size, int) or batch_size < 1:
             raise ValueError(f"'batch_size' must be a positive int (got {batch_size!r})")
@@ -103,6 +107,8 @@ class DistNeighborLoader(StagedLoader):
             data.sampling,
             replace=replace,
             num_threads=sampler_threads(max(num_workers, 1) * 2),
+            disjoint=disjoint,
+            subgraph_type=subgraph_type,
         )
         nodes = data.train_idx if input_nodes is None else input_nodes
         self.input_nodes = check_node_ids(nodes, data.num_nodes, "input_nodes")
@@ -208,12 +214,9 @@ class DistNeighborLoader(StagedLoader):
             edge_index=torch.from_numpy(np.stack([out.row, out.col])),
             n_id=n_id,
             e_id=torch.from_numpy(out.edge),
-            input_id=torch.from_numpy(out.input_id),
         )
         data.num_nodes = int(out.node.shape[0])
-        data.batch_size = out.batch_size
-        data.num_sampled_nodes = list(out.num_sampled_nodes)
-        data.num_sampled_edges = list(out.num_sampled_edges)
+        add_batch_fields(data, out)
         return data
 
     def _agree_on_batches(self, mine: int) -> int:
