@@ -15,6 +15,7 @@ import torch
 from graphengine.data.partition import partition_dataset
 from graphengine.distributed.data import DistData
 from graphengine.distributed.features import AccessCounter, RemoteRowCache, cache_rows
+from graphengine.distributed.sampler import DistNeighborSampler
 from tests.partition_worker import SAMPLING_CASES, multigraph
 
 WORKER = Path(__file__).with_name("partition_worker.py")
@@ -104,7 +105,5 @@ def test_opening_a_partition_needs_a_process_group(tmp_path):
 
 
 def test_partitioned_sampling_refuses_induced_subgraphs():
-    from graphengine.distributed.sampler import DistNeighborSampler
-
     with pytest.raises(ValueError, match="no induced subgraphs"):
         DistNeighborSampler(None, [2], None, subgraph_type="induced")
