@@ -39,7 +39,32 @@ SAMPLING_CASES = [
     ([2, -1, 3], False, {}),
     ([3, 3], False, {"disjoint": True}),
     ([3, 2], True, {"subgraph_type": "bidirectional"}),
+    ([3, 2], False, {"weights": "edges"}),
+    ([4, 2], True, {"weights": "edges"}),
+    ([3, 3], False, {"node_time": "nodes"}),
+    ([2, 3], False, {"edge_time": "edges", "temporal_strategy": "last"}),
 ]
+
+
+def whole_graph_arrays(options: dict, graph) -> tuple[dict, dict]:
+    """``options`` with ``"nodes"``/``"edges"`` made arrays of the whole graph (fixed draws):
+    by original id for the distributed sampler, in CSC order for the single-machine one."""
+    rng = np.random.default_rng(5)
+    distributed, local = dict(options), dict(options)
+    for name, value in options.items():
+        if value == "nodes":
+            distributed[name] = local[name] = rng.integers(0, 20, graph.num_nodes)
+        elif value == "edges":
+            values = (
+                rng.random(graph.num_edges)
+                if name == "weights"
+                else rng.integers(0, 20, graph.num_edges)
+            )
+            if name == "weights":
+                values[::7] = 0.0  # some edges never drawn
+            distributed[name] = values
+            local[name] = values[graph.edge_ids]
+    return distributed, local
 
 
 def multigraph() -> GraphDataset:
@@ -75,10 +100,12 @@ def sample(path: Path, out: Path) -> None:
     rng = np.random.default_rng(100 + rank)
     checked = 0
     for fanouts, replace, options in SAMPLING_CASES:
+        whole, in_csc_order = whole_graph_arrays(options, graph)
         local = NeighborSampler(
-            graph.indptr, graph.indices, fanouts, replace, num_threads=1, **options
+            graph.indptr, graph.indices, fanouts, replace, num_threads=1, **in_csc_order
         )
-        distributed = DistNeighborSampler(part, fanouts, exchange, replace, **options)
+        distributed = DistNeighborSampler(part, fanouts, exchange, replace, **whole)
+        timed = "edge_time" in options
         for batch in range(6):
             # Seeds from anywhere in the graph, some repeated; rank 1's third batch is empty.
             size = 0 if (rank == 1 and batch == 2) else int(rng.integers(1, 40))
@@ -87,8 +114,9 @@ def sample(path: Path, out: Path) -> None:
                 seeds[-2:] = seeds[:2]
             seed = 1000 * batch + 7
             ids = np.arange(size, dtype=np.int64)
-            expected = local.sample_from_nodes(SamplerInput(seeds, ids, seed))
-            got = distributed.sample_from_nodes(SamplerInput(book.to_new(seeds), ids, seed))
+            time = rng.integers(5, 20, size) if timed else None
+            expected = local.sample_from_nodes(SamplerInput(seeds, ids, seed, time))
+            got = distributed.sample_from_nodes(SamplerInput(book.to_new(seeds), ids, seed, time))
             np.testing.assert_array_equal(book.to_orig(got.node), expected.node)
             np.testing.assert_array_equal(got.row, expected.row)
             np.testing.assert_array_equal(got.col, expected.col)

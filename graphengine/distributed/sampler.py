@@ -1,13 +1,14 @@
 """Neighbor sampling over a partitioned graph: each worker samples the nodes its part owns.
 
 Every hop, a worker groups its frontier by owner and sends each owner one request (the
-frontier nodes it owns, :class:`~graphengine.distributed.exchange.Exchange`); each owner
-samples everything it was asked for in one call of :func:`samplers.sample_hop` (the kernels
-the single-machine sampler runs) and answers each asker with one message; the asker puts the
-answers back in frontier order. A node's draws are keyed by (batch seed, hop, original id)
-and its in-edges keep their original order inside its part, so a batch equals, ids mapped
-back, the one :class:`samplers.NeighborSampler` draws on the original graph, for any number
-of parts and threads.
+frontier nodes it owns, with their time limits in temporal sampling,
+:class:`~graphengine.distributed.exchange.Exchange`); each owner samples everything it was
+asked for in one call of the single-machine sampler's hop (a :class:`samplers.NeighborSampler`
+over its part: uniform, weighted or temporal, the same kernels) and answers each asker with
+one message; the asker puts the answers back in frontier order. A node's draws are keyed by
+(batch seed, hop, original id) and its in-edges keep their original order inside its part,
+so a batch equals, ids mapped back, the one :class:`samplers.NeighborSampler` draws on the
+original graph, for any number of parts and threads.
 """
 
 from __future__ import annotations
@@ -19,8 +20,15 @@ import numpy as np
 
 from graphengine.data.partition import Part
 from graphengine.distributed.exchange import Exchange
-from samplers import MultiHopSampler, sample_hop
-from samplers.neighbor import HopSlots, check_max_degree, untag
+from samplers import MultiHopSampler, NeighborSampler, SamplerInput
+from samplers.neighbor import (
+    EdgeBuffers,
+    HopSlots,
+    check_max_degree,
+    check_times,
+    check_weights,
+    untag,
+)
 
 
 @dataclass
@@ -64,6 +72,12 @@ class DistNeighborSampler(MultiHopSampler):
             tag travels with each node asked of another part, so its draws are the same.
         subgraph_type: ``"directional"`` or ``"bidirectional"``; induced subgraphs need
             every batch node's in-edges, most on other parts, and are refused.
+        weights: optional float ``[num_edges]``, the whole graph's edge weights by original
+            edge id (each worker keeps its part's): weighted draws.
+        node_time, edge_time: optional integer times of the whole graph, by original node or
+            edge id: temporal sampling (disjoint trees; seed times from the input or, with
+            node times, the seeds' own).
+        temporal_strategy: ``"uniform"`` or ``"last"``.
     """
 
     def __init__(
@@ -75,6 +89,10 @@ class DistNeighborSampler(MultiHopSampler):
         num_threads: int | None = None,
         disjoint: bool = False,
         subgraph_type: str = "directional",
+        weights: np.ndarray | None = None,
+        node_time: np.ndarray | None = None,
+        edge_time: np.ndarray | None = None,
+        temporal_strategy: str = "uniform",
     ):
         if subgraph_type == "induced":
             raise ValueError(
@@ -97,6 +115,32 @@ class DistNeighborSampler(MultiHopSampler):
         # Only this part's slice of the map is read (the draws are keyed by original ids).
         self.orig_ids = np.asarray(part.book.new_to_orig[part.start : part.stop])
         self.stats = SamplingStats()
+        self.node_time = None
+        if node_time is not None:
+            self.node_time = check_times(node_time, part.book.num_nodes, "node_time")
+        self._timed = node_time is not None or edge_time is not None
+        # The hop this worker runs for the nodes it owns: the single-machine sampler over its
+        # part's CSC, with the part's weights and times in that CSC's order.
+        edge_ids = np.asarray(part.edge_ids)
+        part_weights = part_times = None
+        num_edges = _num_edges(part, weights if weights is not None else edge_time)
+        if weights is not None:
+            part_weights = check_weights(weights, num_edges)[edge_ids]
+        if edge_time is not None:
+            part_times = check_times(edge_time, num_edges, "edge_time")[edge_ids]
+        elif self.node_time is not None:  # a source's time, as each of its edges' time
+            part_times = self.node_time[part.book.to_orig(part.indices)]
+        self._hop = NeighborSampler(
+            part.indptr,
+            part.indices,
+            fanouts,
+            replace,
+            validate=False,
+            num_threads=num_threads,
+            weights=part_weights,
+            edge_time=part_times,
+            temporal_strategy=temporal_strategy,
+        )
 
     def __repr__(self) -> str:
         return (
@@ -104,6 +148,22 @@ class DistNeighborSampler(MultiHopSampler):
             f"nodes={self.part.num_nodes}/{self.num_nodes}, fanouts={list(self.fanouts)}, "
             f"replace={self.replace})"
         )
+
+    @property
+    def temporal(self) -> bool:
+        return self._timed
+
+    def seed_times(self, inputs: SamplerInput, seeds: np.ndarray) -> np.ndarray | None:
+        if not self._timed:
+            return super().seed_times(inputs, seeds)
+        if inputs.time is not None:
+            return check_times(inputs.time, seeds.shape[0], "time")
+        if self.node_time is None:
+            raise ValueError(
+                "sampling by edge time needs each seed's time: pass 'time' (the loader's "
+                "'input_time')"
+            )
+        return self.node_time[self.part.book.to_orig(seeds)]
 
     def reset_stats(self) -> SamplingStats:
         """The stats so far; starts counting anew."""
@@ -126,8 +186,15 @@ class DistNeighborSampler(MultiHopSampler):
         self.stats.frontier_nodes += frontier.shape[0]
         self.stats.remote_frontier_nodes += frontier.shape[0] - int(counts[self.part.part])
 
-        requests = self.exchange.all_to_all_numpy(np.split(tagged[order], np.cumsum(counts)[:-1]))
-        answers = self.exchange.all_to_all_numpy(self._serve(requests, fanout, key))
+        bounds = np.cumsum(counts)[:-1]
+        requests = np.split(tagged[order], bounds)
+        if time_limits is not None:  # each request: the nodes, then their time limits
+            limits = np.split(time_limits[order], bounds)
+            requests = [np.concatenate(pair) for pair in zip(requests, limits, strict=True)]
+        requests = self.exchange.all_to_all_numpy(requests)
+        answers = self.exchange.all_to_all_numpy(
+            self._serve(requests, fanout, key, time_limits is not None)
+        )
 
         # Answers come grouped by owner, each in the order asked: put them in frontier order.
         grouped_counts, grouped_neighbors, grouped_edges = [], [], []
@@ -150,9 +217,17 @@ class DistNeighborSampler(MultiHopSampler):
         edges[slots] = np.concatenate(grouped_edges)
         return offsets
 
-    def _serve(self, requests: list[np.ndarray], fanout: int, key: np.uint64) -> list[np.ndarray]:
-        """Sample the nodes each worker asked this one for; one answer per worker:
-        int64 ``[per-node counts (one per node asked), neighbors, original edge ids]``."""
+    def _serve(
+        self, requests: list[np.ndarray], fanout: int, key: np.uint64, timed: bool
+    ) -> list[np.ndarray]:
+        """Sample the nodes each worker asked this one for (``timed``: each request holds the
+        nodes, then their time limits); one answer per worker: int64 ``[per-node counts (one
+        per node asked), neighbors, original edge ids]``."""
+        limits = None
+        if timed:
+            halves = [np.split(r, 2) for r in requests]
+            requests = [nodes for nodes, _ in halves]
+            limits = np.concatenate([times for _, times in halves])
         asked = np.concatenate(requests)
         ids, tags = untag(asked)
         local = ids - self.part.start
@@ -162,15 +237,11 @@ class DistNeighborSampler(MultiHopSampler):
                 f"part {self.part.part} was asked to sample node {bad}, which it does not own "
                 f"[{self.part.start}, {self.part.stop}): the workers disagree on the partition"
             )
-        offsets, neighbors, positions = sample_hop(
-            self.part.indptr,
-            self.part.indices,
-            local,
-            self.orig_ids[local] + tags,
-            fanout,
-            self.replace,
-            key,
+        buffers = EdgeBuffers(0)
+        offsets = self._hop.sample_hop(
+            local, self.orig_ids[local] + tags, fanout, key, HopSlots(buffers, 0), limits
         )
+        neighbors, positions = buffers.row[: buffers.end], buffers.edge[: buffers.end]
         edge_ids = np.asarray(self.part.edge_ids)[positions]
         self.stats.served_edges += neighbors.shape[0]
         self.stats.cut_edges += int(
@@ -189,3 +260,22 @@ class DistNeighborSampler(MultiHopSampler):
             )
             for p in range(len(requests))
         ]
+
+
+def _num_edges(part: Part, values) -> int:
+    """The edges of the whole graph, from the partition's manifest (or, for a partition built
+    in memory, the length of ``values``, a whole-graph edge array, if it covers the part's
+    edge ids); 0 without ``values``."""
+    if values is None:
+        return 0
+    recorded = part.book.manifest.get("num_edges")
+    if recorded is not None:
+        return int(recorded)
+    length = int(np.asarray(values).shape[0])
+    edge_ids = np.asarray(part.edge_ids)
+    if edge_ids.size and int(edge_ids.max()) >= length:
+        raise ValueError(
+            f"an edge array of the whole graph must cover every edge id (got {length} entries, "
+            f"part {part.part} holds edge {int(edge_ids.max())})"
+        )
+    return length

@@ -27,6 +27,7 @@ from graphengine.loader.seeds import OwnSeedBatches, derive_seed
 from graphengine.loader.staged import StagedLoader
 from graphengine.loader.stages import CopyToDevice, SampleNodes, add_batch_fields
 from samplers import SamplerOutput, check_fanouts, check_node_ids
+from samplers.neighbor import check_times
 
 log = logging.getLogger(__name__)
 
@@ -76,6 +77,11 @@ class DistNeighborLoader(StagedLoader):
         original_ids: give ``n_id`` in original ids (reads the id map for every node).
         disjoint, subgraph_type: as in :class:`~graphengine.NeighborLoader` (``"induced"``
             excepted: see :class:`~graphengine.distributed.DistNeighborSampler`).
+        weights, node_time, edge_time, temporal_strategy: weighted or temporal sampling, as
+            :class:`~graphengine.distributed.DistNeighborSampler` takes them (arrays of the
+            whole graph by original id).
+        input_time: each seed's time (integer ``[len(input_nodes)]``), by default its node
+            time.
     """
 
     def __init__(
@@ -95,6 +101,11 @@ class DistNeighborLoader(StagedLoader):
         original_ids: bool = False,
         disjoint: bool = False,
         subgraph_type: str = "directional",
+        weights: np.ndarray | None = None,
+        node_time: np.ndarray | None = None,
+        edge_time: np.ndarray | None = None,
+        temporal_strategy: str = "uniform",
+        input_time: np.ndarray | None = None,
     ):
         if isinstance(batch_size, bool) or not isinstance(batch_size, int) or batch_size < 1:
             raise ValueError(f"'batch_size' must be a positive int (got {batch_size!r})")
@@ -109,6 +120,10 @@ class DistNeighborLoader(StagedLoader):
             num_threads=sampler_threads(max(num_workers, 1) * 2),
             disjoint=disjoint,
             subgraph_type=subgraph_type,
+            weights=weights,
+            node_time=node_time,
+            edge_time=edge_time,
+            temporal_strategy=temporal_strategy,
         )
         nodes = data.train_idx if input_nodes is None else input_nodes
         self.input_nodes = check_node_ids(nodes, data.num_nodes, "input_nodes")
@@ -120,8 +135,14 @@ class DistNeighborLoader(StagedLoader):
         seed_batches = OwnSeedBatches(
             len(self.input_nodes), num_batches, shuffle, seed, data.part.part
         )
+        input_times = None
+        if input_time is not None:
+            input_times = check_times(input_time, len(self.input_nodes), "input_time")
         self._sample = SampleNodes(
-            self.sampler, self.input_nodes, np.arange(len(self.input_nodes), dtype=np.int64)
+            self.sampler,
+            self.input_nodes,
+            np.arange(len(self.input_nodes), dtype=np.int64),
+            input_times,
         )
         stages = [Stage("sample", self._sample), Stage("fetch", self._fetch)]
         if self.device is not None and self.device.type == "cuda":
