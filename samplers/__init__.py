@@ -15,7 +15,7 @@ from samplers.base import (
 from samplers.csc import check_csc, check_node_ids
 from samplers.hetero import HeteroNeighborSampler
 from samplers.labor import LaborSampler
-from samplers.neighbor import MultiHopSampler, NeighborSampler, check_fanouts, sample_hop
+from samplers.neighbor import MultiHopSampler, NeighborSampler, check_fanouts
 
 __all__ = [
     "BaseSampler",
@@ -30,5 +30,4 @@ __all__ = [
     "check_csc",
     "check_fanouts",
     "check_node_ids",
-    "sample_hop",
 ]

@@ -1,9 +1,9 @@
-"""Uniform node-wise multi-hop neighbor sampling (GraphSAGE-style) over a CSC graph.
+"""Node-wise multi-hop neighbor sampling (GraphSAGE-style) over a CSC graph.
 
 :class:`MultiHopSampler` runs the hops (seeds, frontiers, relabelling to batch-local ids);
 where a hop's neighbors come from is its subclasses' one job: :class:`NeighborSampler` reads
 its own CSC, :class:`graphengine.distributed.DistNeighborSampler` also asks the workers that
-own the other frontier nodes. Both draw with :func:`sample_hop`'s kernels.
+own the other frontier nodes, each owner running :class:`NeighborSampler`'s hop for its own.
 """
 
 from __future__ import annotations
@@ -693,35 +693,6 @@ def hop_draw(
         out_edge,
         out_col,
     )
-
-
-def sample_hop(
-    indptr: np.ndarray,
-    indices: np.ndarray,
-    nodes: np.ndarray,
-    stream_ids: np.ndarray,
-    fanout: int,
-    replace: bool,
-    key: np.uint64,
-) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """One hop of sampling for ``nodes`` (int64 positions into ``indptr``), in new arrays.
-
-    The one call a worker makes for a hop, for its own frontier nodes and those other
-    workers ask it for alike (:class:`graphengine.distributed.DistNeighborSampler`).
-    Callers validate; the kernels do not check bounds.
-
-    Returns:
-        ``(offsets, neighbors, edges)``: int64 ``[n + 1]`` (node ``i``'s neighbors are
-        ``offsets[i]:offsets[i + 1]``), int64 neighbor ids as ``indices`` holds them, and int64
-        CSC positions of the sampled edges.
-    """
-    guard = parallel_guard()
-    with guard:
-        plan = hop_plan(indptr, nodes, fanout, replace)
-        neighbors = np.empty(plan.num_edges, dtype=np.int64)
-        edges = np.empty(plan.num_edges, dtype=np.int64)
-        hop_draw(indices, plan, fanout, replace, key, stream_ids, neighbors, edges)
-    return plan.offsets, neighbors, edges
 
 
 def table_bits_for(num_nodes: int) -> int:
