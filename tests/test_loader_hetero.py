@@ -1,10 +1,10 @@
-"""NeighborLoader on heterogeneous graphs and PyG's remote stores, as PyG users call it,
+"""NeighborLoader on heterogeneous graphs and on PyG's remote stores, as PyG users call it,
 on graphs whose features are node ids, so that every batch checks itself."""
 
 import numpy as np
 import pytest
 import torch
-from torch_geometric.data import HeteroData
+from torch_geometric.data import Data, HeteroData
 from torch_geometric.nn import SAGEConv, to_hetero
 from torch_geometric.testing import MyFeatureStore, MyGraphStore
 
@@ -175,3 +175,26 @@ def test_hetero_bad_input():
         )
     with pytest.raises(ValueError, match="'input_nodes' holds node id 500"):
         NeighborLoader(data, [2], input_nodes=("paper", torch.tensor([1, 500])))
+
+
+def test_homogeneous_data_and_remote_stores_give_identical_batches():
+    generator = torch.Generator().manual_seed(6)
+    edge_index = torch.randint(0, 200, (2, 1500), generator=generator)
+    edge_index = edge_index[:, edge_index[1].argsort(stable=True)]  # sorted, as the store keeps it
+    x = torch.arange(200, dtype=torch.float32).view(-1, 1)
+    data = Data(x=x, edge_index=edge_index, num_nodes=200)
+    feature_store, graph_store = MyFeatureStore(), MyGraphStore()
+    feature_store.put_tensor(x, group_name=None, attr_name="x", index=None)
+    graph_store.put_edge_index(
+        edge_index, edge_type=None, layout="coo", size=(200, 200), is_sorted=True
+    )
+    args = dict(num_neighbors=[5, 3], input_nodes=torch.arange(0, 200, 3), batch_size=16, seed=2)
+    pairs = zip(
+        NeighborLoader(data, **args),
+        NeighborLoader((feature_store, graph_store), **args),
+        strict=True,
+    )
+    for in_memory, remote in pairs:
+        for key in ("n_id", "x", "edge_index", "e_id", "input_id"):
+            assert torch.equal(in_memory[key], remote[key]), key
+        assert remote.batch_size == in_memory.batch_size
