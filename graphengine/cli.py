@@ -276,9 +276,12 @@ def _parser() -> argparse.ArgumentParser:
     modes.add_argument("--threads", type=_at_least(1), default=1, help="sampling threads")
     modes.add_argument(
         "--vs",
-        choices=["dgl"],
+        nargs="+",
+        choices=["dgl", "pyg"],
+        default=[],
         help="also time DGL 2.1's samplers (benchmark only: put the directory "
-        "../shared/tools/install-dgl.sh prints on PYTHONPATH)",
+        "../shared/tools/install-dgl.sh prints on PYTHONPATH) and/or PyG's, where its backend "
+        "samples the mode",
     )
     modes.set_defaults(run=_bench_modes)
     train_bench = add_bench("train", "end-to-end training steps, vs PyG's loop")
@@ -759,7 +762,8 @@ def _bench_modes(args) -> int:
         args.batches,
         args.threads,
         root=args.root,
-        vs_dgl=args.vs == "dgl",
+        vs_dgl="dgl" in args.vs,
+        vs_pyg="pyg" in args.vs,
     )
     return 0
 

@@ -8,8 +8,10 @@ are uniform on ``[0, 1)`` and node times integers on ``[0, 1000)``, drawn once f
 ``seed``; the heterogeneous graph is the dataset's graph with its nodes cut into three
 types by id and its edges typed by their ends' types (nine edge types), every edge type
 with the same fanouts. DGL's core has no temporal sampler (GraphBolt's is not built for
-this torch), so that row has no peer; PyG samples these modes only through pyg-lib, which
-has no build for this torch either.
+this torch), so that row has no peer. PyG (its ``NeighborSampler.sample_from_nodes``) is
+timed where its installed backend samples the mode: torch-sparse samples uniformly,
+homogeneous and heterogeneous; weighted and temporal sampling need pyg-lib, which has no
+build for this torch.
 """
 
 from __future__ import annotations
@@ -42,6 +44,7 @@ def run(
     root: str | None = None,
     vs_dgl: bool = False,
     seed: int = 0,
+    vs_pyg: bool = False,
 ) -> dict:
     """Time ``batches`` batches of each mode (after one warm-up batch); print a table of
     seeds and sampled edges per second and nodes per batch, and a JSON line. Heterogeneous
@@ -69,21 +72,23 @@ def run(
         "hetero": _hetero(typed, fanouts),
         "labor": _homogeneous(LaborSampler(indptr, indices, fanouts, validate=False)),
     }
-    peers: dict[str, Callable] = _dgl_samplers(typed, graph, weights, fanouts) if vs_dgl else {}
+    contenders = [("graphengine", "", ours)]
+    if vs_dgl:
+        contenders.append(("DGL 2.1", "dgl_", _dgl_samplers(typed, graph, weights, fanouts)))
+    if vs_pyg:
+        contenders.append(("PyG", "pyg_", _pyg_samplers(typed, graph, fanouts)))
 
     rows, summary = [], {}
     for mode in MODES:
-        for who, samplers in (("graphengine", ours), ("DGL 2.1", peers)):
+        for who, prefix, samplers in contenders:
             if mode not in samplers:
+                rows.append([mode, who, "-", "-", "-"])
                 continue
             seconds, counts = _time(samplers[mode], seeds, batch_size, seed)
             per_batch = counts[2] / batches
             rows.append([mode, who, counts[0] / seconds, counts[1] / seconds, per_batch])
-            prefix = mode if who == "graphengine" else f"dgl_{mode}"
-            summary[f"{prefix}_edges_per_s"] = counts[1] / seconds
-            summary[f"{prefix}_nodes_per_batch"] = per_batch
-        if vs_dgl and mode not in peers:
-            rows.append([mode, "DGL 2.1", "-", "-", "-"])
+            summary[f"{prefix}{mode}_edges_per_s"] = counts[1] / seconds
+            summary[f"{prefix}{mode}_nodes_per_batch"] = per_batch
     summary.update(
         bench="modes",
         dataset=dataset,
@@ -210,3 +215,45 @@ def _dgl_samplers(typed: dict, graph, weights: np.ndarray, fanouts: list[int]) -
         "hetero": blocks(dgl.dataloading.NeighborSampler(fanouts), hetero, typed_seeds=True),
         "labor": blocks(dgl.dataloading.LaborSampler(fanouts), g),
     }
+
+
+def _pyg_samplers(typed: dict, graph, fanouts: list[int]) -> dict:
+    """PyG's ``NeighborSampler``, uniform, homogeneous and heterogeneous (what torch-sparse
+    samples; none without a backend). Its weighted and temporal modes need pyg-lib, which
+    this torch has no build of, so they are not timed."""
+    import torch_geometric.typing as pyg_typing
+    from torch_geometric.data import Data, HeteroData
+    from torch_geometric.sampler import NeighborSampler as PyGNeighborSampler
+    from torch_geometric.sampler import NodeSamplerInput
+
+    if not (pyg_typing.WITH_PYG_LIB or pyg_typing.WITH_TORCH_SPARSE):
+        log.warning("PyG has no sampling backend here (pyg-lib or torch-sparse): no PyG rows")
+        return {}
+    homogeneous = Data(edge_index=graph.to_edge_index(), num_nodes=graph.num_nodes)
+    hetero = HeteroData()
+    for name, count in typed["num_nodes"].items():
+        hetero[name].num_nodes = count
+    for edge_type, (indptr, indices) in typed["csc"].items():
+        dst = np.repeat(np.arange(indptr.shape[0] - 1, dtype=np.int64), np.diff(indptr))
+        hetero[edge_type].edge_index = torch.from_numpy(np.stack([indices, dst]))
+    first_type, first_bound = typed["names"][0], typed["bounds"][1]
+
+    def sampler_of(data, typed_seeds: bool = False) -> Callable:
+        sampler = PyGNeighborSampler(data, fanouts)
+
+        def sample(batch: np.ndarray, seed: int) -> tuple[int, int, int]:
+            torch.manual_seed(seed)
+            if typed_seeds:
+                batch = batch[batch < first_bound]
+            inputs = NodeSamplerInput(
+                None, torch.from_numpy(batch), input_type=first_type if typed_seeds else None
+            )
+            out = sampler.sample_from_nodes(inputs)
+            if typed_seeds:
+                edges = sum(row.numel() for row in out.row.values())
+                return batch.size, edges, sum(node.numel() for node in out.node.values())
+            return batch.size, out.row.numel(), out.node.numel()
+
+        return sample
+
+    return {"uniform": sampler_of(homogeneous), "hetero": sampler_of(hetero, True)}
