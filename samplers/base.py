@@ -17,8 +17,9 @@ class SamplerInput:
 
     Attributes:
         node: int64 ``[batch_size]``, global ids of the seeds, in batch order.
-        input_id: int64 ``[batch_size]``, each seed's position in the loader's
-            list of input nodes.
+        input_id: int64 ``[batch_size]``, each seed's ``input_id``: its position in the
+            loader's list of input nodes, its node id when the seeds came as a mask, or the
+            user's ``input_id``.
         seed: the random seed of this batch (any Python int); the same seed gives
             the same sample whatever the number of threads.
         time: optional int64 ``[batch_size]``, each seed's timestamp (temporal sampling:
@@ -62,9 +63,9 @@ class SamplerOutput:
 
     Invariants: ``node`` is global and starts with the seeds in input order
     (``node[:batch_size]``), followed by each hop's new nodes in order of first
-    appearance; ``row``/``col`` are local (positions in ``node``); edges are
+    appearance; ``row``/``col`` are local (positions in ``node``); directional edges are
     grouped by hop, so ``num_sampled_nodes``/``num_sampled_edges`` can drive
-    PyG's ``trim_to_layer``.
+    PyG's ``trim_to_layer`` (bidirectional and induced subgraphs carry neither).
 
     Attributes:
         node: int64 ``[num_nodes]``, global node ids.
@@ -83,7 +84,9 @@ class SamplerOutput:
         edge_weight: float32 ``[num_edges]``, each sampled edge's weight for a mean over the
             kept in-neighbors that estimates the mean over all of them (LABOR with importance
             sampling: DGL's self-normalized ``edge_weights``); ``None`` otherwise.
-        seed_time: int64 ``[batch_size]``, each seed's time in temporal sampling, else ``None``.
+        seed_time: int64 ``[batch_size]``, the seeds' times as the input gave them
+            (``SamplerInput.time``; PyG's ``seed_time``), else ``None`` (also when temporal
+            sampling takes the seeds' own node times).
     """
 
     node: np.ndarray

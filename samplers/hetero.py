@@ -22,7 +22,7 @@ from samplers._kernels.threading import parallel_guard
 from samplers.base import BaseSampler, HeteroSamplerOutput, SamplerInput
 from samplers.csc import check_node_ids
 from samplers.neighbor import (
-    MAX_DISJOINT_SEEDS,
+    MAX_BATCH_SEEDS,
     REPEAT_MASK,
     REPEAT_SHIFT,
     SUBGRAPH_TYPES,
@@ -66,11 +66,12 @@ class HeteroNeighborSampler(BaseSampler):
         csc: per edge type ``(src, relation, dst)``, its in-edges as CSC arrays
             ``(indptr, indices)``: ``indptr`` int64 ``[num_nodes[dst] + 1]``, ``indices``
             int32 or int64 ``[num_edges]``, each edge's source (a local id of type ``src``),
-            grouped by destination. The order of the keys is the order the types sample in.
+            grouped by destination. The keys' order is the output's; types sample in sorted
+            order.
         num_neighbors: neighbors per node for each hop (``-1``: all), as PyG's
             ``NumNeighbors``: one list for every edge type, or a dict from edge type
-            (``(src, rel, dst)`` or ``"src__rel__dst"``) to list, an edge type it lacks
-            sampling nothing. All lists have the same length, the number of hops.
+            (``(src, rel, dst)`` or ``"src__rel__dst"``) to list naming every edge type
+            (``[0, ...]`` samples none). All lists have the same length, the number of hops.
         replace: sample with replacement.
         disjoint: sample each seed's tree on its own (PyG's ``disjoint=True``): a node
             reached from two seeds is two batch nodes, and the output's ``batch`` names each
@@ -251,7 +252,7 @@ class HeteroNeighborSampler(BaseSampler):
         destination, CSC position), ``num_sampled_nodes[t]`` (``num_hops + 1`` ints, the
         seeds' count first for the input type, 0 for the others) and
         ``num_sampled_edges[e]`` (``num_hops`` ints); ``batch[t]`` (int64, each node's seed)
-        when disjoint; ``seed_time`` (int64 ``[batch_size]``) when temporal.
+        when disjoint; ``seed_time`` (int64 ``[batch_size]``) when the input gives times.
 
         ``subgraph_type='bidirectional'`` applies PyG's rules: an edge type ``(s, r, d)``
         (not named ``rev_*``) is merged with ``(d, rev_r, s)`` when the graph has it (which
@@ -279,11 +280,8 @@ class HeteroNeighborSampler(BaseSampler):
         seed_time = self.seed_times(inputs, seeds)
         disjoint = self.disjoint or seed_time is not None
         batch_size = seeds.shape[0]
-        if disjoint and batch_size > MAX_DISJOINT_SEEDS:
-            raise ValueError(
-                f"disjoint sampling takes at most {MAX_DISJOINT_SEEDS} seeds a batch "
-                f"(got {batch_size})"
-            )
+        if batch_size > MAX_BATCH_SEEDS:  # trees, or a seed's repeats, are numbered in 23 bits
+            raise ValueError(f"a batch takes at most {MAX_BATCH_SEEDS} seeds (got {batch_size})")
         if self.num_threads is not None:
             numba.set_num_threads(min(self.num_threads, numba.config.NUMBA_NUM_THREADS))
 
@@ -381,7 +379,7 @@ class HeteroNeighborSampler(BaseSampler):
             input_id=np.asarray(inputs.input_id, dtype=np.int64),
             input_type=input_type,
             batch={t: k >> REPEAT_SHIFT for t, k in out_nodes.items()} if disjoint else None,
-            seed_time=seed_time,
+            seed_time=None if inputs.time is None else seed_time,  # as PyG: the input's
         )
 
     def _induced(
@@ -421,12 +419,14 @@ def hetero_fanouts(
     edge_types: Sequence[EdgeType],
 ) -> dict[EdgeType, tuple[int, ...]]:
     """Each edge type's fanouts (``-1``: all), by PyG's ``NumNeighbors`` rules: a list holds
-    for every edge type; a dict (keys ``(src, rel, dst)`` or ``"src__rel__dst"``) per edge
-    type, a type it lacks sampling nothing (fanout 0 at every hop).
+    for every edge type; a dict (keys ``(src, rel, dst)`` or ``"src__rel__dst"``) names every
+    edge type (``[0, ...]`` samples none of a type; PyG's ``NumNeighbors`` with a ``default``
+    fills the others, see the loader).
 
     Raises:
-        ValueError: a dict key that is no edge type of the graph, an entry below ``-1``, or
-            lists of different lengths ("hops must be the same across all edge types").
+        ValueError: a dict key that is no edge type of the graph, an edge type the dict lacks,
+            an entry below ``-1``, or lists of different lengths ("hops must be the same across
+            all edge types").
     """
     if isinstance(num_neighbors, Mapping):
         given = {}
@@ -444,8 +444,13 @@ def hetero_fanouts(
                 "the number of hops must be the same across all edge types in "
                 f"'num_neighbors' (got lengths {sorted(hops)})"
             )
-        num_hops = hops.pop() if hops else 0
-        return {e: given.get(e, (0,) * num_hops) for e in edge_types}
+        for edge_type in edge_types:
+            if edge_type not in given:
+                raise ValueError(
+                    f"Missing number of neighbors for edge type {edge_type} in 'num_neighbors' "
+                    "(give [0, ...] to sample none of it, or PyG's NumNeighbors with a default)"
+                )
+        return given
     fanouts = check_fanouts(num_neighbors, "num_neighbors")
     return dict.fromkeys(edge_types, fanouts)
 

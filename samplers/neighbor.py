@@ -31,8 +31,9 @@ _NO_COLUMNS = np.empty(0, dtype=np.int64)
 
 SUBGRAPH_TYPES = ("directional", "bidirectional", "induced")
 TEMPORAL_STRATEGIES = ("uniform", "last")
-# Disjoint trees are numbered in the bits above REPEAT_SHIFT: at most 2**23 seeds a batch.
-MAX_DISJOINT_SEEDS = 1 << (63 - REPEAT_SHIFT)
+# Disjoint trees, and the repeats of a seed, are numbered in the bits above REPEAT_SHIFT:
+# at most 2**23 seeds a batch.
+MAX_BATCH_SEEDS = 1 << (63 - REPEAT_SHIFT)
 
 
 class MultiHopSampler(BaseSampler):
@@ -159,11 +160,8 @@ class MultiHopSampler(BaseSampler):
         seed_time = self.seed_times(inputs, seeds)
         disjoint = self.disjoint or seed_time is not None
         batch_size = seeds.shape[0]
-        if disjoint and batch_size > MAX_DISJOINT_SEEDS:
-            raise ValueError(
-                f"disjoint sampling takes at most {MAX_DISJOINT_SEEDS} seeds a batch "
-                f"(got {batch_size})"
-            )
+        if batch_size > MAX_BATCH_SEEDS:  # trees, or a seed's repeats, are numbered in 23 bits
+            raise ValueError(f"a batch takes at most {MAX_BATCH_SEEDS} seeds (got {batch_size})")
         if self.num_threads is not None:
             numba.set_num_threads(min(self.num_threads, numba.config.NUMBA_NUM_THREADS))
         # A batch node is its id, or in disjoint sampling its id and its tree (``keys``).
@@ -246,7 +244,7 @@ class MultiHopSampler(BaseSampler):
             input_id=np.asarray(inputs.input_id, dtype=np.int64),
             batch=keys >> REPEAT_SHIFT if disjoint else None,
             edge_weight=weight,
-            seed_time=seed_time,
+            seed_time=None if inputs.time is None else seed_time,  # as PyG: the input's
         )
 
 
@@ -281,7 +279,7 @@ class NeighborSampler(MultiHopSampler):
     trees are disjoint and a node samples only edges no later than its seed's time: edges
     whose source node's time (``node_time``), or whose own time (``edge_time``), is at most
     it. ``temporal_strategy='last'`` takes the most recent of them instead of a uniform
-    choice.
+    choice (with weights too: the ``fanout`` most recent, less those of weight 0).
 
     Args:
         indptr: int64 ``[num_nodes + 1]``, CSC column pointers.

@@ -83,8 +83,8 @@ def test_hetero_disjoint_and_temporal():
     )
     for batch in loader:
         check_hetero_batch(batch, data)
-        seed_time = batch["paper"].seed_time
-        assert torch.equal(seed_time, data["paper"].time[batch["paper"].n_id[:10]])
+        assert "seed_time" not in batch["paper"]  # as PyG: only given times are kept
+        seed_time = data["paper"].time[batch["paper"].n_id[: batch["paper"].batch_size]]
         for src, rel, dst in data.edge_types:
             row, col = batch[src, rel, dst].edge_index
             tree = batch[dst].batch[col]
@@ -198,3 +198,14 @@ def test_homogeneous_data_and_remote_stores_give_identical_batches():
         for key in ("n_id", "x", "edge_index", "e_id", "input_id"):
             assert torch.equal(in_memory[key], remote[key]), key
         assert remote.batch_size == in_memory.batch_size
+
+
+def test_hetero_batches_keep_type_and_graph_level_attributes():
+    data = id_hetero()
+    data["paper"].label_names = ["a", "b", "c"]
+    data["paper", "cites", "paper"].relation_weight = 0.5
+    data.title = "graph"
+    batch = NeighborLoader(data, [2], input_nodes="paper", batch_size=8)([0, 1])
+    assert batch["paper"].label_names == ["a", "b", "c"]
+    assert batch["paper", "cites", "paper"].relation_weight == 0.5
+    assert batch.title == "graph"

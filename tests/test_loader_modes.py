@@ -89,9 +89,13 @@ def test_temporal_loader_batches_hold_no_future(level):
     loader = NeighborLoader(data, [5, 5], batch_size=32, time_attr=attr, seed=2, **kwargs)
     for batch in loader:
         check_batch(batch, data)
-        seed_time = input_time[batch.input_id] if level == "edge" else batch.node_time[:32]
-        assert torch.equal(batch.seed_time, seed_time[: batch.batch_size])
-        limit = batch.seed_time[batch.batch[batch.edge_index[1]]]
+        if level == "edge":  # the given times, as PyG's seed_time
+            seed_time = input_time[batch.input_id]
+            assert torch.equal(batch.seed_time, seed_time)
+        else:  # the seeds' own node times; PyG's batch then has no seed_time
+            seed_time = batch.node_time[: batch.batch_size]
+            assert "seed_time" not in batch
+        limit = seed_time[batch.batch[batch.edge_index[1]]]
         when = batch.node_time[batch.edge_index[0]] if level == "node" else batch.edge_time
         assert (when <= limit).all()
 

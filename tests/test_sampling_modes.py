@@ -214,7 +214,9 @@ def test_temporal_seed_times_default_to_node_times_and_edge_times_need_them():
     indptr, indices = graph()
     node_time = np.arange(indptr.size - 1)
     out = run(NeighborSampler(indptr, indices, [5], node_time=node_time))
-    np.testing.assert_array_equal(out.seed_time, node_time[SEEDS])
+    assert out.seed_time is None  # as PyG: only times the input gives are handed out
+    limits = node_time[SEEDS][out.batch[out.col]]
+    assert (node_time[out.node[out.row]] <= limits).all()  # limited by the seeds' own times
     with pytest.raises(ValueError, match="needs each seed's time"):
         run(NeighborSampler(indptr, indices, [5], edge_time=np.zeros(indices.size, np.int64)))
     with pytest.raises(TypeError, match="integer times"):
@@ -245,3 +247,74 @@ def test_modes_do_not_depend_on_threads(mode):
     numba.set_num_threads(numba.config.NUMBA_NUM_THREADS)
     for field in ("node", "row", "col", "edge"):
         np.testing.assert_array_equal(getattr(outputs[0], field), getattr(outputs[1], field))
+
+
+def successive_sampling_law(weights, k):
+    """The exact probability of each k-set of edges under successive draws proportional to
+    weight among the edges left (torch.multinomial without replacement), by enumeration."""
+    law = {}
+    total = weights.sum()
+
+    def extend(prefix, left, p):
+        if len(prefix) == k:
+            key = tuple(sorted(prefix))
+            law[key] = law.get(key, 0.0) + p
+            return
+        for e in np.flatnonzero(weights):
+            if e not in prefix:
+                extend([*prefix, int(e)], left - weights[e], p * weights[e] / left)
+
+    extend([], total, 1.0)
+    return law
+
+
+@pytest.mark.parametrize(
+    "weights,fanout",
+    [
+        pytest.param(np.array([1.0, 2.0, 0.0, 3.0, 0.5, 1.5]), 3, id="clocks-from-the-start"),
+        pytest.param(
+            np.array([1000.0, 1e-3, 2e-3, 1e-3, 3e-3, 1e-3]), 2, id="rejection-then-clocks"
+        ),
+    ],
+)
+def test_weighted_paths_follow_successive_sampling(weights, fanout):
+    indptr, indices = one_node_graph(weights)
+    picks = draws(NeighborSampler(indptr, indices, [fanout], weights=weights), repeats=8000)
+    law = successive_sampling_law(weights, fanout)
+    observed = {}
+    for row in picks.tolist():
+        observed[tuple(sorted(row))] = observed.get(tuple(sorted(row)), 0) + 1
+    keys = sorted(law)
+    assert set(observed) <= set(keys)
+    expected = np.array([law[k] for k in keys]) * picks.shape[0]
+    common = expected >= 5  # chi-square's rule: pool the rare sets
+    f_obs = np.array([observed.get(k, 0) for k in keys])
+    f_obs = np.append(f_obs[common], f_obs[~common].sum())
+    f_exp = np.append(expected[common], expected[~common].sum())
+    assert chisquare(f_obs[f_exp > 0], f_exp[f_exp > 0]).pvalue > 1e-4
+
+
+def test_weighted_large_fanout_draws_by_clocks_in_proportion():
+    rng = np.random.default_rng(0)
+    weights = rng.random(200) + 0.05
+    weights[:50] *= 10
+    indptr, indices = one_node_graph(weights)
+    picks = draws(NeighborSampler(indptr, indices, [40], weights=weights), repeats=400)
+    assert all(len(set(row)) == 40 for row in picks.tolist())
+    # Heavier edges are drawn more often: the first 50 (10x) clearly above the rest.
+    counts = np.bincount(picks.ravel(), minlength=200)
+    assert counts[:50].mean() > 2 * counts[50:].mean()
+
+
+def test_weighted_and_temporal_together():
+    indptr, indices = graph(seed=5)
+    rng = np.random.default_rng(6)
+    weights = rng.random(indices.size)
+    weights[::4] = 0.0
+    edge_time = rng.integers(0, 30, indices.size)  # unsorted: the sampler reorders its copy
+    sampler = NeighborSampler(indptr, indices, [4, 3], weights=weights, edge_time=edge_time)
+    seed_time = rng.integers(10, 30, SEEDS.size)
+    out = run(sampler, time=seed_time)
+    check_edges_exist(indptr, indices, out)
+    assert (weights[out.edge] > 0).all()
+    assert (edge_time[out.edge] <= seed_time[out.batch[out.col]]).all()

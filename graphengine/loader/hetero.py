@@ -155,8 +155,8 @@ class GatherHeteroFeatures:
     """Gathering for heterogeneous batches: a :class:`samplers.HeteroSamplerOutput` -> a
     ``HeteroData`` as PyG's ``NeighborLoader`` gives it: every node attribute of a type sliced
     by that type's ``n_id``, every edge attribute by ``e_id`` (edge types whose edges lost
-    their ids, in bidirectional subgraphs, drop their edge attributes, as in PyG), graph-level
-    attributes kept, and ``n_id``, ``e_id``, ``batch``, ``num_sampled_nodes``,
+    their ids, in bidirectional subgraphs, drop their edge attributes, as in PyG), graph- and
+    type-level attributes kept, and ``n_id``, ``e_id``, ``batch``, ``num_sampled_nodes``,
     ``num_sampled_edges`` per type, ``input_id``, ``seed_time`` and ``batch_size`` on the
     seeds' type.
 
@@ -183,6 +183,8 @@ class GatherHeteroFeatures:
                 elif store.is_node_attr(key):
                     dim = self.data.__cat_dim__(key, value, store)
                     target[key] = _select(value, dim, n_id)
+                else:  # a type-level attribute, kept as PyG keeps it
+                    target[key] = value
             target.n_id = n_id
         for edge_type in self.graph.edge_types:
             store = self.data[edge_type]
@@ -195,7 +197,11 @@ class GatherHeteroFeatures:
                 e_id = torch.from_numpy(edge if perm is None else perm[edge])
                 target.e_id = e_id
             for key, value in store.items():
-                if key != "edge_index" and store.is_edge_attr(key) and e_id is not None:
+                if key == "edge_index":
+                    continue
+                if not store.is_edge_attr(key):  # a type-level attribute, kept
+                    target[key] = value
+                elif e_id is not None:
                     dim = self.data.__cat_dim__(key, value, store)
                     target[key] = _select(value, dim, e_id)
         for name, values in (("batch", out.batch), ("num_sampled_nodes", out.num_sampled_nodes)):

@@ -33,12 +33,13 @@ def sampler_threads(num_workers: int) -> int:
 class NeighborLoader:
     """Mini-batches of sampled multi-hop neighborhoods, as PyG ``Data`` objects.
 
-    Each batch has ``x``, ``y`` and every other node-level attribute of ``data``
-    sliced by ``n_id``, every edge-level attribute sliced by ``e_id``, a local
-    ``edge_index`` (row = sampled neighbor, col = the node it was sampled for),
-    ``n_id``, ``e_id``, ``input_id``, ``batch_size`` and the per-hop counts
-    ``num_sampled_nodes``/``num_sampled_edges``. The first ``batch_size`` nodes are
-    the seeds, in order.
+    Each batch is a ``Data`` (a ``HeteroData`` for heterogeneous data, per type alike) with
+    ``x``, ``y`` and every other node-level attribute of ``data`` sliced by ``n_id``, every
+    edge-level attribute sliced by ``e_id``, a local ``edge_index`` (row = sampled neighbor,
+    col = the node it was sampled for), ``n_id``, ``e_id``, ``input_id``, ``batch_size``, the
+    per-hop counts ``num_sampled_nodes``/``num_sampled_edges`` (not for bidirectional or
+    induced subgraphs), and ``batch`` (disjoint) and ``seed_time`` (given seed times) as PyG
+    adds them. The first ``batch_size`` nodes are the seeds, in order.
 
     Loading is a pipeline of stages in threads (sample -> gather -> copy to
     ``device``), overlapped with the caller's work on the previous batch; batches come
@@ -51,8 +52,8 @@ class NeighborLoader:
             :class:`~graphengine.datasets.GraphDataset`, or graphengine's own
             ``(FeatureStore, Graph)`` pair.
         num_neighbors: neighbors per node for each hop, ``-1`` for all; for heterogeneous
-            data also a dict ``{edge type: list}`` (an edge type left out samples nothing),
-            or PyG's ``NumNeighbors``.
+            data also a dict ``{edge type: list}`` naming every edge type, or PyG's
+            ``NumNeighbors`` (its ``default`` fills the edge types its dict leaves out).
         input_nodes: seed ids (tensor, array or list) or a boolean mask; all nodes by default.
             Heterogeneous: a node type, or ``(node type, ids or mask or None)``.
         input_time: each seed's time (temporal sampling; needs ``time_attr``): a seed samples
@@ -353,6 +354,8 @@ class LaborLoader(NeighborLoader):
             "weight_attr": None,
             "input_time": None,
             "neighbor_sampler": None,
+            "directed": True,
+            "transform_sampler_output": None,
         }
         for name, default in node_wise.items():
             value = getattr(kwargs.get(name, default), "value", kwargs.get(name, default))

@@ -118,9 +118,23 @@ def loader_parts(data, request: LoaderRequest) -> LoaderParts:
     return _homogeneous(data, request)
 
 
-def _fanouts(request: LoaderRequest):
+def _fanouts(request: LoaderRequest, edge_types=None):
+    """``num_neighbors`` as a list or, for ``edge_types``, a dict; PyG's ``NumNeighbors``
+    resolved by its own rules (its ``default`` for the edge types its dict lacks)."""
     num_neighbors = request.num_neighbors
-    return num_neighbors.values if isinstance(num_neighbors, NumNeighbors) else num_neighbors
+    if not isinstance(num_neighbors, NumNeighbors):
+        return num_neighbors
+    return num_neighbors.values if edge_types is None else num_neighbors.get_values(edge_types)
+
+
+def _check_seed_times(request: LoaderRequest, attributes: dict) -> None:
+    """Sampling by edge time needs the seeds' times (nodes have none of their own): say so
+    when the loader is built, not at its first batch."""
+    if attributes.get("edge_time") is not None and request.input_time is None:
+        raise ValueError(
+            f"'time_attr' {request.time_attr!r} holds edge times: pass each seed's time as "
+            "'input_time'"
+        )
 
 
 def _seed_times(request: LoaderRequest, num_seeds: int) -> np.ndarray | None:
@@ -143,6 +157,7 @@ def _homogeneous(data, request: LoaderRequest) -> LoaderParts:
     if sampler is None:
         graph.validate()  # once per graph: the kernels do not check bounds
         attributes = sampling_attributes(data, graph, request.time_attr, request.weight_attr)
+        _check_seed_times(request, attributes)
         sampler = _homogeneous_sampler(graph, request, attributes)
     elif getattr(sampler, "num_nodes", graph.num_nodes) != graph.num_nodes:
         raise ValueError(
@@ -190,13 +205,15 @@ def _heterogeneous(data: HeteroData, request: LoaderRequest) -> LoaderParts:
     graph = HeteroGraph.from_data(data)
     sampler = request.neighbor_sampler
     if sampler is None:
+        attributes = hetero_sampling_attributes(data, graph, request.time_attr, request.weight_attr)
+        _check_seed_times(request, attributes)
         sampler = HeteroNeighborSampler(
             graph.node_types,
             graph.num_nodes,
             graph.csc,
-            _fanouts(request),
+            _fanouts(request, graph.edge_types),
             **request.options,
-            **hetero_sampling_attributes(data, graph, request.time_attr, request.weight_attr),
+            **attributes,
         )
     input_type, nodes, ids = _hetero_seeds(request, graph)
     gather = GatherHeteroFeatures(data, graph)
@@ -236,6 +253,7 @@ def _remote(data, request: LoaderRequest) -> LoaderParts:
     remote = PyGRemoteGraph(*data)
     sampler = request.neighbor_sampler
     times = remote_times(remote, request.time_attr)
+    _check_seed_times(request, times)
     if remote.is_hetero and request.labor is not None:
         raise NotImplementedError(
             "LABOR samples homogeneous graphs here; use NeighborLoader for typed stores"
@@ -247,7 +265,7 @@ def _remote(data, request: LoaderRequest) -> LoaderParts:
                 remote.node_types,
                 remote.num_nodes,
                 csc,
-                _fanouts(request),
+                _fanouts(request, remote.edge_types),
                 **request.options,
                 **times,
             )

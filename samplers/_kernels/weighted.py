@@ -13,8 +13,9 @@ which is the law of ``torch.multinomial(w, k, replacement=False)``. Two exact wa
 * exponential clocks: every candidate gets a clock of rate ``w_e`` and the ``k`` earliest
   ring (Efraimidis and Spirakis, IPL 2006): ``O(d log k)``, whatever the weights.
 
-A node with at least ``2 k`` candidates starts by rejection and, after ``4 k + 8`` draws
-without finishing, draws the rest by clocks among the edges not yet taken (successive sampling
+A node with at least ``2 k`` candidates and ``k <= REJECTION_MAX_FANOUT`` starts by rejection
+and, after ``4 k + 8`` draws without finishing, draws the rest by clocks among the edges not
+yet taken (successive sampling
 has no memory of the order of the edges taken, so the switch keeps the law exact); a node
 with fewer (where rejection would redraw often) uses clocks from the start. Draws come from
 the counter-based streams of :mod:`samplers._kernels.random`, so a batch does not depend on
@@ -31,6 +32,8 @@ PREFETCH_DISTANCE = 16
 _UNIT = 1.0 / 9007199254740992.0  # 2**-53
 # Above this fanout the duplicate checks of rejection cost more than the clocks.
 REJECTION_MAX_FANOUT = 32
+# Up to this many draws a node's edges are put in order by insertion sort.
+INSERTION_SORT_MAX = 32
 
 
 @njit(inline="always")
@@ -136,7 +139,7 @@ def _clocks(weights, first, degree, state, out, clocks, lo, chosen, count):
 @njit(inline="always")
 def _sort_small(out, lo, count):
     """Sort ``out[lo:lo + count]`` in place: insertion sort for a fanout's few entries."""
-    if count > REJECTION_MAX_FANOUT:
+    if count > INSERTION_SORT_MAX:
         out[lo : lo + count].sort()
         return
     for j in range(lo + 1, lo + count):
