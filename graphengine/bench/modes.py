@@ -3,7 +3,11 @@ heterogeneous, LABOR) on one dataset, against DGL 2.1's samplers in the same run
 
 Both sides run the sampler alone, as their users call it per batch (graphengine's
 ``sample_from_nodes``; DGL's ``sampler.sample_blocks(g, seeds)``, what its ``DataLoader``
-calls), on the same seeds, fanouts and threads, without feature gathering. Edge weights
+calls), on the same seeds, fanouts and threads, without feature gathering. The samples are
+not alike in size: DGL's blocks sample every layer's destinations again, the seeds included
+(each block's sources hold its destinations), where PyG's layout, which graphengine keeps,
+samples each node once, at the hop it joins; so DGL's batches hold more edges and nodes,
+and sampled edges per second is the figure to compare. Edge weights
 are uniform on ``[0, 1)`` and node times integers on ``[0, 1000)``, drawn once from
 ``seed``; the heterogeneous graph is the dataset's graph with its nodes cut into three
 types by id and its edges typed by their ends' types (nine edge types), every edge type
@@ -167,6 +171,7 @@ def _dgl_samplers(typed: dict, graph, weights: np.ndarray, fanouts: list[int]) -
     import dgl  # benchmark-only peer: ../shared/tools/install-dgl.sh
 
     dgl.utils.set_num_threads(torch.get_num_threads())
+    dgl.seed(0)  # once: DGL's samplers draw from its global generator
     num_edges = graph.num_edges
     csc = (
         as_tensor(graph.indptr),
@@ -194,7 +199,6 @@ def _dgl_samplers(typed: dict, graph, weights: np.ndarray, fanouts: list[int]) -
 
     def blocks(sampler, graph_, typed_seeds: bool = False) -> Callable:
         def sample(batch: np.ndarray, seed: int) -> tuple[int, int, int]:
-            dgl.seed(seed)
             if typed_seeds:
                 batch = batch[batch < first_bound]
                 seeds = {first_type: torch.from_numpy(batch)}
@@ -239,10 +243,9 @@ def _pyg_samplers(typed: dict, graph, fanouts: list[int]) -> dict:
     first_type, first_bound = typed["names"][0], typed["bounds"][1]
 
     def sampler_of(data, typed_seeds: bool = False) -> Callable:
-        sampler = PyGNeighborSampler(data, fanouts)
+        sampler = PyGNeighborSampler(data, fanouts)  # draws from torch's global generator
 
         def sample(batch: np.ndarray, seed: int) -> tuple[int, int, int]:
-            torch.manual_seed(seed)
             if typed_seeds:
                 batch = batch[batch < first_bound]
             inputs = NodeSamplerInput(
