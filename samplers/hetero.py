@@ -34,6 +34,7 @@ from samplers.neighbor import (
     check_times,
     check_weights,
     grow,
+    resolve_seed_times,
     table_bits_for,
     tag_repeats,
 )
@@ -227,21 +228,8 @@ class HeteroNeighborSampler(BaseSampler):
     def seed_times(self, inputs: SamplerInput, seeds: np.ndarray) -> np.ndarray | None:
         """Each seed's time (int64 ``[batch_size]``) in temporal sampling, else ``None``:
         ``inputs.time``, or the seeds' ``node_time``."""
-        if not self.temporal:
-            if inputs.time is not None:
-                raise ValueError(
-                    f"{type(self).__name__} was given no node_time or edge_time, so it does "
-                    "not sample by time; 'time' must be None"
-                )
-            return None
-        if inputs.time is not None:
-            return check_times(inputs.time, seeds.shape[0], "time")
-        if inputs.input_type not in self.node_time:
-            raise ValueError(
-                f"temporal sampling needs each seed's time: pass 'time' (the loader's "
-                f"'input_time'), or 'node_time' for node type {inputs.input_type!r}"
-            )
-        return self.node_time[inputs.input_type][seeds]
+        own = self.node_time.get(inputs.input_type) if self.temporal else None
+        return resolve_seed_times(inputs, self.temporal, None if own is None else own[seeds])
 
     def sample_from_nodes(self, inputs: SamplerInput) -> HeteroSamplerOutput:
         """Sample the multi-hop neighborhood of ``inputs.node`` (ids of ``inputs.input_type``).

@@ -14,6 +14,7 @@ from collections.abc import Sequence
 import numpy as np
 
 from samplers._kernels import labor as kernels
+from samplers._kernels import neighbor as neighbor_kernels
 from samplers._kernels.random import hop_key
 from samplers._kernels.threading import parallel_guard
 from samplers.csc import check_csc
@@ -172,7 +173,8 @@ def labor_hop(
     starts = np.empty(n, dtype=np.int64)
     degrees = np.empty(n, dtype=np.int64)
     with guard:
-        ranges = kernels.row_ranges(indptr, frontier, starts, degrees)
+        # Every in-edge is a candidate: node i's lie at ranges[i]:ranges[i + 1] of them all.
+        ranges = neighbor_kernels.hop_offsets(indptr, frontier, -1, False, starts, degrees)
     pi, cand = _EMPTY_FLOAT, _EMPTY_INT
     if fanout > 0:
         np.divide(fanout, degrees, out=c, where=degrees > 0)

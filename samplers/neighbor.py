@@ -139,11 +139,16 @@ class MultiHopSampler(BaseSampler):
             "subgraph_type='directional' or 'bidirectional'"
         )
 
+    def seed_node_times(self, seeds: np.ndarray) -> np.ndarray | None:
+        """The seeds' own node times (int64, the shape of ``seeds``), or ``None`` when the
+        sampler has none (no times, or edge times only)."""
+        return None
+
     def seed_times(self, inputs: SamplerInput, seeds: np.ndarray) -> np.ndarray | None:
         """Each seed's time (int64 ``[batch_size]``) in temporal sampling, else ``None``."""
-        if inputs.time is None:
-            return None
-        raise ValueError(f"{type(self).__name__} does not sample by time; 'time' must be None")
+        return resolve_seed_times(
+            inputs, self.temporal, self.seed_node_times(seeds) if self.temporal else None
+        )
 
     def sample_from_nodes(self, inputs: SamplerInput) -> SamplerOutput:
         """Sample the multi-hop neighborhood of ``inputs.node``.
@@ -246,6 +251,33 @@ class MultiHopSampler(BaseSampler):
             edge_weight=weight,
             seed_time=None if inputs.time is None else seed_time,  # as PyG: the input's
         )
+
+
+def resolve_seed_times(
+    inputs: SamplerInput, temporal: bool, node_times: np.ndarray | None
+) -> np.ndarray | None:
+    """The seeds' times for a sampler that samples by time (``temporal``): the input's
+    (``inputs.time``, checked), else the seeds' own ``node_times``; ``None`` for one that
+    does not, which refuses input times.
+
+    Raises:
+        ValueError: times given to a sampler without times, or none to one that samples by
+            edge time only (its seeds have no times of their own).
+    """
+    if not temporal:
+        if inputs.time is not None:
+            raise ValueError(
+                "the sampler was given no node or edge times, so it does not sample by time; "
+                "'time' must be None"
+            )
+        return None
+    if inputs.time is not None:
+        return check_times(inputs.time, np.asarray(inputs.node).shape[0], "time")
+    if node_times is None:
+        raise ValueError(
+            "sampling by edge time needs each seed's time: pass 'time' (the loader's 'input_time')"
+        )
+    return node_times
 
 
 def to_bidirectional(
@@ -379,17 +411,8 @@ class NeighborSampler(MultiHopSampler):
             f"replace={self.replace})"
         )
 
-    def seed_times(self, inputs: SamplerInput, seeds: np.ndarray) -> np.ndarray | None:
-        if not self.temporal:
-            return super().seed_times(inputs, seeds)
-        if inputs.time is not None:
-            return check_times(inputs.time, seeds.shape[0], "time")
-        if self.node_time is None:
-            raise ValueError(
-                "sampling by edge time needs each seed's time: pass 'time' (the loader's "
-                "'input_time')"
-            )
-        return self.node_time[seeds]
+    def seed_node_times(self, seeds: np.ndarray) -> np.ndarray | None:
+        return None if self.node_time is None else self.node_time[seeds]
 
     def sample_hop(
         self,

@@ -157,7 +157,7 @@ def test_to_hetero_graphsage_trains_on_hetero_batches():
             )
             loss.backward()
             optimizer.step()
-            losses.append(float(loss))
+            losses.append(loss.item())
     assert np.mean(losses[-3:]) < 0.6 * np.mean(losses[:3])
 
 

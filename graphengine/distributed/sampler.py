@@ -20,7 +20,7 @@ import numpy as np
 
 from graphengine.data.partition import Part
 from graphengine.distributed.exchange import Exchange
-from samplers import MultiHopSampler, NeighborSampler, SamplerInput
+from samplers import MultiHopSampler, NeighborSampler
 from samplers.neighbor import (
     EdgeBuffers,
     HopSlots,
@@ -153,17 +153,8 @@ class DistNeighborSampler(MultiHopSampler):
     def temporal(self) -> bool:
         return self._timed
 
-    def seed_times(self, inputs: SamplerInput, seeds: np.ndarray) -> np.ndarray | None:
-        if not self._timed:
-            return super().seed_times(inputs, seeds)
-        if inputs.time is not None:
-            return check_times(inputs.time, seeds.shape[0], "time")
-        if self.node_time is None:
-            raise ValueError(
-                "sampling by edge time needs each seed's time: pass 'time' (the loader's "
-                "'input_time')"
-            )
-        return self.node_time[self.part.book.to_orig(seeds)]
+    def seed_node_times(self, seeds: np.ndarray) -> np.ndarray | None:
+        return None if self.node_time is None else self.node_time[self.part.book.to_orig(seeds)]
 
     def reset_stats(self) -> SamplingStats:
         """The stats so far; starts counting anew."""

@@ -42,25 +42,6 @@ def variate(key, node):
     return np.float64(mix64(state) >> np.uint64(11)) * _UNIT
 
 
-@njit(parallel=True, nogil=True, cache=True)
-def row_ranges(indptr, frontier, starts, degrees):
-    """Fill ``starts`` and ``degrees`` (int64 ``[n]``) with each frontier node's first CSC
-    position and in-degree; return int64 ``[n + 1]``, the cumulative in-degrees (where each
-    node's in-edges lie in a list of all the frontier's in-edges)."""
-    n = frontier.shape[0]
-    counts = np.empty(n + 1, dtype=np.int64)
-    counts[0] = 0
-    for i in prange(n):
-        if i + PREFETCH_DISTANCE < n:
-            prefetch(indptr, frontier[i + PREFETCH_DISTANCE])
-        v = frontier[i]
-        start = indptr[v]
-        starts[i] = start
-        degrees[i] = indptr[v + 1] - start
-        counts[i + 1] = degrees[i]
-    return np.cumsum(counts)
-
-
 @njit(nogil=True, cache=True)
 def candidate_groups(indices, starts, ranges, table, shift):
     """Number the distinct in-neighbors of the frontier (the candidates) ``0 .. C - 1`` in
@@ -122,7 +103,8 @@ def importance_probabilities(degrees, ranges, cand, group_ptr, group_rows, fanou
 
     Args:
         degrees: int64 ``[n]``, each frontier node's in-degree ``d_s``.
-        ranges: int64 ``[n + 1]``, :func:`row_ranges`' output.
+        ranges: int64 ``[n + 1]``, the cumulative in-degrees (``hop_offsets`` with fanout
+            -1, :mod:`samplers._kernels.neighbor`).
         cand: int64 ``[ranges[-1]]``, the candidate (index in ``[0, C)``) of each in-edge,
             in the order of ``ranges``.
         group_ptr: int64 ``[C + 1]``; ``group_rows[group_ptr[t]:group_ptr[t + 1]]`` (int64)
