@@ -167,7 +167,7 @@ class HeteroNeighborSampler(BaseSampler):
             )
         self.csc = graphs
         self.weights = _per_type(weights, self.edge_types, "weights", _edge_type_key)
-        self.node_time = _per_type(node_time, self.node_types, "node_time", _node_type_key)
+        self.node_time = _per_type(node_time, self.node_types, "node_time")
         self.edge_time = _per_type(edge_time, self.edge_types, "edge_time", _edge_type_key)
         for node_type, times in self.node_time.items():
             self.node_time[node_type] = check_times(
@@ -579,10 +579,6 @@ def _edge_type_key(key) -> EdgeType:
     raise ValueError(f"an edge type is a (src, relation, dst) tuple of strings (got {key!r})")
 
 
-def _node_type_key(key) -> str:
-    return key
-
-
 def _check_edge_type(key, node_types: list[str], name: str) -> EdgeType:
     edge_type = _edge_type_key(key)
     for end in (edge_type[0], edge_type[2]):
@@ -594,15 +590,16 @@ def _check_edge_type(key, node_types: list[str], name: str) -> EdgeType:
     return edge_type
 
 
-def _per_type(values, types: list, name: str, as_key) -> dict:
-    """``values`` (a dict or ``None``) keyed by ``types``' members, checked for unknown keys."""
+def _per_type(values, types: list, name: str, as_key=None) -> dict:
+    """``values`` (a dict or ``None``) keyed by ``types``' members (its keys read by
+    ``as_key`` if given), checked for unknown keys."""
     if values is None:
         return {}
     if not isinstance(values, Mapping):
         raise TypeError(f"'{name}' must be a dict per type or None (got {type(values).__name__})")
     out = {}
     for key, value in values.items():
-        typed = as_key(key)
+        typed = key if as_key is None else as_key(key)
         if typed not in types:
             raise ValueError(f"'{name}' names type {key!r}, which the graph does not have")
         out[typed] = value
