@@ -23,17 +23,18 @@ from samplers.base import BaseSampler, HeteroSamplerOutput, SamplerInput
 from samplers.csc import check_node_ids
 from samplers.neighbor import (
     MAX_BATCH_SEEDS,
+    MIN_TABLE_BITS,
     REPEAT_MASK,
     REPEAT_SHIFT,
     SUBGRAPH_TYPES,
     TEMPORAL_STRATEGIES,
+    BatchNodes,
     EdgeBuffers,
     HopSlots,
     NeighborSampler,
     check_fanouts,
     check_times,
     check_weights,
-    grow,
     resolve_seed_times,
     table_bits_for,
     tag_repeats,
@@ -41,7 +42,6 @@ from samplers.neighbor import (
 
 EdgeType = tuple[str, str, str]
 
-_MIN_TABLE_BITS = 10
 _INDEX_DTYPES = (np.dtype(np.int32), np.dtype(np.int64))
 
 
@@ -209,7 +209,7 @@ class HeteroNeighborSampler(BaseSampler):
             )
         self._reverse = _reverse_plan(self.edge_types) if subgraph_type == "bidirectional" else []
         # Buffer sizes of the last batch: hints only, so races between threads are harmless.
-        self._table_bits = dict.fromkeys(self.node_types, _MIN_TABLE_BITS)
+        self._table_bits = dict.fromkeys(self.node_types, MIN_TABLE_BITS)
         self._nodes = dict.fromkeys(self.node_types, 0)
         self._edges = dict.fromkeys(self.edge_types, 0)
 
@@ -274,7 +274,7 @@ class HeteroNeighborSampler(BaseSampler):
             numba.set_num_threads(min(self.num_threads, numba.config.NUMBA_NUM_THREADS))
 
         nodes = {
-            t: _TypeNodes(
+            t: BatchNodes(
                 self._table_bits[t],
                 self._nodes[t],
                 disjoint or self.num_nodes[t] > np.iinfo(np.int32).max,
@@ -371,7 +371,7 @@ class HeteroNeighborSampler(BaseSampler):
         )
 
     def _induced(
-        self, edge_type: EdgeType, nodes: dict[str, _TypeNodes], dst_keys: np.ndarray
+        self, edge_type: EdgeType, nodes: dict[str, BatchNodes], dst_keys: np.ndarray
     ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """Every edge of ``edge_type`` whose ends are both batch nodes (of one tree, when
         disjoint), grouped by destination in batch order, CSC order within: int64
@@ -441,46 +441,6 @@ def hetero_fanouts(
         return given
     fanouts = check_fanouts(num_neighbors, "num_neighbors")
     return dict.fromkeys(edge_types, fanouts)
-
-
-class _TypeNodes:
-    """One node type's batch nodes: ``keys`` (int64, ``count`` used; node id, with its tree
-    above ``REPEAT_SHIFT`` when disjoint) and the hash table (``2 << bits`` entries) that
-    maps them to local ids, made when the type gets its first node."""
-
-    def __init__(self, bits_hint: int, nodes_hint: int, wide: bool):
-        self.bits = max(_MIN_TABLE_BITS, bits_hint)
-        self.dtype = np.int64 if wide else np.int32
-        self.keys = np.empty(nodes_hint, dtype=np.int64)
-        self.count = 0
-        self.table: np.ndarray | None = None
-
-    def _rebuild(self) -> None:
-        self.table = np.full(2 << self.bits, kernels.EMPTY, dtype=self.dtype)
-        kernels.insert_nodes(self.keys, self.count, self.table, 64 - self.bits)
-
-    def start(self, keys: np.ndarray) -> None:
-        """The seeds, local ids ``0..len(keys) - 1`` (a repeated seed maps to its first)."""
-        self.count = keys.shape[0]
-        self.keys = np.empty(max(self.keys.shape[0], self.count), dtype=np.int64)
-        self.keys[: self.count] = keys
-        self.bits = max(self.bits, int(2 * max(self.count, 1) - 1).bit_length())
-        self._rebuild()
-
-    def relabel(self, rows: np.ndarray) -> None:
-        """Map ``rows`` (int64 keys) to local ids in place, appending the new ones."""
-        self.keys = grow(self.keys, self.count, self.count + rows.shape[0])
-        if self.table is None:
-            self._rebuild()
-        done = 0
-        while True:
-            done, self.count = kernels.relabel(
-                rows, done, self.table, 64 - self.bits, self.keys, self.count, rows
-            )
-            if done == rows.shape[0]:
-                return
-            self.bits += 1
-            self._rebuild()
 
 
 def _reverse_plan(edge_types: Sequence[EdgeType]) -> list[tuple[EdgeType, EdgeType, bool]]:

@@ -22,7 +22,7 @@ from samplers._kernels.threading import parallel_guard
 from samplers.base import BaseSampler, SamplerInput, SamplerOutput
 from samplers.csc import check_csc, check_node_ids
 
-_MIN_TABLE_BITS = 10
+MIN_TABLE_BITS = 10
 # Node ids lie below 2**REPEAT_SHIFT; the bits above number the repeats of a seed.
 REPEAT_SHIFT = 40
 REPEAT_MASK = (1 << REPEAT_SHIFT) - 1
@@ -88,9 +88,8 @@ class MultiHopSampler(BaseSampler):
         # Buffer sizes of the last batch: hints only, so races between threads are harmless.
         # The table's hint follows the last batch's node count, so one huge batch does not
         # keep every later batch on a huge table.
-        fits_int32 = self.num_nodes <= np.iinfo(np.int32).max
-        self._table_dtype = np.int32 if fits_int32 and not self.disjoint else np.int64
-        self._table_bits = _MIN_TABLE_BITS
+        self._wide_ids = self.num_nodes > np.iinfo(np.int32).max  # past int32 tables
+        self._table_bits = MIN_TABLE_BITS
         self._nodes = 0
         self._edges = 0
 
@@ -171,23 +170,19 @@ class MultiHopSampler(BaseSampler):
             numba.set_num_threads(min(self.num_threads, numba.config.NUMBA_NUM_THREADS))
         # A batch node is its id, or in disjoint sampling its id and its tree (``keys``).
         keys = seeds
-        table_dtype = self._table_dtype
         if disjoint:
             keys = seeds | (np.arange(batch_size, dtype=np.int64) << REPEAT_SHIFT)
-            table_dtype = np.int64
         # Size the buffers like the previous batch's, so that one allocation usually suffices.
-        bits = max(_MIN_TABLE_BITS, self._table_bits, int(2 * max(batch_size, 1) - 1).bit_length())
-        table = np.full(2 << bits, kernels.EMPTY, dtype=table_dtype)
-        kernels.insert_nodes(keys, batch_size, table, 64 - bits)
-        n_id = grow(keys, batch_size, max(self._nodes, batch_size))
+        wide = disjoint or self._wide_ids
+        nodes = BatchNodes(self._table_bits, self._nodes, wide)
+        nodes.start(keys)
         edges = EdgeBuffers(self._edges)
 
-        num_nodes = batch_size
         num_sampled_nodes = [batch_size]
         num_sampled_edges = []
         frontier_start = 0
         for hop, fanout in enumerate(self.fanouts):
-            frontier_keys = n_id[frontier_start:num_nodes]
+            frontier_keys = nodes.keys[frontier_start : nodes.count]
             time_limits = None
             if disjoint:
                 frontier = frontier_keys & REPEAT_MASK
@@ -203,38 +198,27 @@ class MultiHopSampler(BaseSampler):
             offsets = self.sample_hop(
                 frontier, tagged, fanout, self.hop_key(inputs.seed, hop), slots, time_limits
             )
-            hop_edges = int(offsets[-1])
             hop_row, hop_col = edges.hop_rows_and_cols()
             if not slots.columns_filled:
                 with parallel_guard():
                     kernels.edge_columns(offsets, frontier_start, hop_col)
             if disjoint:  # a neighbor joins the tree of the node it was sampled for
-                hop_row |= n_id[hop_col] & ~REPEAT_MASK
-            n_id = grow(n_id, num_nodes, num_nodes + hop_edges)
-            hop_start = num_nodes
-            done = 0
-            while True:
-                done, num_nodes = kernels.relabel(
-                    hop_row, done, table, 64 - bits, n_id, num_nodes, hop_row
-                )
-                if done == hop_edges:
-                    break
-                bits += 1
-                table = np.full(2 << bits, kernels.EMPTY, dtype=table_dtype)
-                kernels.insert_nodes(n_id, num_nodes, table, 64 - bits)
-            num_sampled_nodes.append(num_nodes - hop_start)
-            num_sampled_edges.append(hop_edges)
+                hop_row |= nodes.keys[hop_col] & ~REPEAT_MASK
+            hop_start = nodes.count
+            nodes.relabel(hop_row)
+            num_sampled_nodes.append(nodes.count - hop_start)
+            num_sampled_edges.append(int(offsets[-1]))
             edges.commit()
             frontier_start = hop_start
 
-        self._table_bits = table_bits_for(num_nodes)
-        self._nodes, self._edges = num_nodes, edges.used
-        keys = n_id[:num_nodes]
+        self._table_bits = table_bits_for(nodes.count)
+        self._nodes, self._edges = nodes.count, edges.used
+        keys = nodes.keys[: nodes.count]
         row, col, edge = (a[: edges.used] for a in (edges.row, edges.col, edges.edge))
         weight = None if edges.weight is None else edges.weight[: edges.used]
         if self.subgraph_type != "directional":
             if self.subgraph_type == "induced":
-                row, col, edge = self.induced_edges(keys, table, bits)
+                row, col, edge = self.induced_edges(keys, nodes.table, nodes.bits)
             else:
                 row, col, edge = to_bidirectional(row, col, edge)
             weight = num_sampled_nodes = num_sampled_edges = None
@@ -593,6 +577,56 @@ class EdgeBuffers:
         self.used = self.end
 
 
+class BatchNodes:
+    """A batch's nodes of one kind (the batch, or one node type of a heterogeneous one):
+    ``keys`` (int64, the first ``count`` used: node ids, with the tree above
+    ``REPEAT_SHIFT`` when disjoint) in local-id order, and the open-addressing hash table
+    (``2 << bits`` entries, int32 pairs unless ``wide``) that maps them to local ids, made
+    when the first node arrives and grown before it passes the load limit.
+
+    Args:
+        bits_hint: log2 of the table capacity to start from (the previous batch's).
+        nodes_hint: room for keys to start with (the previous batch's node count).
+        wide: int64 table entries (disjoint keys, or ids past int32).
+    """
+
+    def __init__(self, bits_hint: int, nodes_hint: int, wide: bool):
+        self.bits = max(MIN_TABLE_BITS, bits_hint)
+        self.dtype = np.int64 if wide else np.int32
+        self.keys = np.empty(nodes_hint, dtype=np.int64)
+        self.count = 0
+        self.table: np.ndarray | None = None
+
+    def _rebuild(self) -> None:
+        self.table = np.full(2 << self.bits, kernels.EMPTY, dtype=self.dtype)
+        kernels.insert_nodes(self.keys, self.count, self.table, 64 - self.bits)
+
+    def start(self, keys: np.ndarray) -> None:
+        """The seeds (int64 keys), local ids ``0..len(keys) - 1`` (a repeated seed maps to
+        its first)."""
+        self.count = keys.shape[0]
+        self.keys = np.empty(max(self.keys.shape[0], self.count), dtype=np.int64)
+        self.keys[: self.count] = keys
+        self.bits = max(self.bits, int(2 * max(self.count, 1) - 1).bit_length())
+        self._rebuild()
+
+    def relabel(self, rows: np.ndarray) -> None:
+        """Map ``rows`` (int64 keys) to local ids in place, appending the new ones in order of
+        first appearance."""
+        self.keys = grow(self.keys, self.count, self.count + rows.shape[0])
+        if self.table is None:
+            self._rebuild()
+        done = 0
+        while True:
+            done, self.count = kernels.relabel(
+                rows, done, self.table, 64 - self.bits, self.keys, self.count, rows
+            )
+            if done == rows.shape[0]:
+                return
+            self.bits += 1
+            self._rebuild()
+
+
 class HopSlots:
     """Where one hop of :class:`MultiHopSampler` writes its sampled edges.
 
@@ -718,7 +752,7 @@ def hop_draw(
 
 def table_bits_for(num_nodes: int) -> int:
     """log2 of the hash-table capacity that holds ``num_nodes`` below the load limit."""
-    bits = _MIN_TABLE_BITS
+    bits = MIN_TABLE_BITS
     while num_nodes >= (1 << bits) * kernels.MAX_LOAD_PERCENT // 100:
         bits += 1
     return bits
