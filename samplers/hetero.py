@@ -35,6 +35,7 @@ from samplers.neighbor import (
     check_fanouts,
     check_times,
     check_weights,
+    merge_reverse,
     resolve_seed_times,
     table_bits_for,
     tag_repeats,
@@ -475,7 +476,7 @@ def _to_bidirectional(plan, row, col, edge):
     """Apply :func:`_reverse_plan`'s ``plan`` to the sampled ``row``/``col``/``edge`` dicts."""
     out_row, out_col, out_edge = dict(row), dict(col), dict(edge)
     for edge_type, reverse, write_reverse in plan:
-        merged_row, merged_col = merge_reverse(
+        merged_row, merged_col, _ = merge_reverse(
             row[edge_type], col[edge_type], row[reverse], col[reverse]
         )
         out_row[edge_type], out_col[edge_type] = merged_row, merged_col
@@ -484,18 +485,6 @@ def _to_bidirectional(plan, row, col, edge):
             out_row[reverse], out_col[reverse] = merged_col, merged_row
             out_edge[reverse] = None
     return out_row, out_col, out_edge
-
-
-def merge_reverse(
-    row: np.ndarray, col: np.ndarray, rev_row: np.ndarray, rev_col: np.ndarray
-) -> tuple[np.ndarray, np.ndarray]:
-    """The pairs ``(row, col)`` and ``(rev_col, rev_row)``, each once, sorted by destination
-    then source (PyG's ``sampler.utils.to_bidirectional``): int64 ``(row, col)``."""
-    rows = np.concatenate([row, rev_col]).astype(np.int64, copy=False)
-    cols = np.concatenate([col, rev_row]).astype(np.int64, copy=False)
-    size = int(rows.max(initial=-1)) + 1
-    _, first = np.unique(cols * size + rows, return_index=True)
-    return rows[first], cols[first]
 
 
 def _check_node_types(node_types) -> list[str]:

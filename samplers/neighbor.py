@@ -220,7 +220,7 @@ class MultiHopSampler(BaseSampler):
             if self.subgraph_type == "induced":
                 row, col, edge = self.induced_edges(keys, nodes.table, nodes.bits)
             else:
-                row, col, edge = to_bidirectional(row, col, edge)
+                row, col, edge = merge_reverse(row, col, row, col, edge)
             weight = num_sampled_nodes = num_sampled_edges = None
         return SamplerOutput(
             node=keys & REPEAT_MASK if disjoint else keys,
@@ -264,18 +264,25 @@ def resolve_seed_times(
     return node_times
 
 
-def to_bidirectional(
-    row: np.ndarray, col: np.ndarray, edge: np.ndarray
-) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """The edges ``(row, col)`` and their reverses, each ``(source, destination)`` pair once,
-    sorted by destination then source, as PyG's ``SamplerOutput.to_bidirectional`` gives
-    them (int64 each). A pair keeps the id of an edge sampled as it stands when there is
-    one, else the id of the edge it reverses."""
-    rows = np.concatenate([row, col])
-    cols = np.concatenate([col, row])
-    size = int(max(rows.max(initial=-1), cols.max(initial=-1))) + 1
+def merge_reverse(
+    row: np.ndarray,
+    col: np.ndarray,
+    rev_row: np.ndarray,
+    rev_col: np.ndarray,
+    edge: np.ndarray | None = None,
+) -> tuple[np.ndarray, np.ndarray, np.ndarray | None]:
+    """The edges ``(row, col)`` and the reverses ``(rev_col, rev_row)`` of others, each
+    ``(source, destination)`` pair once, sorted by destination then source, as PyG's
+    ``to_bidirectional`` gives them (int64 each). With ``edge`` (the ids of both lists, when
+    the reverses are the same edges: ``rev_row is row``), a pair keeps the id of an edge
+    sampled as it stands when there is one, else the id of the edge it reverses; else
+    ``None``."""
+    rows = np.concatenate([row, rev_col]).astype(np.int64, copy=False)
+    cols = np.concatenate([col, rev_row]).astype(np.int64, copy=False)
+    size = int(rows.max(initial=-1)) + 1
     _, first = np.unique(cols * size + rows, return_index=True)
-    return rows[first], cols[first], np.concatenate([edge, edge])[first]
+    merged_edge = None if edge is None else np.concatenate([edge, edge])[first]
+    return rows[first], cols[first], merged_edge
 
 
 class NeighborSampler(MultiHopSampler):

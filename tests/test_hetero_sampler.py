@@ -7,7 +7,8 @@ import numpy as np
 import pytest
 
 from samplers import NeighborSampler, SamplerInput
-from samplers.hetero import HeteroNeighborSampler, hetero_fanouts, merge_reverse
+from samplers.hetero import HeteroNeighborSampler, hetero_fanouts
+from samplers.neighbor import merge_reverse
 from tests.conftest import random_csc
 
 NUM_NODES = {"a": 40, "b": 30, "c": 25}
@@ -508,7 +509,10 @@ def test_bidirectional_warns_without_reverse_type():
 
 
 def test_merge_reverse():
-    row, col = merge_reverse(np.array([0, 2, 0]), np.array([1, 1, 1]), np.array([1]), np.array([5]))
+    row, col, edge = merge_reverse(
+        np.array([0, 2, 0]), np.array([1, 1, 1]), np.array([1]), np.array([5])
+    )
+    assert edge is None
     np.testing.assert_array_equal(row, [0, 2, 5])
     np.testing.assert_array_equal(col, [1, 1, 1])
 
