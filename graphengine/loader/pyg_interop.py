@@ -286,10 +286,6 @@ class PyGRemoteGraph:
             )
         return self.csc_dict[edge_type]
 
-    def metadata(self) -> tuple[list, list]:
-        """``(node_types, edge_types)``, as ``HeteroData.metadata()``."""
-        return list(self.node_types), list(self.edge_types)
-
     def graph(self, edge_type: EdgeType | None = None) -> Graph:
         """One edge type as a :class:`~graphengine.data.graph_store.Graph` for the samplers
         (``edge_ids`` = the permutation; ``indices`` int32 when ids fit). Only for a
