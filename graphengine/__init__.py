@@ -3,10 +3,12 @@
 from graphengine.data.feature_store import FeatureStore
 from graphengine.data.graph_store import Graph
 from graphengine.datasets import GraphDataset, load_dataset
-from graphengine.loader import LaborLoader, NeighborLoader
+from graphengine.loader import ClusterData, ClusterLoader, LaborLoader, NeighborLoader
 from graphengine.train import Trainer
 
 __all__ = [
+    "ClusterData",
+    "ClusterLoader",
     "FeatureStore",
     "Graph",
     "GraphDataset",

@@ -1,6 +1,7 @@
 """Loaders: how batches are built. Public stages that every loader composes, the threaded
 pipeline that runs them, and the loaders themselves."""
 
+from graphengine.loader.cluster import ClusterData, ClusterLoader
 from graphengine.loader.dist_neighbor_loader import DistNeighborLoader
 from graphengine.loader.neighbor_loader import LaborLoader, NeighborLoader
 from graphengine.loader.pipeline import Pipeline, Stage
@@ -15,6 +16,8 @@ from graphengine.loader.stages import (
 
 __all__ = [
     "BatchRequest",
+    "ClusterData",
+    "ClusterLoader",
     "CopyToDevice",
     "DistNeighborLoader",
     "GatherFeatures",

@@ -67,23 +67,31 @@ def random_parts(num_nodes: int, num_parts: int, seed: int) -> np.ndarray:
 
 
 def metis_parts(
-    graph: Graph, num_parts: int, train_idx: np.ndarray | None = None, seed: int = 0
+    graph: Graph,
+    num_parts: int,
+    train_idx: np.ndarray | None = None,
+    seed: int = 0,
+    balanced: bool = True,
+    recursive: bool = False,
 ) -> np.ndarray:
-    """METIS k-way parts of the symmetrized graph: int32 ``[num_nodes]``."""
+    """METIS parts of the symmetrized graph: int32 ``[num_nodes]``. ``balanced`` weights the
+    nodes to balance nodes, in-edges and ``train_idx`` (:func:`vertex_weights`); otherwise
+    every node weighs the same (Cluster-GCN's clusters). ``recursive``: recursive bisection
+    instead of k-way."""
     import pymetis  # imported here: only METIS partitioning needs it
 
     num_nodes = graph.num_nodes
     if num_parts == 1:
         return np.zeros(num_nodes, dtype=np.int32)
     xadj, adjncy = symmetric_adjacency(graph)
-    weights = vertex_weights(graph, train_idx)
+    weights = vertex_weights(graph, train_idx) if balanced else None
     options = pymetis.Options(seed=int(seed))
     _, membership = pymetis.part_graph(
         num_parts,
         adjacency=pymetis.CSRAdjacency(xadj, adjncy),
         vweights=weights,
         options=options,
-        recursive=False,
+        recursive=bool(recursive),
     )
     del xadj, adjncy
     return np.asarray(membership, dtype=np.int32)

@@ -1,0 +1,322 @@
+"""Cluster-GCN (Chiang et al., KDD 2019): ``ClusterData`` cuts a graph into METIS clusters and
+``ClusterLoader`` serves batches of whole clusters with every edge between their nodes, as
+drop-ins for PyG's classes of the same names."""
+
+from __future__ import annotations
+
+import logging
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+import torch
+from torch_geometric.data import Data
+
+from graphengine.data.graph_store import Graph
+from graphengine.data.partition.partitioner import check_num_parts, metis_parts, renumber
+from graphengine.loader.adapters import as_numpy
+from graphengine.loader.pipeline import Stage
+from graphengine.loader.seeds import BatchRequest, SeedBatches
+from graphengine.loader.staged import StagedLoader
+
+logger = logging.getLogger(__name__)
+
+SPARSE_FORMATS = ("csr", "csc")
+# torch DataLoader options that mean nothing for threads: accepted and ignored.
+_DATALOADER_ARGS_IGNORED = ("persistent_workers", "timeout", "multiprocessing_context")
+
+
+@dataclass
+class Partition:
+    """The clusters of a graph and its edges in their order (PyG's ``Partition``).
+
+    Attributes:
+        indptr: int64 ``[num_nodes + 1]``, row pointers over the renumbered nodes (sources
+            for ``'csr'``, destinations for ``'csc'``).
+        index: int64 ``[num_edges]``, the other end of each edge (renumbered).
+        partptr: int64 ``[num_parts + 1]``: cluster ``c`` is renumbered nodes
+            ``partptr[c]:partptr[c + 1]``.
+        node_perm: int64 ``[num_nodes]``, the original id of each renumbered node.
+        edge_perm: int64 ``[num_edges]``, the original id of each edge in this order.
+        sparse_format: ``'csr'`` or ``'csc'``.
+    """
+
+    indptr: np.ndarray
+    index: np.ndarray
+    partptr: np.ndarray
+    node_perm: np.ndarray
+    edge_perm: np.ndarray
+    sparse_format: str
+
+
+class ClusterData:
+    """A graph cut into ``num_parts`` METIS clusters (``pymetis``, unweighted, on the
+    symmetrized graph), its nodes renumbered cluster by cluster in their original order.
+
+    ``data`` holds the graph's attributes permuted (node attributes by ``node_perm``, edge
+    attributes by ``edge_perm``, no ``edge_index``), as PyG's. ``cluster_data[c]`` is cluster
+    ``c`` alone: its nodes' attributes and its inner edges (with
+    ``keep_inter_cluster_edges``, also the edges leaving it, their far ends as renumbered ids,
+    as PyG gives them).
+
+    Args:
+        data: a PyG ``Data`` with ``edge_index``.
+        num_parts: clusters, in ``[1, num_nodes]``.
+        recursive: METIS recursive bisection instead of k-way.
+        save_dir: a directory (one the user can write, never a read-only dataset's) where the
+            clusters are cached under ``part_{num_parts}[_recursive]/``; a later
+            ``ClusterData`` of the same graph reads them instead of running METIS.
+        filename: the cache file's name (``metis.npz``).
+        log: log the METIS run.
+        keep_inter_cluster_edges: keep edges between clusters in ``cluster_data[c]``.
+        sparse_format: ``'csr'`` (edges grouped by source) or ``'csc'`` (by destination).
+        seed: METIS's random seed (PyG's has none: its clusters follow METIS's default).
+    """
+
+    def __init__(
+        self,
+        data: Data,
+        num_parts: int,
+        recursive: bool = False,
+        save_dir: str | Path | None = None,
+        filename: str | None = None,
+        log: bool = True,
+        keep_inter_cluster_edges: bool = False,
+        sparse_format: str = "csr",
+        seed: int = 0,
+    ):
+        if not isinstance(data, Data) or getattr(data, "edge_index", None) is None:
+            raise TypeError(
+                f"'data' must be a torch_geometric Data with an 'edge_index' "
+                f"(got {type(data).__name__})"
+            )
+        if sparse_format not in SPARSE_FORMATS:
+            raise ValueError(
+                f"'sparse_format' must be one of {SPARSE_FORMATS} (got {sparse_format!r})"
+            )
+        graph = Graph.from_data(data)
+        check_num_parts(num_parts, graph.num_nodes)
+        self.num_parts = int(num_parts)
+        self.recursive = bool(recursive)
+        self.keep_inter_cluster_edges = bool(keep_inter_cluster_edges)
+        self.sparse_format = sparse_format
+
+        path = None
+        if save_dir is not None:
+            suffix = "_recursive" if self.recursive else ""
+            path = Path(save_dir) / f"part_{self.num_parts}{suffix}" / (filename or "metis.npz")
+        if path is not None and path.exists():
+            cluster = _read_clusters(path, graph.num_nodes, self.num_parts)
+        else:
+            if log:
+                logger.info("Computing METIS partitioning into %d clusters", self.num_parts)
+            cluster = metis_parts(
+                graph, self.num_parts, seed=seed, balanced=False, recursive=self.recursive
+            )
+            if path is not None:
+                path.parent.mkdir(parents=True, exist_ok=True)
+                with path.open("wb") as file:  # np.savez would add '.npz' to a name without
+                    np.savez(file, cluster=cluster, num_nodes=graph.num_nodes)
+        edge_index = as_numpy(data.edge_index).astype(np.int64, copy=False)
+        self.partition = _partition(edge_index, cluster, self.num_parts, sparse_format)
+        self.data = _permute(data, self.partition)
+
+    def __len__(self) -> int:
+        return self.num_parts
+
+    def __getitem__(self, idx: int) -> Data:
+        if not 0 <= idx < self.num_parts:
+            raise IndexError(f"cluster {idx} out of range [0, {self.num_parts})")
+        p = self.partition
+        node_start, node_end = int(p.partptr[idx]), int(p.partptr[idx + 1])
+        edge_start, edge_end = int(p.indptr[node_start]), int(p.indptr[node_end])
+        own = np.repeat(
+            np.arange(node_end - node_start, dtype=np.int64),
+            np.diff(p.indptr[node_start : node_end + 1]),
+        )
+        other = p.index[edge_start:edge_end]
+        keep = slice(None)
+        if not self.keep_inter_cluster_edges:
+            keep = (other >= node_start) & (other < node_end)
+            other = other[keep] - node_start
+            own = own[keep]
+        edges = np.arange(edge_start, edge_end)[keep]
+        pair = (own, other) if self.sparse_format == "csr" else (other, own)
+        return _subgraph(self.data, np.arange(node_start, node_end), edges, pair)
+
+    def __repr__(self) -> str:
+        return f"{type(self).__name__}({self.num_parts})"
+
+
+class ClusterLoader(StagedLoader):
+    """Batches of ``batch_size`` clusters of a :class:`ClusterData` (Cluster-GCN's stochastic
+    multiple partitions): each a ``Data`` of the clusters' nodes, cluster by cluster in the
+    batch's order, with every edge of the graph between them (within and across the batch's
+    clusters) and every node and edge attribute sliced, as PyG's ``ClusterLoader``.
+
+    Args:
+        cluster_data: the clustered graph.
+        batch_size: clusters per batch.
+        shuffle: reshuffle the clusters every epoch.
+        drop_last: drop the last, incomplete batch.
+        seed: the base seed of the epochs' orders; ``None`` draws one per epoch from torch's
+            global generator (as PyG's ``shuffle``).
+        num_workers: threads building batches; 0 builds them in the caller's thread.
+        prefetch: batches in flight per thread (also as ``prefetch_factor``).
+
+    ``persistent_workers``, ``timeout`` and ``multiprocessing_context`` are accepted and have
+    no effect; other ``DataLoader`` options raise ``TypeError``.
+    """
+
+    def __init__(
+        self,
+        cluster_data: ClusterData,
+        batch_size: int = 1,
+        shuffle: bool = False,
+        drop_last: bool = False,
+        seed: int | None = None,
+        num_workers: int = 0,
+        prefetch: int = 2,
+        **kwargs,
+    ):
+        if not isinstance(cluster_data, ClusterData):
+            raise TypeError(
+                f"'cluster_data' must be a ClusterData (got {type(cluster_data).__name__})"
+            )
+        if "prefetch_factor" in kwargs:
+            prefetch = kwargs.pop("prefetch_factor")
+        for name in _DATALOADER_ARGS_IGNORED:
+            kwargs.pop(name, None)
+        if kwargs:
+            raise TypeError(f"ClusterLoader got arguments it does not support: {sorted(kwargs)}")
+        if isinstance(num_workers, bool) or not isinstance(num_workers, int) or num_workers < 0:
+            raise ValueError(f"'num_workers' must be an int >= 0 (got {num_workers!r})")
+        if isinstance(prefetch, bool) or not isinstance(prefetch, int) or prefetch < 1:
+            raise ValueError(f"'prefetch' must be an int >= 1 (got {prefetch!r})")
+        self.cluster_data = cluster_data
+        self.num_workers = num_workers
+        p = cluster_data.partition
+        # The cluster of every renumbered node, to keep the edges whose far end is in a batch.
+        self._cluster_of = np.repeat(
+            np.arange(cluster_data.num_parts, dtype=np.int64), np.diff(p.partptr)
+        )
+        batches = SeedBatches(cluster_data.num_parts, batch_size, shuffle, drop_last, seed)
+        stage = Stage("collate", self._collate, max(num_workers, 1))
+        self._set_stages(batches, [stage], prefetch * max(num_workers, 1))
+
+    @property
+    def batch_size(self) -> int:
+        return self._seed_batches.batch_size
+
+    def __call__(self, clusters) -> Data:
+        """One batch of the given cluster ids, built in this thread."""
+        clusters = np.asarray(clusters, dtype=np.int64)
+        if clusters.ndim != 1 or (
+            clusters.size and (clusters.min() < 0 or clusters.max() >= self.cluster_data.num_parts)
+        ):
+            raise ValueError(
+                f"cluster ids must be a 1-D list in [0, {self.cluster_data.num_parts}) "
+                f"(got {clusters.tolist()})"
+            )
+        return self._collate(BatchRequest(index=clusters, seed=0))
+
+    def __repr__(self) -> str:
+        return f"{type(self).__name__}()"
+
+    def _collate(self, request: BatchRequest) -> Data:
+        """The batch of clusters ``request.index`` (int64 cluster ids, in batch order)."""
+        p = self.cluster_data.partition
+        clusters = np.asarray(request.index, dtype=np.int64)
+        starts, ends = p.partptr[clusters], p.partptr[clusters + 1]
+        sizes = ends - starts
+        nodes = np.concatenate([np.arange(s, e) for s, e in zip(starts, ends, strict=True)])
+        # Where each chosen cluster's nodes land in the batch.
+        batch_start = np.full(self.cluster_data.num_parts, -1, dtype=np.int64)
+        batch_start[clusters] = np.cumsum(sizes) - sizes
+        edges = np.concatenate(
+            [np.arange(p.indptr[s], p.indptr[e]) for s, e in zip(starts, ends, strict=True)]
+        )
+        own = np.repeat(np.arange(nodes.shape[0], dtype=np.int64), np.diff(p.indptr)[nodes])
+        other = p.index[edges]
+        other_cluster = self._cluster_of[other]
+        keep = batch_start[other_cluster] >= 0
+        other = other[keep] - p.partptr[other_cluster[keep]] + batch_start[other_cluster[keep]]
+        own, edges = own[keep], edges[keep]
+        pair = (own, other) if p.sparse_format == "csr" else (other, own)
+        return _subgraph(self.cluster_data.data, nodes, edges, pair)
+
+
+def _partition(edge_index: np.ndarray, cluster: np.ndarray, num_parts: int, fmt: str) -> Partition:
+    """Renumber nodes cluster by cluster and order the edges by (source, destination) for
+    ``'csr'`` or (destination, source) for ``'csc'`` in the new ids, stably."""
+    node_perm, orig_to_new, partptr = renumber(cluster, num_parts)
+    row, col = orig_to_new[edge_index[0]], orig_to_new[edge_index[1]]
+    first, second = (row, col) if fmt == "csr" else (col, row)
+    edge_perm = np.lexsort((second, first)).astype(np.int64, copy=False)
+    indptr = np.zeros(node_perm.shape[0] + 1, dtype=np.int64)
+    np.cumsum(np.bincount(first, minlength=node_perm.shape[0]), out=indptr[1:])
+    return Partition(indptr, second[edge_perm], partptr, node_perm, edge_perm, fmt)
+
+
+def _permute(data: Data, partition: Partition) -> Data:
+    """``data``'s attributes in the partition's node and edge orders, without ``edge_index``."""
+    out = Data()
+    node_perm = torch.from_numpy(partition.node_perm)
+    edge_perm = torch.from_numpy(partition.edge_perm)
+    for key, value in data.items():
+        if key == "edge_index":
+            continue
+        if data.is_node_attr(key):
+            out[key] = _select(value, data.__cat_dim__(key, value), node_perm)
+        elif data.is_edge_attr(key):
+            out[key] = _select(value, data.__cat_dim__(key, value), edge_perm)
+        else:
+            out[key] = value
+    out.num_nodes = data.num_nodes
+    return out
+
+
+def _subgraph(data: Data, nodes: np.ndarray, edges: np.ndarray, pair) -> Data:
+    """The batch: ``data``'s (permuted) node attributes at ``nodes``, edge attributes at
+    ``edges`` (positions in the partition's edge order), ``edge_index`` from ``pair``."""
+    out = Data()
+    node_index = torch.from_numpy(nodes)
+    edge_index = torch.from_numpy(edges)
+    for key, value in data.items():
+        if key == "num_nodes":
+            continue
+        if data.is_node_attr(key):
+            out[key] = _select(value, data.__cat_dim__(key, value), node_index)
+        elif data.is_edge_attr(key):
+            out[key] = _select(value, data.__cat_dim__(key, value), edge_index)
+        else:
+            out[key] = value
+    out.num_nodes = int(nodes.shape[0])
+    out.edge_index = torch.from_numpy(np.stack(pair).astype(np.int64, copy=False))
+    return out
+
+
+def _select(value, dim: int, index: torch.Tensor):
+    if isinstance(value, torch.Tensor):
+        return value.index_select(dim, index.to(value.device))
+    if isinstance(value, np.ndarray):
+        return np.take(value, index.numpy(), axis=dim)
+    return value
+
+
+def _read_clusters(path: Path, num_nodes: int, num_parts: int) -> np.ndarray:
+    """The cached clusters of ``path``, checked against the graph."""
+    try:
+        with np.load(path) as saved:
+            cluster = np.asarray(saved["cluster"])
+            saved_nodes = int(saved["num_nodes"])
+    except (OSError, KeyError, ValueError) as error:
+        raise ValueError(f"cached clusters {path} are unreadable: {error}") from None
+    if saved_nodes != num_nodes or cluster.shape != (num_nodes,):
+        raise ValueError(
+            f"cached clusters {path} belong to a graph of {saved_nodes} nodes, not this one of "
+            f"{num_nodes}: give another 'save_dir' or delete the file"
+        )
+    if cluster.size and (cluster.min() < 0 or cluster.max() >= num_parts):
+        raise ValueError(f"cached clusters {path} hold cluster ids outside [0, {num_parts})")
+    return cluster

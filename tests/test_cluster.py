@@ -1,0 +1,181 @@
+"""Cluster-GCN's ClusterData and ClusterLoader against brute-force references, on graphs whose
+node features are node ids and edge attributes edge ids."""
+
+import numpy as np
+import pytest
+import torch
+from torch_geometric.data import Data
+from torch_geometric.loader.cluster import ClusterData as PyGClusterData
+from torch_geometric.loader.cluster import ClusterLoader as PyGClusterLoader
+from torch_geometric.loader.cluster import Partition as PyGPartition
+
+from graphengine.loader.cluster import ClusterData, ClusterLoader
+
+
+def communities(num_nodes=240, num_groups=6, seed=0) -> Data:
+    """Planted groups (most edges inside a group), with self loops and repeated edges."""
+    rng = np.random.default_rng(seed)
+    group = np.arange(num_nodes) % num_groups
+    src = rng.integers(0, num_nodes, 3000)
+    inside = rng.random(3000) < 0.9
+    same = rng.integers(0, num_nodes // num_groups, 3000) * num_groups + group[src]
+    dst = np.where(inside, same, rng.integers(0, num_nodes, 3000))
+    dst[:20] = src[:20]  # self loops
+    src[20:40], dst[20:40] = src[40:60], dst[40:60]  # repeated edges
+    edge_index = torch.from_numpy(np.stack([src, dst]))
+    return Data(
+        x=torch.arange(num_nodes, dtype=torch.float32).view(-1, 1),
+        y=torch.from_numpy(group),
+        edge_index=edge_index,
+        edge_attr=torch.arange(edge_index.shape[1]),
+        num_nodes=num_nodes,
+    )
+
+
+def brute_force_batch(data: Data, cluster_nodes: list[np.ndarray]):
+    """The batch's original node ids, in order, and the multiset of its edges as
+    (original source, original destination, edge id)."""
+    nodes = np.concatenate(cluster_nodes)
+    inside = np.zeros(data.num_nodes, dtype=bool)
+    inside[nodes] = True
+    src, dst = data.edge_index.numpy()
+    keep = inside[src] & inside[dst]
+    return nodes, sorted(zip(src[keep], dst[keep], np.flatnonzero(keep), strict=True))
+
+
+def batch_edges(batch, nodes):
+    src, dst = batch.edge_index.numpy()
+    ids = batch.edge_attr.numpy()
+    return sorted(zip(nodes[src], nodes[dst], ids, strict=True))
+
+
+@pytest.mark.parametrize("sparse_format", ["csr", "csc"])
+def test_cluster_batches_hold_the_clusters_nodes_and_every_edge_between_them(sparse_format):
+    data = communities()
+    clusters = ClusterData(data, num_parts=8, log=False, sparse_format=sparse_format)
+    p = clusters.partition
+    assert sorted(p.node_perm.tolist()) == list(range(data.num_nodes))
+    assert p.partptr[0] == 0 and p.partptr[-1] == data.num_nodes and len(clusters) == 8
+    assert torch.equal(clusters.data.x.view(-1).long(), torch.from_numpy(p.node_perm))
+    new_id = np.argsort(p.node_perm)  # original id -> renumbered id
+    loader = ClusterLoader(clusters, batch_size=3, shuffle=True, seed=0)
+    seen = []
+    for batch in loader:
+        nodes = batch.x.view(-1).long().numpy()
+        assert batch.num_nodes == nodes.size
+        # The nodes are whole clusters, one after another.
+        chosen = []
+        start = 0
+        while start < nodes.size:
+            c = int(np.searchsorted(p.partptr, new_id[nodes[start]], side="right")) - 1
+            members = p.node_perm[p.partptr[c] : p.partptr[c + 1]]
+            np.testing.assert_array_equal(nodes[start : start + members.size], members)
+            chosen.append(c)
+            start += members.size
+        seen += chosen
+        expected_nodes, expected_edges = brute_force_batch(
+            data, [p.node_perm[p.partptr[c] : p.partptr[c + 1]] for c in chosen]
+        )
+        np.testing.assert_array_equal(nodes, expected_nodes)
+        assert batch_edges(batch, nodes) == expected_edges
+        assert torch.equal(batch.y, data.y[torch.from_numpy(nodes)])
+    assert sorted(seen) == list(range(8))  # each cluster once an epoch
+
+
+def test_single_cluster_keeps_or_drops_the_edges_leaving_it():
+    data = communities(seed=1)
+    inner = ClusterData(data, num_parts=4, log=False)
+    both = ClusterData(data, num_parts=4, log=False, keep_inter_cluster_edges=True)
+    p = inner.partition
+    for c in range(4):
+        part = inner[c]
+        nodes = p.node_perm[p.partptr[c] : p.partptr[c + 1]]
+        _, expected = brute_force_batch(data, [nodes])
+        assert batch_edges(part, nodes) == expected
+        # With the edges leaving it: every edge out of the cluster ('csr' groups by source),
+        # the far ends as renumbered ids, as PyG gives them.
+        kept = both[c]
+        src = data.edge_index[0].numpy()
+        assert kept.num_edges == int(np.isin(src, nodes).sum())
+        assert torch.equal(
+            kept.edge_index[0].unique(), torch.arange(int(kept.edge_index[0].max()) + 1)
+        )
+
+
+def test_metis_clusters_cut_fewer_edges_than_random_ones():
+    data = communities(seed=2)
+    clusters = ClusterData(data, num_parts=6, log=False)
+    p = clusters.partition
+    cluster_of = np.empty(data.num_nodes, dtype=np.int64)
+    cluster_of[p.node_perm] = np.repeat(np.arange(6), np.diff(p.partptr))
+    src, dst = data.edge_index.numpy()
+    metis_cut = np.mean(cluster_of[src] != cluster_of[dst])
+    random_cut = np.mean(
+        np.random.default_rng(0).integers(0, 6, data.num_nodes)[src] != cluster_of[dst]
+    )
+    assert metis_cut < 0.5 * random_cut
+
+
+def test_clusters_are_cached_under_save_dir(tmp_path):
+    data = communities(seed=3)
+    first = ClusterData(data, num_parts=5, save_dir=tmp_path, log=False)
+    cached = tmp_path / "part_5" / "metis.npz"
+    assert cached.exists()
+    again = ClusterData(data, num_parts=5, save_dir=tmp_path, log=False)
+    np.testing.assert_array_equal(first.partition.node_perm, again.partition.node_perm)
+    other = communities(num_nodes=120, seed=3)
+    with pytest.raises(ValueError, match="belong to a graph of 240 nodes"):
+        ClusterData(other, num_parts=5, save_dir=tmp_path, log=False)
+    cached.write_bytes(b"not an npz")
+    with pytest.raises(ValueError, match="unreadable"):
+        ClusterData(data, num_parts=5, save_dir=tmp_path, log=False)
+
+
+def test_loader_order_threads_and_bad_arguments():
+    data = communities(seed=4)
+    clusters = ClusterData(data, num_parts=6, log=False)
+    inline = [b.x for b in ClusterLoader(clusters, batch_size=2, shuffle=True, seed=7)]
+    threaded = [
+        b.x for b in ClusterLoader(clusters, batch_size=2, shuffle=True, seed=7, num_workers=2)
+    ]
+    assert all(torch.equal(a, b) for a, b in zip(inline, threaded, strict=True))
+    loader = ClusterLoader(clusters, batch_size=4, drop_last=True)
+    assert len(loader) == 1 and repr(loader) == "ClusterLoader()"
+    assert torch.equal(loader([1, 0]).x, torch.cat([clusters[1].x, clusters[0].x]))
+    with pytest.raises(ValueError, match=r"cluster ids must be .* \[0, 6\)"):
+        loader([6])
+    with pytest.raises(TypeError, match="does not support"):
+        ClusterLoader(clusters, sampler=None)
+    with pytest.raises(ValueError, match="'num_parts' must be in"):
+        ClusterData(data, num_parts=0)
+    with pytest.raises(ValueError, match="'sparse_format' must be one of"):
+        ClusterData(data, num_parts=2, sparse_format="coo")
+
+
+@pytest.mark.parametrize("sparse_format", ["csr", "csc"])
+@pytest.mark.parametrize("keep", [False, True], ids=["inner", "keep-inter"])
+def test_batches_equal_pygs_for_the_same_clusters(sparse_format, keep):
+    """PyG's own ClusterLoader._collate and ClusterData.__getitem__ (plain torch, no backend)
+    on our partition give field-for-field the same batches."""
+    data = communities(seed=5)
+    ours = ClusterData(
+        data, num_parts=7, log=False, sparse_format=sparse_format, keep_inter_cluster_edges=keep
+    )
+    p = ours.partition
+    theirs = object.__new__(PyGClusterData)  # skip PyG's METIS: use our clusters
+    theirs.num_parts, theirs.recursive = 7, False
+    theirs.keep_inter_cluster_edges, theirs.sparse_format = keep, sparse_format
+    theirs.partition = PyGPartition(
+        *(torch.from_numpy(a) for a in (p.indptr, p.index, p.partptr, p.node_perm, p.edge_perm)),
+        sparse_format,
+    )
+    theirs.data = theirs._permute_data(data, theirs.partition)
+    pyg_loader = PyGClusterLoader(theirs, batch_size=3)
+    for clusters in ([2, 5, 0], [6], [1, 3, 4, 6]):
+        mine, reference = ClusterLoader(ours)(clusters), pyg_loader._collate(clusters)
+        for key in ("x", "y", "edge_attr", "edge_index"):
+            assert torch.equal(mine[key], reference[key]), key
+        assert mine.num_nodes == reference.num_nodes
+    for c in range(7):
+        for key in ("x", "y", "edge_attr", "edge_index"):
+            assert torch.equal(ours[c][key], theirs[c][key]), (c, key)
