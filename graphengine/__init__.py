@@ -3,7 +3,15 @@
 from graphengine.data.feature_store import FeatureStore
 from graphengine.data.graph_store import Graph
 from graphengine.datasets import GraphDataset, load_dataset
-from graphengine.loader import ClusterData, ClusterLoader, LaborLoader, NeighborLoader
+from graphengine.loader import (
+    ClusterData,
+    ClusterLoader,
+    GraphSAINTEdgeSampler,
+    GraphSAINTNodeSampler,
+    GraphSAINTRandomWalkSampler,
+    LaborLoader,
+    NeighborLoader,
+)
 from graphengine.train import Trainer
 
 __all__ = [
@@ -12,6 +20,9 @@ __all__ = [
     "FeatureStore",
     "Graph",
     "GraphDataset",
+    "GraphSAINTEdgeSampler",
+    "GraphSAINTNodeSampler",
+    "GraphSAINTRandomWalkSampler",
     "LaborLoader",
     "NeighborLoader",
     "Trainer",

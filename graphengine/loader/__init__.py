@@ -5,6 +5,12 @@ from graphengine.loader.cluster import ClusterData, ClusterLoader
 from graphengine.loader.dist_neighbor_loader import DistNeighborLoader
 from graphengine.loader.neighbor_loader import LaborLoader, NeighborLoader
 from graphengine.loader.pipeline import Pipeline, Stage
+from graphengine.loader.saint import (
+    GraphSAINTEdgeSampler,
+    GraphSAINTNodeSampler,
+    GraphSAINTRandomWalkSampler,
+    GraphSAINTSampler,
+)
 from graphengine.loader.seeds import BatchRequest, SeedBatches
 from graphengine.loader.stages import (
     CopyToDevice,
@@ -21,6 +27,10 @@ __all__ = [
     "CopyToDevice",
     "DistNeighborLoader",
     "GatherFeatures",
+    "GraphSAINTEdgeSampler",
+    "GraphSAINTNodeSampler",
+    "GraphSAINTRandomWalkSampler",
+    "GraphSAINTSampler",
     "InWorkerThreads",
     "LaborLoader",
     "NeighborLoader",

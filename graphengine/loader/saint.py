@@ -1,0 +1,241 @@
+"""GraphSAINT (Zeng et al., ICLR 2020): loaders of subgraphs induced by sampled nodes, with
+the normalization coefficients ``node_norm`` and ``edge_norm``, as drop-ins for PyG's
+``GraphSAINTNodeSampler``, ``GraphSAINTEdgeSampler`` and ``GraphSAINTRandomWalkSampler``."""
+
+from __future__ import annotations
+
+import logging
+from pathlib import Path
+
+import numpy as np
+import torch
+from torch_geometric.data import Data
+from tqdm import tqdm
+
+from graphengine.loader.adapters import as_numpy
+from graphengine.loader.pipeline import Stage
+from graphengine.loader.seeds import BatchRequest, SeedBatches
+from graphengine.loader.staged import StagedLoader
+from samplers.saint import (
+    SaintGraph,
+    edge_probabilities,
+    edge_selection,
+    node_selection,
+    walk_selection,
+)
+
+logger = logging.getLogger(__name__)
+
+# torch DataLoader options that mean nothing for threads: accepted and ignored.
+_DATALOADER_ARGS_IGNORED = ("persistent_workers", "timeout", "multiprocessing_context")
+
+
+class GraphSAINTSampler(StagedLoader):
+    """``num_steps`` subgraphs an epoch, each induced by a sampled set of nodes, as PyG's
+    ``GraphSAINTSampler``: a ``Data`` with the nodes (ascending original ids) and every edge
+    between them (row-major: by source, then in original order), every tensor attribute with
+    ``num_nodes`` rows sliced by the nodes and every one with ``num_edges`` rows by the edges,
+    others kept; with ``sample_coverage``, also ``node_norm`` (float32, the loss weight of
+    each node) and ``edge_norm`` (float32, the aggregation weight of each edge), estimated as
+    PyG does from subgraphs drawn until the nodes were sampled ``sample_coverage`` times on
+    average.
+
+    Subclasses say how the nodes are drawn (:meth:`_select`). A batch's draws follow from its
+    seed (``seed`` and the step), whatever the threads.
+
+    Args:
+        data: a PyG ``Data`` with ``edge_index``.
+        batch_size: the sampling budget (edges, or walks' roots; see the subclasses).
+        num_steps: subgraphs per epoch.
+        sample_coverage: samples per node for the coefficients (0: none).
+        save_dir: a directory to cache the coefficients in, and read them from.
+        log: show the coefficients' progress.
+        seed: the base seed; ``None`` draws one per epoch from torch's global generator.
+        num_workers: threads building subgraphs; 0 builds them in the caller's thread.
+        prefetch: subgraphs in flight per thread (also as ``prefetch_factor``).
+    """
+
+    def __init__(
+        self,
+        data: Data,
+        batch_size: int,
+        num_steps: int = 1,
+        sample_coverage: int = 0,
+        save_dir: str | Path | None = None,
+        log: bool = True,
+        seed: int | None = None,
+        num_workers: int = 0,
+        prefetch: int = 2,
+        **kwargs,
+    ):
+        if not isinstance(data, Data) or getattr(data, "edge_index", None) is None:
+            raise TypeError(
+                f"'data' must be a torch_geometric Data with an 'edge_index' "
+                f"(got {type(data).__name__})"
+            )
+        for name in ("node_norm", "edge_norm"):
+            if name in data:
+                raise ValueError(f"'data' already has '{name}', which GraphSAINT writes")
+        for name, value, low in (
+            ("batch_size", batch_size, 1),
+            ("num_steps", num_steps, 1),
+            ("sample_coverage", sample_coverage, 0),
+            ("num_workers", num_workers, 0),
+        ):
+            if isinstance(value, bool) or not isinstance(value, int) or value < low:
+                raise ValueError(f"'{name}' must be an int >= {low} (got {value!r})")
+        if "prefetch_factor" in kwargs:
+            prefetch = kwargs.pop("prefetch_factor")
+        for name in _DATALOADER_ARGS_IGNORED:
+            kwargs.pop(name, None)
+        if kwargs:
+            raise TypeError(
+                f"{type(self).__name__} got arguments it does not support: {sorted(kwargs)}"
+            )
+        self.data = data
+        self.N = int(data.num_nodes)
+        self.E = int(data.num_edges)
+        self.graph = SaintGraph(as_numpy(data.edge_index), self.N)
+        self.budget = batch_size
+        self.num_steps = num_steps
+        self.sample_coverage = sample_coverage
+        self.num_workers = num_workers
+        self.seed = seed
+        self.node_norm = self.edge_norm = None
+        if sample_coverage > 0:
+            path = None if save_dir is None else Path(save_dir) / self._filename
+            if path is not None and path.exists():
+                self.node_norm, self.edge_norm = _read_norms(path, self.N, self.E)
+            else:
+                self.node_norm, self.edge_norm = self._compute_norm(log)
+                if path is not None:
+                    path.parent.mkdir(parents=True, exist_ok=True)
+                    with path.open("wb") as file:
+                        np.savez(file, node_norm=self.node_norm, edge_norm=self.edge_norm)
+        batches = SeedBatches(num_steps, 1, False, False, seed)
+        stage = Stage("subgraph", self._subgraph, max(num_workers, 1))
+        self._set_stages(batches, [stage], prefetch * max(num_workers, 1))
+
+    @property
+    def _filename(self) -> str:
+        return f"{type(self).__name__.lower()}_{self.sample_coverage}.npz"
+
+    def __repr__(self) -> str:
+        return f"{type(self).__name__}()"
+
+    def _select(self, rng: np.random.Generator) -> np.ndarray:
+        """The nodes of one subgraph (int64, ascending, distinct)."""
+        raise NotImplementedError
+
+    def _subgraph(self, request: BatchRequest) -> Data:
+        nodes = self._select(np.random.default_rng(request.seed))
+        row, col, edges = self.graph.induced(nodes)
+        out = Data(num_nodes=int(nodes.shape[0]))
+        out.edge_index = torch.from_numpy(np.stack([row, col]))
+        node_index, edge_index = torch.from_numpy(nodes), torch.from_numpy(edges)
+        for key, value in self.data.items():  # PyG's rule: rows counted, not attribute levels
+            if key in ("edge_index", "num_nodes"):
+                continue
+            if isinstance(value, torch.Tensor) and value.dim() and value.size(0) == self.N:
+                out[key] = value[node_index]
+            elif isinstance(value, torch.Tensor) and value.dim() and value.size(0) == self.E:
+                out[key] = value[edge_index]
+            else:
+                out[key] = value
+        if self.node_norm is not None:
+            out.node_norm = torch.from_numpy(self.node_norm[nodes])
+            out.edge_norm = torch.from_numpy(self.edge_norm[edges])
+        return out
+
+    def _compute_norm(self, log: bool) -> tuple[np.ndarray, np.ndarray]:
+        """PyG's estimate: draw subgraphs (``num_steps`` at a time) until ``sample_coverage *
+        num_nodes`` nodes were drawn; ``node_norm[v] = samples / count(v) / num_nodes``
+        (counts of 0 taken as 0.1) and ``edge_norm[e] = count(source of e) / count(e)``
+        (clamped to ``[0, 1e4]``; 0.1 for an edge never drawn)."""
+        node_count = np.zeros(self.N, dtype=np.float64)
+        edge_count = np.zeros(self.E, dtype=np.float64)
+        base = 0 if self.seed is None else self.seed
+        progress = tqdm(
+            total=self.N * self.sample_coverage,
+            desc="Compute GraphSAINT normalization",
+            disable=not log,
+        )
+        num_samples = drawn = 0
+        while drawn < self.N * self.sample_coverage:
+            for _ in range(self.num_steps):
+                rng = np.random.default_rng([base, 1 << 40, num_samples])
+                nodes = self._select(rng)
+                _, _, edges = self.graph.induced(nodes)
+                node_count[nodes] += 1
+                edge_count[edges] += 1
+                drawn += nodes.shape[0]
+                progress.update(nodes.shape[0])
+                num_samples += 1
+        progress.close()
+        with np.errstate(divide="ignore", invalid="ignore"):
+            edge_norm = np.clip(node_count[self.graph.row] / edge_count, 0, 1e4)
+        edge_norm[np.isnan(edge_norm)] = 0.1
+        node_count[node_count == 0] = 0.1
+        node_norm = num_samples / node_count / self.N
+        return node_norm.astype(np.float32), edge_norm.astype(np.float32)
+
+
+class GraphSAINTNodeSampler(GraphSAINTSampler):
+    """GraphSAINT's node sampler, as PyG's: the sources of ``batch_size`` edges drawn
+    uniformly with replacement (a node in proportion to its out-degree)."""
+
+    def _select(self, rng: np.random.Generator) -> np.ndarray:
+        return node_selection(self.graph, self.budget, rng)
+
+
+class GraphSAINTEdgeSampler(GraphSAINTSampler):
+    """GraphSAINT's edge sampler, as PyG's: both ends of ``batch_size`` edges drawn with
+    replacement in proportion to PyG's weights (:func:`samplers.saint.edge_probabilities`)."""
+
+    def __init__(self, data: Data, batch_size: int, *args, **kwargs):
+        self._probabilities = None
+        super().__init__(data, batch_size, *args, **kwargs)
+
+    def _select(self, rng: np.random.Generator) -> np.ndarray:
+        if self._probabilities is None:
+            self._probabilities = edge_probabilities(self.graph)
+        return edge_selection(self.graph, self.budget, rng, self._probabilities)
+
+
+class GraphSAINTRandomWalkSampler(GraphSAINTSampler):
+    """GraphSAINT's random-walk sampler, as PyG's: every node of ``batch_size`` walks of
+    ``walk_length`` steps along out-edges from uniformly drawn roots (a node without
+    out-edges stays put).
+
+    Args:
+        walk_length: steps per walk (>= 0).
+    """
+
+    def __init__(self, data: Data, batch_size: int, walk_length: int, *args, **kwargs):
+        if isinstance(walk_length, bool) or not isinstance(walk_length, int) or walk_length < 0:
+            raise ValueError(f"'walk_length' must be an int >= 0 (got {walk_length!r})")
+        self.walk_length = walk_length
+        super().__init__(data, batch_size, *args, **kwargs)
+
+    @property
+    def _filename(self) -> str:
+        return f"{type(self).__name__.lower()}_{self.walk_length}_{self.sample_coverage}.npz"
+
+    def _select(self, rng: np.random.Generator) -> np.ndarray:
+        return walk_selection(self.graph, self.budget, self.walk_length, rng)
+
+
+def _read_norms(path: Path, num_nodes: int, num_edges: int) -> tuple[np.ndarray, np.ndarray]:
+    """Cached coefficients, checked against the graph."""
+    try:
+        with np.load(path) as saved:
+            node_norm, edge_norm = np.asarray(saved["node_norm"]), np.asarray(saved["edge_norm"])
+    except (OSError, KeyError, ValueError) as error:
+        raise ValueError(f"cached GraphSAINT coefficients {path} are unreadable: {error}") from None
+    if node_norm.shape != (num_nodes,) or edge_norm.shape != (num_edges,):
+        raise ValueError(
+            f"cached GraphSAINT coefficients {path} belong to another graph (shapes "
+            f"{node_norm.shape}, {edge_norm.shape}; this one has {num_nodes} nodes, {num_edges} "
+            "edges): give another 'save_dir' or delete the file"
+        )
+    return node_norm, edge_norm
