@@ -10,6 +10,7 @@ from graphengine.loader import (
     GraphSAINTNodeSampler,
     GraphSAINTRandomWalkSampler,
     LaborLoader,
+    LinkNeighborLoader,
     NeighborLoader,
 )
 from graphengine.train import Trainer
@@ -24,6 +25,7 @@ __all__ = [
     "GraphSAINTNodeSampler",
     "GraphSAINTRandomWalkSampler",
     "LaborLoader",
+    "LinkNeighborLoader",
     "NeighborLoader",
     "Trainer",
     "load_dataset",

@@ -3,6 +3,7 @@ pipeline that runs them, and the loaders themselves."""
 
 from graphengine.loader.cluster import ClusterData, ClusterLoader
 from graphengine.loader.dist_neighbor_loader import DistNeighborLoader
+from graphengine.loader.link_neighbor_loader import LinkNeighborLoader
 from graphengine.loader.neighbor_loader import LaborLoader, NeighborLoader
 from graphengine.loader.pipeline import Pipeline, Stage
 from graphengine.loader.saint import (
@@ -33,6 +34,7 @@ __all__ = [
     "GraphSAINTSampler",
     "InWorkerThreads",
     "LaborLoader",
+    "LinkNeighborLoader",
     "NeighborLoader",
     "Pipeline",
     "SampleNodes",

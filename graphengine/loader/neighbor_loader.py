@@ -15,7 +15,7 @@ from torch_geometric.data import Data, HeteroData
 from graphengine.datasets.dataset import GraphDataset
 from graphengine.loader.pipeline import Pipeline, Stage, StageTimes
 from graphengine.loader.seeds import BatchRequest, SeedBatches, derive_seed
-from graphengine.loader.sources import LoaderRequest, loader_parts
+from graphengine.loader.sources import LoaderParts, LoaderRequest, loader_parts
 from graphengine.loader.stages import CopyToDevice, InWorkerThreads, Transform
 from samplers import BaseSampler, check_node_ids
 
@@ -198,7 +198,7 @@ class NeighborLoader:
             device=device,
             labor=self._labor_options(),
         )
-        parts = loader_parts(data, request)
+        parts = self._loader_parts(data, request)
 
         self.data = data
         self.graph = parts.graph
@@ -226,6 +226,10 @@ class NeighborLoader:
             self._seed_batches, self._threaded_stages(), prefetch=prefetch * max(num_workers, 1)
         )
         self._times = self._pipeline.times
+
+    def _loader_parts(self, data, request: LoaderRequest) -> LoaderParts:
+        """The sampling and gathering stages and seeds for ``data`` (:mod:`.sources`)."""
+        return loader_parts(data, request)
 
     def _labor_options(self) -> dict | None:
         """LABOR's options when this loader samples by LABOR (:class:`LaborLoader`)."""
@@ -369,6 +373,10 @@ class LaborLoader(NeighborLoader):
             "layer_dependency": layer_dependency,
         }
         super().__init__(data, num_neighbors, **kwargs)
+
+    def _loader_parts(self, data, request: LoaderRequest) -> LoaderParts:
+        """The sampling and gathering stages and seeds for ``data`` (:mod:`.sources`)."""
+        return loader_parts(data, request)
 
     def _labor_options(self) -> dict | None:
         return self._labor

@@ -87,6 +87,7 @@ class LoaderRequest:
     pin_memory: bool
     device: torch.device | None
     labor: dict | None = None  # LaborSampler's options, for LABOR instead of node-wise sampling
+    edge_seeds: bool = False  # seeds are edges, which bring their own times (link loaders)
 
 
 class GatherThroughPyG:
@@ -130,6 +131,8 @@ def _fanouts(request: LoaderRequest, edge_types=None):
 def _check_seed_times(request: LoaderRequest, attributes: dict) -> None:
     """Sampling by edge time needs the seeds' times (nodes have none of their own): say so
     when the loader is built, not at its first batch."""
+    if request.edge_seeds:
+        return
     if attributes.get("edge_time") is not None and request.input_time is None:
         raise ValueError(
             f"'time_attr' {request.time_attr!r} holds edge times: pass each seed's time as "
