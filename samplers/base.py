@@ -136,7 +136,10 @@ class BaseSampler(ABC):
         """The subgraph around ``inputs.node``; its first ``batch_size`` nodes are the seeds."""
 
     def sample_from_edges(self, inputs: EdgeSamplerInput) -> SamplerOutput:
-        """The subgraph around both endpoints of ``inputs``' edges (link prediction)."""
+        """The subgraph around both endpoints of ``inputs``' edges (link prediction). Node
+        samplers do not implement it themselves: :func:`samplers.link.sample_from_edges` runs
+        any of them on the edges' ends, negatives included."""
         raise NotImplementedError(
-            f"{type(self).__name__} does not sample from seed edges (link prediction) yet"
+            f"{type(self).__name__} samples from seed nodes; sample around seed edges with "
+            "samplers.link.sample_from_edges(sampler, inputs, num_nodes, ...)"
         )
