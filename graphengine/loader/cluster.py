@@ -14,7 +14,7 @@ from torch_geometric.data import Data
 
 from graphengine.data.graph_store import Graph
 from graphengine.data.partition.partitioner import check_num_parts, metis_parts, renumber
-from graphengine.loader.adapters import as_numpy
+from graphengine.loader.adapters import as_numpy, dataloader_options, select_rows
 from graphengine.loader.pipeline import Stage
 from graphengine.loader.seeds import BatchRequest, SeedBatches
 from graphengine.loader.staged import StagedLoader
@@ -22,8 +22,6 @@ from graphengine.loader.staged import StagedLoader
 logger = logging.getLogger(__name__)
 
 SPARSE_FORMATS = ("csr", "csc")
-# torch DataLoader options that mean nothing for threads: accepted and ignored.
-_DATALOADER_ARGS_IGNORED = ("persistent_workers", "timeout", "multiprocessing_context")
 
 
 @dataclass
@@ -183,12 +181,7 @@ class ClusterLoader(StagedLoader):
             raise TypeError(
                 f"'cluster_data' must be a ClusterData (got {type(cluster_data).__name__})"
             )
-        if "prefetch_factor" in kwargs:
-            prefetch = kwargs.pop("prefetch_factor")
-        for name in _DATALOADER_ARGS_IGNORED:
-            kwargs.pop(name, None)
-        if kwargs:
-            raise TypeError(f"ClusterLoader got arguments it does not support: {sorted(kwargs)}")
+        prefetch = dataloader_options(kwargs, prefetch, type(self).__name__)
         if isinstance(num_workers, bool) or not isinstance(num_workers, int) or num_workers < 0:
             raise ValueError(f"'num_workers' must be an int >= 0 (got {num_workers!r})")
         if isinstance(prefetch, bool) or not isinstance(prefetch, int) or prefetch < 1:
@@ -260,48 +253,33 @@ def _partition(edge_index: np.ndarray, cluster: np.ndarray, num_parts: int, fmt:
 
 def _permute(data: Data, partition: Partition) -> Data:
     """``data``'s attributes in the partition's node and edge orders, without ``edge_index``."""
-    out = Data()
-    node_perm = torch.from_numpy(partition.node_perm)
-    edge_perm = torch.from_numpy(partition.edge_perm)
-    for key, value in data.items():
-        if key == "edge_index":
-            continue
-        if data.is_node_attr(key):
-            out[key] = _select(value, data.__cat_dim__(key, value), node_perm)
-        elif data.is_edge_attr(key):
-            out[key] = _select(value, data.__cat_dim__(key, value), edge_perm)
-        else:
-            out[key] = value
-    out.num_nodes = data.num_nodes
-    return out
+    return _sliced(data, partition.node_perm, partition.edge_perm)
 
 
 def _subgraph(data: Data, nodes: np.ndarray, edges: np.ndarray, pair) -> Data:
     """The batch: ``data``'s (permuted) node attributes at ``nodes``, edge attributes at
     ``edges`` (positions in the partition's edge order), ``edge_index`` from ``pair``."""
-    out = Data()
-    node_index = torch.from_numpy(nodes)
-    edge_index = torch.from_numpy(edges)
-    for key, value in data.items():
-        if key == "num_nodes":
-            continue
-        if data.is_node_attr(key):
-            out[key] = _select(value, data.__cat_dim__(key, value), node_index)
-        elif data.is_edge_attr(key):
-            out[key] = _select(value, data.__cat_dim__(key, value), edge_index)
-        else:
-            out[key] = value
-    out.num_nodes = int(nodes.shape[0])
+    out = _sliced(data, nodes, edges)
     out.edge_index = torch.from_numpy(np.stack(pair).astype(np.int64, copy=False))
     return out
 
 
-def _select(value, dim: int, index: torch.Tensor):
-    if isinstance(value, torch.Tensor):
-        return value.index_select(dim, index.to(value.device))
-    if isinstance(value, np.ndarray):
-        return np.take(value, index.numpy(), axis=dim)
-    return value
+def _sliced(data: Data, nodes: np.ndarray, edges: np.ndarray) -> Data:
+    """``data``'s node attributes at ``nodes`` and edge attributes at ``edges`` (int64), its
+    other attributes as they are, no ``edge_index``."""
+    out = Data()
+    node_index, edge_index = torch.from_numpy(nodes), torch.from_numpy(edges)
+    for key, value in data.items():
+        if key in ("edge_index", "num_nodes"):
+            continue
+        if data.is_node_attr(key):
+            out[key] = select_rows(value, data.__cat_dim__(key, value), node_index)
+        elif data.is_edge_attr(key):
+            out[key] = select_rows(value, data.__cat_dim__(key, value), edge_index)
+        else:
+            out[key] = value
+    out.num_nodes = int(nodes.shape[0])
+    return out
 
 
 def _read_clusters(path: Path, num_nodes: int, num_parts: int) -> np.ndarray:

@@ -10,7 +10,7 @@ import torch
 from torch_geometric.data import HeteroData
 
 from graphengine.data.graph_store import coo_to_csc
-from graphengine.loader.adapters import as_numpy
+from graphengine.loader.adapters import as_numpy, select_rows
 from samplers import HeteroSamplerOutput, check_node_ids
 
 EdgeType = tuple[str, str, str]
@@ -182,7 +182,7 @@ class GatherHeteroFeatures:
                     target.num_nodes = n_id.numel()
                 elif store.is_node_attr(key):
                     dim = self.data.__cat_dim__(key, value, store)
-                    target[key] = _select(value, dim, n_id)
+                    target[key] = select_rows(value, dim, n_id)
                 else:  # a type-level attribute, kept as PyG keeps it
                     target[key] = value
             target.n_id = n_id
@@ -203,7 +203,7 @@ class GatherHeteroFeatures:
                     target[key] = value
                 elif e_id is not None:
                     dim = self.data.__cat_dim__(key, value, store)
-                    target[key] = _select(value, dim, e_id)
+                    target[key] = select_rows(value, dim, e_id)
         for name, values in (("batch", out.batch), ("num_sampled_nodes", out.num_sampled_nodes)):
             for node_type, value in (values or {}).items():
                 batch[node_type][name] = (
@@ -217,14 +217,3 @@ class GatherHeteroFeatures:
             seeds.seed_time = torch.from_numpy(out.seed_time)
         seeds.batch_size = out.batch_size
         return batch
-
-
-def _select(value, dim: int, index: torch.Tensor):
-    """``value`` indexed by ``index`` along ``dim`` (tensors, arrays, lists)."""
-    if isinstance(value, torch.Tensor):
-        return value.index_select(dim, index.to(value.device))
-    if isinstance(value, np.ndarray):
-        return np.take(value, index.numpy(), axis=dim)
-    if isinstance(value, list):
-        return [value[i] for i in index.tolist()]
-    return value

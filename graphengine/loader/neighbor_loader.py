@@ -13,14 +13,12 @@ import torch
 from torch_geometric.data import Data, HeteroData
 
 from graphengine.datasets.dataset import GraphDataset
+from graphengine.loader.adapters import dataloader_options
 from graphengine.loader.pipeline import Pipeline, Stage, StageTimes
 from graphengine.loader.seeds import BatchRequest, SeedBatches, derive_seed
 from graphengine.loader.sources import LoaderParts, LoaderRequest, loader_parts
 from graphengine.loader.stages import CopyToDevice, InWorkerThreads, Transform
 from samplers import BaseSampler, check_node_ids
-
-# torch DataLoader options that mean nothing for threads: accepted and ignored.
-_DATALOADER_ARGS_IGNORED = ("persistent_workers", "timeout", "multiprocessing_context")
 
 
 def sampler_threads(num_workers: int) -> int:
@@ -154,15 +152,7 @@ class NeighborLoader:
                 "'input_time' is set while 'time_attr' is not: name the node- or edge-level "
                 "time attribute the seeds' times compare with"
             )
-        if "prefetch_factor" in kwargs:
-            prefetch = kwargs.pop("prefetch_factor")
-        for name in _DATALOADER_ARGS_IGNORED:
-            kwargs.pop(name, None)
-        if kwargs:
-            raise TypeError(
-                f"NeighborLoader got arguments it does not support: {sorted(kwargs)}; loading "
-                "runs in threads, so worker-process options do not apply"
-            )
+        prefetch = dataloader_options(kwargs, prefetch, type(self).__name__)
         if isinstance(num_workers, bool) or not isinstance(num_workers, int) or num_workers < 0:
             raise ValueError(f"'num_workers' must be an int >= 0 (got {num_workers!r})")
         if isinstance(prefetch, bool) or not isinstance(prefetch, int) or prefetch < 1:

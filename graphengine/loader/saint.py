@@ -12,7 +12,7 @@ import torch
 from torch_geometric.data import Data
 from tqdm import tqdm
 
-from graphengine.loader.adapters import as_numpy
+from graphengine.loader.adapters import as_numpy, dataloader_options
 from graphengine.loader.pipeline import Stage
 from graphengine.loader.seeds import BatchRequest, SeedBatches
 from graphengine.loader.staged import StagedLoader
@@ -25,9 +25,6 @@ from samplers.saint import (
 )
 
 logger = logging.getLogger(__name__)
-
-# torch DataLoader options that mean nothing for threads: accepted and ignored.
-_DATALOADER_ARGS_IGNORED = ("persistent_workers", "timeout", "multiprocessing_context")
 
 
 class GraphSAINTSampler(StagedLoader):
@@ -84,14 +81,7 @@ class GraphSAINTSampler(StagedLoader):
         ):
             if isinstance(value, bool) or not isinstance(value, int) or value < low:
                 raise ValueError(f"'{name}' must be an int >= {low} (got {value!r})")
-        if "prefetch_factor" in kwargs:
-            prefetch = kwargs.pop("prefetch_factor")
-        for name in _DATALOADER_ARGS_IGNORED:
-            kwargs.pop(name, None)
-        if kwargs:
-            raise TypeError(
-                f"{type(self).__name__} got arguments it does not support: {sorted(kwargs)}"
-            )
+        prefetch = dataloader_options(kwargs, prefetch, type(self).__name__)
         self.data = data
         self.N = int(data.num_nodes)
         self.E = int(data.num_edges)
