@@ -47,3 +47,28 @@ def load_array(path: Path, dtype: str, shape: tuple[int, ...], mmap: bool) -> np
             f"'{path}' holds {array.dtype} {tuple(array.shape)}, expected {dtype} {tuple(shape)}"
         )
     return array
+
+
+def save_arrays(
+    directory: Path, filename: str, fmt: str, version: int, arrays: dict, fields: dict
+) -> None:
+    """Write ``arrays`` as ``<key>.npy`` files in ``directory``, then the manifest
+    ``filename`` with ``fields`` and every array's dtype and shape (last: it marks the
+    directory complete)."""
+    for key, array in arrays.items():
+        np.save(directory / f"{key}.npy", array)
+    listing = {key: [str(a.dtype), list(a.shape)] for key, a in arrays.items()}
+    write_manifest(directory / filename, fmt, version, {**fields, "arrays": listing})
+
+
+def load_arrays(
+    directory: Path, filename: str, fmt: str, version: int, what: str, mmap: bool
+) -> tuple[dict, dict]:
+    """``(manifest, arrays)`` of a directory :func:`save_arrays` wrote, every array checked
+    against the manifest (memory-mapped unless ``mmap=False``)."""
+    manifest = read_manifest(directory, filename, fmt, version, what)
+    arrays = {
+        key: load_array(directory / f"{key}.npy", dtype, tuple(shape), mmap)
+        for key, (dtype, shape) in manifest["arrays"].items()
+    }
+    return manifest, arrays

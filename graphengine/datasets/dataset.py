@@ -9,7 +9,7 @@ import numpy as np
 import torch
 from torch_geometric.data import Data
 
-from graphengine.data.format import load_array, read_manifest, write_manifest
+from graphengine.data.format import load_arrays, save_arrays
 from graphengine.data.graph_store import Graph
 from samplers import check_node_ids
 
@@ -91,19 +91,8 @@ class GraphDataset:
         path = Path(path)
         path.mkdir(parents=True, exist_ok=True)
         self.graph.save(path / "graph")
-        arrays = self._arrays()
-        for key, array in arrays.items():
-            np.save(path / f"{key}.npy", array)
-        write_manifest(
-            path / _MANIFEST,
-            FORMAT,
-            FORMAT_VERSION,
-            {
-                "name": self.name,
-                "num_classes": self.num_classes,
-                "arrays": {key: [str(a.dtype), list(a.shape)] for key, a in arrays.items()},
-            },
-        )
+        fields = {"name": self.name, "num_classes": self.num_classes}
+        save_arrays(path, _MANIFEST, FORMAT, FORMAT_VERSION, self._arrays(), fields)
 
     @classmethod
     def load(cls, path: str | Path, mmap: bool = True) -> GraphDataset:
@@ -113,11 +102,7 @@ class GraphDataset:
         manifest of another format or a truncated or mismatched array.
         """
         path = Path(path)
-        manifest = read_manifest(path, _MANIFEST, FORMAT, FORMAT_VERSION, "dataset")
-        arrays = {
-            key: load_array(path / f"{key}.npy", dtype, tuple(shape), mmap)
-            for key, (dtype, shape) in manifest["arrays"].items()
-        }
+        manifest, arrays = load_arrays(path, _MANIFEST, FORMAT, FORMAT_VERSION, "dataset", mmap)
         return cls(
             name=manifest["name"],
             graph=Graph.load(path / "graph", mmap=mmap),

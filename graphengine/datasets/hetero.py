@@ -32,7 +32,7 @@ import numpy as np
 import torch
 from torch_geometric.data import HeteroData
 
-from graphengine.data.format import load_array, read_manifest, write_manifest
+from graphengine.data.format import load_arrays, save_arrays
 from samplers import check_node_ids
 
 FORMAT = "graphengine.hetero-dataset"
@@ -228,22 +228,14 @@ class HeteroGraphDataset:
                 raise ValueError(f"type name {name!r} must be an identifier to be saved")
         path = Path(path)
         path.mkdir(parents=True, exist_ok=True)
-        arrays = self._arrays()
-        for key, array in arrays.items():
-            np.save(path / f"{key}.npy", array)
-        write_manifest(
-            path / _MANIFEST,
-            FORMAT,
-            FORMAT_VERSION,
-            {
-                "name": self.name,
-                "num_classes": self.num_classes,
-                "target": self.target,
-                "num_nodes": self.num_nodes,
-                "edge_types": [list(t) for t in self.edge_types],
-                "arrays": {key: [str(a.dtype), list(a.shape)] for key, a in arrays.items()},
-            },
-        )
+        fields = {
+            "name": self.name,
+            "num_classes": self.num_classes,
+            "target": self.target,
+            "num_nodes": self.num_nodes,
+            "edge_types": [list(t) for t in self.edge_types],
+        }
+        save_arrays(path, _MANIFEST, FORMAT, FORMAT_VERSION, self._arrays(), fields)
 
     @classmethod
     def load(cls, path: str | Path, mmap: bool = True) -> HeteroGraphDataset:
@@ -253,11 +245,9 @@ class HeteroGraphDataset:
         manifest of another format or a truncated or mismatched array.
         """
         path = Path(path)
-        manifest = read_manifest(path, _MANIFEST, FORMAT, FORMAT_VERSION, "hetero dataset")
-        arrays = {
-            key: load_array(path / f"{key}.npy", dtype, tuple(shape), mmap)
-            for key, (dtype, shape) in manifest["arrays"].items()
-        }
+        manifest, arrays = load_arrays(
+            path, _MANIFEST, FORMAT, FORMAT_VERSION, "hetero dataset", mmap
+        )
         num_nodes = {t: int(n) for t, n in manifest["num_nodes"].items()}
         edge_types = [tuple(t) for t in manifest["edge_types"]]
         return cls(
