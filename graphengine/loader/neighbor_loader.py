@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import time
 import warnings
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
 import numba
@@ -14,9 +14,10 @@ from torch_geometric.data import Data, HeteroData
 
 from graphengine.datasets.dataset import GraphDataset
 from graphengine.loader.adapters import dataloader_options
-from graphengine.loader.pipeline import Pipeline, Stage, StageTimes
+from graphengine.loader.pipeline import Stage, StageTimes
 from graphengine.loader.seeds import BatchRequest, SeedBatches, derive_seed
 from graphengine.loader.sources import LoaderParts, LoaderRequest, loader_parts
+from graphengine.loader.staged import StagedLoader
 from graphengine.loader.stages import CopyToDevice, InWorkerThreads, Transform
 from samplers import BaseSampler, check_node_ids
 
@@ -28,7 +29,7 @@ def sampler_threads(num_workers: int) -> int:
     return max(1, numba.get_num_threads() // max(num_workers, 1))
 
 
-class NeighborLoader:
+class NeighborLoader(StagedLoader):
     """Mini-batches of sampled multi-hop neighborhoods, as PyG ``Data`` objects.
 
     Each batch is a ``Data`` (a ``HeteroData`` for heterogeneous data, per type alike) with
@@ -211,11 +212,9 @@ class NeighborLoader:
         self._seed_batches = SeedBatches(
             parts.num_seeds, batch_size, shuffle, drop_last, seed, rank, world_size
         )
-        self._stages = self._build_stages()
-        self._pipeline = Pipeline(
-            self._seed_batches, self._threaded_stages(), prefetch=prefetch * max(num_workers, 1)
-        )
-        self._times = self._pipeline.times
+        stages = self._build_stages()
+        threaded = self._threaded_stages(stages)
+        self._set_stages(self._seed_batches, stages, prefetch * max(num_workers, 1), threaded)
 
     def _loader_parts(self, data, request: LoaderRequest) -> LoaderParts:
         """The sampling and gathering stages and seeds for ``data`` (:mod:`.sources`)."""
@@ -228,24 +227,6 @@ class NeighborLoader:
     @property
     def batch_size(self) -> int:
         return self._seed_batches.batch_size
-
-    def __len__(self) -> int:
-        return len(self._seed_batches)
-
-    def __iter__(self) -> Iterator[Any]:
-        if self.num_workers == 0:
-            return self._iterate_inline()
-        return self._iterate_pipelined()
-
-    @property
-    def stage_times(self) -> dict[str, float]:
-        """Seconds spent per stage (``sample``, ``gather``, ``copy``, ``transform``) and
-        ``waiting`` in the caller, in the current or last pass."""
-        return self._times.snapshot()
-
-    def set_epoch(self, epoch: int) -> None:
-        """Make the next iteration epoch ``epoch``: its order and samples follow from ``seed``."""
-        self._seed_batches.epoch = epoch
 
     def __call__(self, index) -> Any:
         """One batch for the given positions into ``input_nodes``, loaded in this thread."""
@@ -267,41 +248,20 @@ class NeighborLoader:
             stages.append(Stage("copy", self._copy))
         return stages
 
-    def _threaded_stages(self) -> list[Stage]:
+    @staticmethod
+    def _threaded_stages(stages: list[Stage]) -> list[Stage]:
         """The stages as the pipeline's threads run them: gathering threads share torch's
         intra-op threads of the thread that builds the loader (the sampler shares Numba's
         alike, see :func:`sampler_threads`)."""
-        stages = []
-        for stage in self._stages:
+        threaded = []
+        for stage in stages:
             share = max(1, torch.get_num_threads() // stage.workers)
             if stage.name == "gather" and share < torch.get_num_threads():
                 stage = Stage(stage.name, InWorkerThreads(stage.function, share), stage.workers)
-            stages.append(stage)
-        return stages
+            threaded.append(stage)
+        return threaded
 
-    def _iterate_inline(self) -> Iterator[Any]:
-        self._times = StageTimes(stage.name for stage in self._stages)
-        for request in self._seed_batches:
-            yield self._load(request, self._times)
-
-    def _iterate_pipelined(self) -> Iterator[Any]:
-        batches = iter(self._pipeline)
-        self._times = self._pipeline.times
-        try:
-            for batch in batches:
-                yield self._transformed(batch, self._times)
-        finally:
-            batches.close()  # stops the pipeline's threads when the caller leaves early
-
-    def _load(self, request: BatchRequest, times: StageTimes) -> Any:
-        item = request
-        for stage in self._stages:
-            started = time.perf_counter()
-            item = stage.function(item)
-            times.add(stage.name, time.perf_counter() - started)
-        return self._transformed(item, times)
-
-    def _transformed(self, batch: Data, times: StageTimes) -> Any:
+    def _handed_over(self, batch: Data, times: StageTimes) -> Any:
         """``transform(batch)`` in the caller's thread, so that its random draws (from
         torch's global generator too) interleave with the caller's as without threads."""
         if self._transform is None:

@@ -13,14 +13,23 @@ from graphengine.loader.pipeline import Pipeline, Stage, StageTimes
 class StagedLoader:
     """Runs ``stages`` over the requests of ``seed_batches`` (anything iterable with ``len``
     and an ``epoch`` attribute): in the caller's thread with ``num_workers=0``, else in the
-    pipeline's threads (``prefetch`` items in flight). Subclasses call :meth:`_set_stages`."""
+    pipeline's threads (``prefetch`` items in flight), each item then handed over through
+    :meth:`_handed_over` in the caller's thread. Subclasses call :meth:`_set_stages`."""
 
     num_workers: int
 
-    def _set_stages(self, seed_batches, stages: Sequence[Stage], prefetch: int) -> None:
+    def _set_stages(
+        self,
+        seed_batches,
+        stages: Sequence[Stage],
+        prefetch: int,
+        threaded: Sequence[Stage] | None = None,
+    ) -> None:
+        """``stages`` as the caller's thread runs them; ``threaded`` (the same by default) as
+        the pipeline's threads do."""
         self._seed_batches = seed_batches
         self._stages = list(stages)
-        self._pipeline = Pipeline(seed_batches, self._stages, prefetch=prefetch)
+        self._pipeline = Pipeline(seed_batches, list(threaded or stages), prefetch=prefetch)
         self._times = self._pipeline.times
 
     def __len__(self) -> int:
@@ -43,17 +52,26 @@ class StagedLoader:
     def _iterate_inline(self) -> Iterator[Any]:
         self._times = StageTimes(stage.name for stage in self._stages)
         for request in self._seed_batches:
-            item: Any = request
-            for stage in self._stages:
-                started = time.perf_counter()
-                item = stage.function(item)
-                self._times.add(stage.name, time.perf_counter() - started)
-            yield item
+            yield self._load(request, self._times)
 
     def _iterate_pipelined(self) -> Iterator[Any]:
         batches = iter(self._pipeline)
         self._times = self._pipeline.times
         try:
-            yield from batches
+            for batch in batches:
+                yield self._handed_over(batch, self._times)
         finally:
             batches.close()  # stops the pipeline's threads when the caller leaves early
+
+    def _load(self, request: Any, times: StageTimes) -> Any:
+        """One request through every stage in this thread, then handed over."""
+        item = request
+        for stage in self._stages:
+            started = time.perf_counter()
+            item = stage.function(item)
+            times.add(stage.name, time.perf_counter() - started)
+        return self._handed_over(item, times)
+
+    def _handed_over(self, item: Any, times: StageTimes) -> Any:
+        """What the caller gets for a loaded ``item`` (run in the caller's thread)."""
+        return item
