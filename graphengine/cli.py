@@ -20,9 +20,12 @@ import torch
 from graphengine import distributed
 from graphengine.data.partition import METHODS as PARTITION_METHODS
 from graphengine.datasets import CATALOG
+from graphengine.datasets.catalog import is_heterogeneous
+from graphengine.nn.decoders import DECODERS
 from graphengine.nn.forward import FORWARDS
 from graphengine.parallel.select import PARALLEL_MODES
 from graphengine.train.evaluate import EVAL_MODES
+from graphengine.train.subgraph import SAMPLERS
 
 log = logging.getLogger("graphengine")
 
@@ -33,20 +36,27 @@ extension (without it, gathers fall back to torch.index_select). 'graphengine CO
 --help' shows each command's options."""
 
 TRAIN_EPILOG = """\
-output: one JSON line per epoch on stdout as it ends (epoch, loss, train_acc: the running
-accuracy on that epoch's training batches, val_acc, epoch_s, seeds_per_s, stage_s; with
---partitions also partition: rows, bytes and edges that crossed parts, cut_edge_share,
-cache_hit_rate, seconds in exchanges; traffic, all workers together: feature_bytes read
-into batches, gradient_bytes all-reduced, moved_bytes sent between workers, and with
---parallel hybrid the first layers' structure_sent_bytes and partial_sent_bytes and
-exchange_seconds_per_worker), then a final JSON line: dataset, model, epochs (in total),
-epochs_run (by this command), workers, parallel; train_acc, val_acc, test_acc: the trained
-model evaluated on each split (--eval; absent with --eval-every 0); train_acc_running: the
-last epoch's running training accuracy (dropout on, weights changing while it is counted);
-first_epoch_s: the first epoch run's seconds (it includes compiling the Numba kernels);
-epoch_s: the mean seconds of the later epochs (of the first when only one ran).
+output (--task node): one JSON line per epoch on stdout as it ends (epoch, loss,
+train_acc: the running accuracy on that epoch's training batches, val_acc, epoch_s,
+seeds_per_s, stage_s; with --partitions also partition: rows, bytes and edges that crossed
+parts, cut_edge_share, cache_hit_rate, seconds in exchanges; traffic, all workers together:
+feature_bytes read into batches, gradient_bytes all-reduced, moved_bytes sent between
+workers, and with --parallel hybrid the first layers' structure_sent_bytes and
+partial_sent_bytes and exchange_seconds_per_worker), then a final JSON line: dataset,
+model, epochs (in total), epochs_run (by this command), workers, parallel, sampler;
+train_acc, val_acc, test_acc: the trained model evaluated on each split (--eval; absent
+with --eval-every 0); train_acc_running: the last epoch's running training accuracy
+(dropout on, weights changing while it is counted); first_epoch_s: the first epoch run's
+seconds (it includes compiling the Numba kernels); epoch_s: the mean seconds of the later
+epochs (of the first when only one ran).
+output (--task link): one JSON line per epoch (epoch, loss, epoch_s, edges_per_s, stage_s,
+and when evaluated val_auc, val_mrr, val_hits@1, @3, @10), then a final JSON line: task,
+dataset, model, decoder, epochs, train_edges, val_* and test_* metrics, first_epoch_s,
+epoch_s.
 Logs and the progress bar go to stderr. Ctrl-C stops after logging where the last
 checkpoint is (exit code 130). Exit code 2: bad options or input."""
+
+TASKS = ("node", "link")
 
 # Exceptions that are the user's to fix: one log line and exit code 2, no traceback.
 USER_ERRORS = (ValueError, FileNotFoundError, NotImplementedError)
@@ -114,10 +124,11 @@ def _parser() -> argparse.ArgumentParser:
 
     train = commands.add_parser(
         "train",
-        help="node classification on a dataset",
+        help="node classification or link prediction on a dataset",
         description="Train a GNN for node classification on sampled mini-batches. A "
         "heterogeneous dataset (synthetic-hetero) trains PyG's to_hetero GraphSAGE (--model "
-        "sage) on its papers, in one process, evaluated on sampled mini-batches.",
+        "sage) on its papers, in one process, evaluated on sampled mini-batches. With --task "
+        "link, train the GNN as an encoder of a link predictor instead (see --task).",
         epilog=TRAIN_EPILOG,
         formatter_class=_Formatter,
     )
@@ -156,6 +167,54 @@ def _parser() -> argparse.ArgumentParser:
         "--dropout", type=_dropout, default=0.5, help="dropout probability, in [0, 1)"
     )
     train.add_argument("--seed", type=int, default=0, help="seeds the weights and the batches")
+    train.add_argument(
+        "--task",
+        choices=TASKS,
+        default="node",
+        help="node: node classification; link: link prediction on a homogeneous dataset, in "
+        "one process: the edges are split as PyG's RandomLinkSplit (10%% validation, 10%% "
+        "test, seeded), the GNN (its output --hidden wide) encodes the nodes of "
+        "LinkNeighborLoader batches of training edges with one uniform negative pair each, "
+        "--decoder scores pairs; reported: auc, mrr and hits@1,3,10 (each positive edge "
+        "ranked among 100 non-edges from its source) on validation and test edges",
+    )
+    train.add_argument(
+        "--decoder",
+        choices=DECODERS,
+        default="dot",
+        help="--task link: dot (the embeddings' dot product, as GAE) or mlp (a two-layer "
+        "perceptron on their element-wise product)",
+    )
+    train.add_argument(
+        "--sampler",
+        choices=SAMPLERS,
+        default="neighbor",
+        help="--task node, the training batches: neighbor (NeighborLoader), labor "
+        "(LaborLoader, the same fanouts), cluster (Cluster-GCN: --clusters-per-batch METIS "
+        "clusters a batch) or saint (GraphSAINT: --batch-size random walks of --walk-length "
+        "steps a batch, the loss weighted by node_norm); cluster and saint run the model "
+        "on the whole subgraph, in one process",
+    )
+    train.add_argument(
+        "--num-parts",
+        type=_at_least(1),
+        help="--sampler cluster: METIS clusters (default: one per 1000 nodes)",
+    )
+    train.add_argument(
+        "--clusters-per-batch", type=_at_least(1), default=20, help="--sampler cluster"
+    )
+    train.add_argument(
+        "--cluster-dir",
+        help="--sampler cluster: a directory to cache the clusters in (a writable one)",
+    )
+    train.add_argument(
+        "--walk-length", type=_at_least(1), default=2, help="--sampler saint: steps per walk"
+    )
+    train.add_argument(
+        "--normalize-features",
+        action="store_true",
+        help="scale each node's features to sum to one (PyG's NormalizeFeatures)",
+    )
     train.add_argument(
         "--eval",
         choices=EVAL_MODES,
@@ -459,7 +518,11 @@ def _fanouts(text: str) -> list[int]:
 
 
 def _train(args) -> int:
-    from graphengine.datasets import is_heterogeneous, load_hetero_dataset
+    from graphengine.datasets import load_hetero_dataset
+
+    _check_task_options(args)
+    if args.task == "link":
+        return _train_link(args)
     from graphengine.distributed.data import DistData
     from graphengine.nn.models import build_model
     from graphengine.runtime import tune_host_allocator
@@ -504,6 +567,8 @@ def _train(args) -> int:
             dataset = load_hetero_dataset(args.dataset, root=args.root)
         else:
             dataset = _load_once_per_machine(args.dataset, args.root, world_size, args.features)
+        if args.normalize_features:
+            dataset = dataset.normalize_features()
         log.info("%s", dataset)
         model = build_model(
             args.model,
@@ -531,6 +596,7 @@ def _train(args) -> int:
             device=device,
             remote_cache=args.remote_cache,
             parallel=args.parallel,
+            sampler=_sampler(args),
         )
         if trainer.epoch > 0:
             saved["epoch"] = trainer.epoch
@@ -559,6 +625,112 @@ def _train(args) -> int:
         # A worker that stops early cannot wait for the others at a barrier.
         distributed.finish(code, wait=code == 0)
     return code
+
+
+def _check_task_options(args) -> None:
+    """Refuse, before anything is loaded, options that the task or the sampler do not take."""
+    link_only = [name for name, default in (("decoder", "dot"),) if getattr(args, name) != default]
+    if args.task != "link" and link_only:
+        raise ValueError(f"--{link_only[0]} is an option of --task link")
+    subgraph = args.sampler in ("cluster", "saint")
+    if args.task == "link" and args.eval == "sampled":
+        raise ValueError(
+            "--task link evaluates on every node's embedding: --eval full, layerwise or auto"
+        )
+    if args.task == "link" and args.sampler != "neighbor":
+        raise ValueError(f"--sampler {args.sampler} chooses node classification's batches")
+    if args.task == "link" or subgraph:
+        what = "--task link" if args.task == "link" else f"--sampler {args.sampler}"
+        for option, value in (
+            ("--nproc", args.nproc > 1 or distributed.launched_by_torchrun()),
+            ("--partitions", args.partitions is not None),
+            ("--parallel hybrid", args.parallel == "hybrid"),
+            ("--checkpoint", args.checkpoint is not None),
+            ("--remote-cache", args.remote_cache is not None),
+        ):
+            if value:
+                raise ValueError(f"{what} trains in one process without {option} for now")
+    if args.partitions is None and is_heterogeneous(args.dataset) and args.sampler != "neighbor":
+        raise ValueError(
+            f"--sampler {args.sampler} trains homogeneous datasets; {args.dataset} is heterogeneous"
+        )
+    if args.normalize_features and args.partitions is not None:
+        raise ValueError("--normalize-features changes a dataset; a partition keeps its own")
+    cluster_options = (args.num_parts, args.cluster_dir)
+    if args.sampler != "cluster" and (any(o is not None for o in cluster_options)):
+        raise ValueError("--num-parts and --cluster-dir are options of --sampler cluster")
+
+
+def _sampler(args):
+    """The Trainer's ``sampler`` for ``args``: a name, or how subgraphs are drawn."""
+    from graphengine.train.subgraph import SubgraphSampling
+
+    if args.sampler == "cluster":
+        return SubgraphSampling(
+            "cluster",
+            num_parts=args.num_parts,
+            clusters_per_batch=args.clusters_per_batch,
+            cluster_dir=args.cluster_dir,
+        )
+    if args.sampler == "saint":
+        return SubgraphSampling("saint", roots=args.batch_size, walk_length=args.walk_length)
+    return args.sampler
+
+
+def _train_link(args) -> int:
+    """``train --task link``: one process; the final line holds every split's metrics."""
+    from graphengine.nn.decoders import build_decoder
+    from graphengine.nn.models import build_model
+    from graphengine.train.link import LinkTrainer
+
+    torch.manual_seed(args.seed)
+    dataset = _load_once_per_machine(args.dataset, args.root, 1, args.features)
+    if args.normalize_features:
+        dataset = dataset.normalize_features()
+    log.info("%s", dataset)
+    encoder = build_model(
+        args.model,
+        dataset.num_features,
+        args.hidden,
+        args.hidden,
+        num_layers=len(args.fanouts),
+        dropout=args.dropout,
+    )
+    trainer = LinkTrainer(
+        encoder,
+        build_decoder(args.decoder, args.hidden),
+        dataset,
+        fanouts=args.fanouts,
+        batch_size=args.batch_size,
+        lr=args.lr,
+        weight_decay=args.weight_decay,
+        seed=args.seed,
+        eval_mode=args.eval,
+        num_workers=args.num_workers,
+        metrics_path=args.metrics,
+        progress=not args.no_progress and sys.stderr.isatty(),
+    )
+    try:
+        history = trainer.fit(args.epochs, eval_every=args.eval_every, on_epoch=_print_json)
+        metrics = trainer.evaluate_all() if args.eval_every > 0 else {}
+    except KeyboardInterrupt:
+        return INTERRUPTED
+    times = [m["epoch_s"] for m in history]
+    later = times[1:] or times
+    _print_json(
+        {
+            "task": "link",
+            "dataset": dataset.name,
+            "model": args.model,
+            "decoder": args.decoder,
+            "epochs": trainer.epoch,
+            "train_edges": int(trainer.split.train.edge_label_index.size(1)),
+            **metrics,
+            "first_epoch_s": times[0] if times else None,
+            "epoch_s": sum(later) / len(later) if later else None,
+        }
+    )
+    return 0
 
 
 def _check_hetero_options(args, workers: int) -> None:
@@ -626,6 +798,7 @@ def _result(args, dataset: str, epochs: int, workers: int, history: list, accura
         "epochs_run": len(history),
         "workers": workers,
         "parallel": args.parallel,
+        "sampler": args.sampler,
         **accuracies,
         "train_acc_running": history[-1]["train_acc"] if history else None,
         "first_epoch_s": times[0] if times else None,

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -63,6 +64,14 @@ class GraphDataset:
         if name not in SPLITS:
             raise ValueError(f"'split' must be one of {SPLITS} (got {name!r})")
         return getattr(self, f"{name}_idx")
+
+    def normalize_features(self) -> GraphDataset:
+        """A copy whose feature rows each sum to one (all-zero rows stay zero), as PyG's
+        ``NormalizeFeatures``; the features are read into memory as float32."""
+        x = np.array(self.x, dtype=np.float32)
+        sums = x.sum(axis=1, keepdims=True)
+        np.divide(x, sums, out=x, where=sums != 0)
+        return dataclasses.replace(self, x=x)
 
     def to_data(self) -> Data:
         """A PyG ``Data`` with ``x``, ``y``, ``edge_index`` and boolean split masks."""

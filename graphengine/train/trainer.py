@@ -17,7 +17,7 @@ from tqdm import tqdm
 from graphengine.datasets.dataset import GraphDataset
 from graphengine.datasets.hetero import HeteroGraphDataset
 from graphengine.distributed.data import DistData
-from graphengine.loader import NeighborLoader
+from graphengine.loader import LaborLoader, NeighborLoader
 from graphengine.loader.dist_neighbor_loader import DistNeighborLoader
 from graphengine.loader.hybrid_loader import HybridNeighborLoader
 from graphengine.nn.forward import SeedLogits
@@ -29,6 +29,12 @@ from graphengine.train.hetero import (
     check_hetero_strategy,
     feature_bytes,
     seed_store,
+)
+from graphengine.train.subgraph import (
+    SAMPLERS,
+    SubgraphLogits,
+    SubgraphSampling,
+    subgraph_loss,
 )
 
 log = logging.getLogger(__name__)
@@ -90,6 +96,12 @@ class Trainer:
             them, the later layers data-parallel; 2 or more workers, a PyG ``BasicGNN``
             with a GraphSAGE, GCN or GIN first layer, sampled evaluation). Ignored when
             ``strategy`` is given.
+        sampler: the training batches: ``'neighbor'`` (:class:`NeighborLoader`),
+            ``'labor'`` (:class:`LaborLoader`, the same fanouts), or subgraphs whose
+            training nodes the model learns from, run on the whole subgraph: ``'cluster'``
+            (Cluster-GCN), ``'saint'`` (GraphSAINT random walks) or a
+            :class:`~graphengine.train.subgraph.SubgraphSampling` that says how (subgraphs:
+            a homogeneous dataset in a single process; evaluation as ``eval_mode`` says).
     """
 
     def __init__(
@@ -112,10 +124,17 @@ class Trainer:
         worker_batch_size: int | None = None,
         remote_cache: int | str | None = None,
         parallel: str = "data",
+        sampler: str | SubgraphSampling = "neighbor",
     ):
         self.strategy = strategy or strategy_for(device, parallel)
         hybrid = isinstance(self.strategy, HybridParallel)
         hetero = isinstance(dataset, HeteroGraphDataset)
+        self._subgraph = _subgraph_sampling(sampler, dataset, self.strategy)
+        self.sampler = self._subgraph.kind if self._subgraph is not None else sampler
+        if self.sampler == "labor" and (hybrid or hetero or isinstance(dataset, DistData)):
+            raise ValueError(
+                "sampler 'labor' trains a homogeneous dataset, data-parallel and unpartitioned"
+            )
         if hetero:
             check_hetero_strategy(self.strategy, remote_cache)
             _check_initialized(model)
@@ -132,7 +151,9 @@ class Trainer:
             if hetero
             else SeedLogits(self.model, len(fanouts), forward)
         )
-        self._train_model = self.strategy.wrap(self._seed_logits)
+        self._train_model = self.strategy.wrap(
+            SubgraphLogits(self.model) if self._subgraph is not None else self._seed_logits
+        )
         self.dataset = dataset
         self.fanouts = list(fanouts)
         self.seed = seed
@@ -170,6 +191,10 @@ class Trainer:
             self.train_loader = self._hybrid_loader(dataset.train_idx, shuffle=True)
         elif hetero:
             self.train_loader = self._hetero_loader(dataset.train_idx, shuffle=True)
+        elif self._subgraph is not None:
+            if remote_cache is not None:
+                raise ValueError("'remote_cache' needs a partitioned graph (a DistData)")
+            self.train_loader = self._subgraph.loader(dataset.to_data(), seed, num_workers)
         elif isinstance(dataset, DistData):
             self.train_loader = DistNeighborLoader(
                 dataset,
@@ -184,7 +209,8 @@ class Trainer:
         else:
             if remote_cache is not None:
                 raise ValueError("'remote_cache' needs a partitioned graph (a DistData)")
-            self.train_loader = NeighborLoader(
+            loader = LaborLoader if self.sampler == "labor" else NeighborLoader
+            self.train_loader = loader(
                 dataset,
                 self.fanouts,
                 batch_size=self.worker_batch_size,
@@ -307,8 +333,7 @@ class Trainer:
         compute = 0.0
         for batch in batches:
             step_start = time.perf_counter()
-            loss, right = self.step(batch)
-            size = seed_store(batch, self._target).batch_size
+            loss, right, size = self.step(batch)
             total_loss += loss * size
             correct += right
             seen += size
@@ -378,21 +403,28 @@ class Trainer:
         ) / self.world_size
         return totals
 
-    def step(self, batch) -> tuple[float, int]:
+    def step(self, batch) -> tuple[float, int, int]:
         """One optimizer step on ``batch`` (its first ``batch_size`` nodes, of the target type
-        for a heterogeneous batch, are the seeds); returns the mean loss and how many seeds
-        were classified right. The caller puts the model in training mode (``train_epoch``
+        for a heterogeneous batch, are the seeds; of a subgraph batch, its ``train_mask``
+        nodes); returns the mean loss, how many of those nodes were classified right, and
+        how many there were. The caller puts the model in training mode (``train_epoch``
         does)."""
         self.optimizer.zero_grad()
-        logits = self._train_model(batch)
-        seeds = seed_store(batch, self._target)
-        target = seeds.y[: seeds.batch_size].long()
-        # A worker of a partitioned graph may get no seeds for a step; it still takes part
-        # in the gradients' all-reduce, with zeros.
-        loss = F.cross_entropy(logits, target) if len(target) else logits.sum() * 0.0
+        if self._subgraph is not None:
+            batch = batch.to(self.device)
+            logits = self._train_model(batch)
+            loss, target = subgraph_loss(logits, batch)
+        else:
+            logits = self._train_model(batch)
+            seeds = seed_store(batch, self._target)
+            target = seeds.y[: seeds.batch_size].long()
+            # A worker of a partitioned graph may get no seeds for a step; it still takes
+            # part in the gradients' all-reduce, with zeros.
+            loss = F.cross_entropy(logits, target) if len(target) else logits.sum() * 0.0
         loss.backward()
         self.optimizer.step()
-        return float(loss.detach()), int((logits.argmax(dim=-1) == target).sum())
+        right = int((logits.argmax(dim=-1) == target).sum())
+        return float(loss.detach()), right, len(target)
 
     def evaluate(self, split: str) -> float:
         """Accuracy on ``split`` (``'train'``, ``'val'`` or ``'test'``); every worker calls it."""
@@ -479,6 +511,34 @@ class Trainer:
                     f.write(json.dumps(metrics) + "\n")
         if self.checkpoint is not None:
             self.save_checkpoint(self.checkpoint)
+
+
+def _subgraph_sampling(
+    sampler: str | SubgraphSampling, dataset, strategy: Strategy
+) -> SubgraphSampling | None:
+    """``sampler`` as a :class:`SubgraphSampling`, or ``None`` for neighborhood batches;
+    subgraphs need a homogeneous dataset in a single process."""
+    if isinstance(sampler, str):
+        if sampler not in SAMPLERS:
+            raise ValueError(f"'sampler' must be one of {SAMPLERS} (got {sampler!r})")
+        if sampler in ("neighbor", "labor"):
+            return None
+        sampler = SubgraphSampling(sampler)
+    if not isinstance(sampler, SubgraphSampling):
+        raise TypeError(
+            f"'sampler' must be one of {SAMPLERS} or a SubgraphSampling (got {sampler!r})"
+        )
+    if not isinstance(dataset, GraphDataset):
+        raise ValueError(
+            f"sampler {sampler.kind!r} trains on subgraphs of a homogeneous, unpartitioned "
+            f"dataset (got a {type(dataset).__name__})"
+        )
+    if strategy.world_size > 1:
+        raise ValueError(
+            f"sampler {sampler.kind!r} trains in a single process for now (got "
+            f"{strategy.world_size} workers)"
+        )
+    return sampler
 
 
 def _hybrid_eval_mode(mode: str, dataset) -> str:
