@@ -9,6 +9,7 @@ relabelling hash table per node type and assembles :class:`HeteroSamplerOutput`.
 
 from __future__ import annotations
 
+import dataclasses
 import warnings
 from collections.abc import Mapping, Sequence
 
@@ -267,10 +268,84 @@ class HeteroNeighborSampler(BaseSampler):
             )
         seeds = check_node_ids(inputs.node, self.num_nodes[input_type], "node")
         seed_time = self.seed_times(inputs, seeds)
+        return self._sample(
+            {input_type: seeds}, seed_time, inputs.seed, inputs.input_id, inputs.time is not None
+        )
+
+    def sample_from_typed_nodes(
+        self,
+        node: Mapping[str, np.ndarray],
+        seed: int,
+        time: Mapping[str, np.ndarray] | None = None,
+    ) -> HeteroSamplerOutput:
+        """Sample the multi-hop neighborhood of seeds of several node types at once (PyG's
+        ``seed_dict``, as its heterogeneous link sampling seeds it).
+
+        Args:
+            node: per node type, int64 ``[num_seeds_t]`` seed ids of that type; the types
+                in this order number the disjoint trees: type ``t``'s seed ``i`` is tree
+                ``i`` plus the seeds of the types before it (as pyg-lib numbers them).
+            seed: the batch's random seed (as ``SamplerInput.seed``).
+            time: optional, per node type of ``node`` (every one), int64 ``[num_seeds_t]``
+                seed times (temporal sampling); by default each seed's own node time.
+
+        Returns:
+            A :class:`HeteroSamplerOutput` as :meth:`sample_from_nodes`', each seed type's
+            node list starting with its seeds in order (``num_sampled_nodes[t][0]`` of them);
+            ``input_type``, ``batch_size``, ``input_id`` (positions) and ``seed_time`` describe
+            the first type of ``node``.
+
+        Raises:
+            ValueError / TypeError: no seed type, an unknown type, bad ids or times.
+        """
+        if not isinstance(node, Mapping) or not node:
+            raise ValueError(
+                "'node' must be a non-empty dict from node type to seed ids (got "
+                f"{type(node).__name__})"
+            )
+        if time is not None and (not isinstance(time, Mapping) or set(time) != set(node)):
+            raise ValueError(
+                f"'time' must be None or a dict with the node types of 'node' {list(node)} "
+                f"(got {list(time) if isinstance(time, Mapping) else type(time).__name__})"
+            )
+        seeds, times = {}, []
+        for node_type, ids in node.items():
+            if node_type not in self.num_nodes:
+                raise ValueError(
+                    f"'node' names node type {node_type!r}, which the graph does not have "
+                    f"(node types: {self.node_types})"
+                )
+            seeds[node_type] = check_node_ids(
+                ids, self.num_nodes[node_type], f"node[{node_type!r}]"
+            )
+            given = None if time is None else time[node_type]
+            typed = SamplerInput(seeds[node_type], seeds[node_type], seed, given, node_type)
+            times.append(self.seed_times(typed, seeds[node_type]))
+        seed_time = None if times[0] is None else np.concatenate(times)
+        first = next(iter(seeds))
+        input_id = np.arange(seeds[first].shape[0], dtype=np.int64)
+        out = self._sample(seeds, seed_time, seed, input_id, time is not None)
+        if out.seed_time is not None:
+            out = dataclasses.replace(out, seed_time=out.seed_time[: input_id.shape[0]])
+        return out
+
+    def _sample(
+        self,
+        seeds_by_type: dict[str, np.ndarray],
+        seed_time: np.ndarray | None,
+        seed: int,
+        input_id: np.ndarray,
+        times_given: bool,
+    ) -> HeteroSamplerOutput:
+        """The sample from ``seeds_by_type`` (checked int64 ids per node type, the first the
+        input type), ``seed_time`` (int64 per tree, trees numbered across the types in order,
+        or ``None``) and the batch seed ``seed``."""
+        input_type = next(iter(seeds_by_type))
         disjoint = self.disjoint or seed_time is not None
-        batch_size = seeds.shape[0]
-        if batch_size > MAX_BATCH_SEEDS:  # trees, or a seed's repeats, are numbered in 23 bits
-            raise ValueError(f"a batch takes at most {MAX_BATCH_SEEDS} seeds (got {batch_size})")
+        batch_size = seeds_by_type[input_type].shape[0]
+        num_trees = sum(ids.shape[0] for ids in seeds_by_type.values())
+        if num_trees > MAX_BATCH_SEEDS:  # trees, or a seed's repeats, are numbered in 23 bits
+            raise ValueError(f"a batch takes at most {MAX_BATCH_SEEDS} seeds (got {num_trees})")
         if self.num_threads is not None:
             numba.set_num_threads(min(self.num_threads, numba.config.NUMBA_NUM_THREADS))
 
@@ -282,18 +357,21 @@ class HeteroNeighborSampler(BaseSampler):
             )
             for t in self.node_types
         }
-        keys = seeds
-        if disjoint:  # a batch node is its id and its tree
-            keys = seeds | (np.arange(batch_size, dtype=np.int64) << REPEAT_SHIFT)
-        nodes[input_type].start(keys)
-        edges = {e: EdgeBuffers(self._edges[e]) for e in self.edge_types}
         # Each node type's frontier: its local ids that joined at the previous hop.
         frontier = {t: (0, 0) for t in self.node_types}
-        frontier[input_type] = (0, batch_size)
         num_sampled_nodes = {t: [0] for t in self.node_types}
-        num_sampled_nodes[input_type] = [batch_size]
+        first_tree = 0
+        for node_type, ids in seeds_by_type.items():
+            keys = ids
+            if disjoint:  # a batch node is its id and its tree
+                trees = np.arange(first_tree, first_tree + ids.shape[0], dtype=np.int64)
+                keys = ids | (trees << REPEAT_SHIFT)
+            first_tree += ids.shape[0]
+            nodes[node_type].start(keys)
+            frontier[node_type] = (0, ids.shape[0])
+            num_sampled_nodes[node_type] = [ids.shape[0]]
+        edges = {e: EdgeBuffers(self._edges[e]) for e in self.edge_types}
         num_sampled_edges = {e: [] for e in self.edge_types}
-
         num_edge_types = len(self.edge_types)
         for hop in range(self.num_hops):
             hop_start = {t: nodes[t].count for t in self.node_types}
@@ -320,7 +398,7 @@ class HeteroNeighborSampler(BaseSampler):
                     targets,
                     tagged,
                     fanout,
-                    hop_key(inputs.seed, hop * num_edge_types + index),
+                    hop_key(seed, hop * num_edge_types + index),
                     slots,
                     time_limits,
                 )
@@ -365,10 +443,10 @@ class HeteroNeighborSampler(BaseSampler):
             num_sampled_nodes=counts_nodes,
             num_sampled_edges=counts_edges,
             batch_size=batch_size,
-            input_id=np.asarray(inputs.input_id, dtype=np.int64),
+            input_id=np.asarray(input_id, dtype=np.int64),
             input_type=input_type,
             batch={t: k >> REPEAT_SHIFT for t, k in out_nodes.items()} if disjoint else None,
-            seed_time=None if inputs.time is None else seed_time,  # as PyG: the input's
+            seed_time=seed_time if times_given else None,  # as PyG: the input's
         )
 
     def _induced(

@@ -1,22 +1,31 @@
 """LinkNeighborLoader as PyG users call it, on graphs whose features are node ids: seed edges,
 negatives (uniform, optionally never a true edge, never later than their edge) and labels,
-checked by brute force and against PyG's own edge_sample."""
+checked by brute force and against PyG's own edge_sample; the Numba negative draws checked
+by chi-square against the uniform law over the allowed nodes or pairs."""
 
 import math
 
+import numba
 import numpy as np
 import pytest
 import torch
 from scipy.stats import chisquare
-from torch_geometric.data import HeteroData
+from torch_geometric.sampler import BaseSampler as PyGBaseSampler
 from torch_geometric.sampler import EdgeSamplerInput as PyGEdgeSamplerInput
 from torch_geometric.sampler import SamplerOutput as PyGSamplerOutput
 from torch_geometric.sampler.neighbor_sampler import edge_sample as pyg_edge_sample
+from torch_geometric.testing import MyFeatureStore, MyGraphStore
 
 from graphengine import Graph, LinkNeighborLoader
 from graphengine.loader.seeds import derive_seed
 from samplers import NeighborSampler, SamplerInput
-from samplers.link import NegativeSampling
+from samplers.link import (
+    EdgeSet,
+    NegativeSampling,
+    NodesByTime,
+    draw_negative_destinations,
+    draw_negative_pairs,
+)
 from tests.test_loader import id_graph
 from tests.test_loader_modes import check_batch
 
@@ -162,7 +171,208 @@ def test_bad_link_arguments():
         LinkNeighborLoader(data, [2], edge_label=torch.ones(data.num_edges), neg_sampling="triplet")
     with pytest.raises(ValueError, match="integer 'amount'"):
         NegativeSampling("triplet", 1.5)
-    with pytest.raises(NotImplementedError, match="homogeneous PyG Data"):
-        LinkNeighborLoader(HeteroData(), [2])
+    with pytest.raises(NotImplementedError, match="takes a PyG Data or HeteroData"):
+        LinkNeighborLoader((MyFeatureStore(), MyGraphStore()), [2])
     with pytest.raises(ValueError, match=r"shape \[2, num_edges\]"):
         LinkNeighborLoader(data, [2], edge_label_index=torch.zeros(3, 4, dtype=torch.long))
+
+
+def test_negative_pairs_are_uniform_over_each_side():
+    src, dst = draw_negative_pairs(60_000, 7, 13, seed=3)
+    assert src.min() >= 0 and src.max() < 7 and dst.min() >= 0 and dst.max() < 13
+    assert chisquare(np.bincount(src * 13 + dst, minlength=7 * 13)).pvalue > 1e-4
+
+
+def test_temporal_negatives_are_uniform_over_the_nodes_no_later():
+    generator = np.random.default_rng(0)
+    node_time = generator.integers(0, 10, 30)
+    by_time = NodesByTime(node_time)
+    limits = generator.integers(node_time.min(), 10, 40_000)
+    drawn = draw_negative_destinations(np.zeros(40_000, np.int64), 30, 4, limits, by_time)
+    assert (node_time[drawn] <= limits).all()
+    for limit in np.unique(limits):  # uniform among the allowed, for every limit
+        allowed = np.flatnonzero(node_time <= limit)
+        counts = np.bincount(drawn[limits == limit], minlength=30)[allowed]
+        if allowed.size > 1:
+            assert chisquare(counts).pvalue > 1e-4
+    src, dst = draw_negative_pairs(40_000, 30, 30, 5, limits, by_time, by_time)
+    assert (node_time[src] <= limits).all() and (node_time[dst] <= limits).all()
+    allowed = np.flatnonzero(node_time <= 9)
+    assert chisquare(np.bincount(src[limits == 9], minlength=30)[allowed]).pvalue > 1e-4
+
+
+def test_excluded_negatives_are_uniform_over_the_pairs_that_are_not_edges():
+    """A dense graph (brute force over all pairs): never an edge, every other pair alike."""
+    generator = np.random.default_rng(1)
+    num_src, num_dst = 6, 9
+    adjacency = generator.random((num_src, num_dst)) < 0.7
+    adjacency[0] = np.arange(num_dst) < num_dst - 1  # source 0: one pair left
+    row, col = np.nonzero(adjacency)
+    edges = EdgeSet(row, col, num_dst)
+    src, dst = draw_negative_pairs(30_000, num_src, num_dst, 6, edges=edges)
+    assert not adjacency[src, dst].any()
+    free = np.flatnonzero(~adjacency.reshape(-1))
+    counts = np.bincount(src * num_dst + dst, minlength=num_src * num_dst)
+    assert counts[adjacency.reshape(-1)].sum() == 0
+    assert chisquare(counts[free]).pvalue > 1e-4
+    sources = np.repeat(np.arange(num_src), 3000)
+    drawn = draw_negative_destinations(sources, num_dst, 7, edges=edges)
+    assert not adjacency[sources, drawn].any()
+    assert (drawn[sources == 0] == num_dst - 1).all()
+    for source in range(1, num_src):
+        allowed = np.flatnonzero(~adjacency[source])
+        counts = np.bincount(drawn[sources == source], minlength=num_dst)[allowed]
+        if allowed.size > 1:
+            assert chisquare(counts).pvalue > 1e-4
+
+
+def test_negatives_do_not_depend_on_the_threads():
+    if numba.config.NUMBA_NUM_THREADS < 2:
+        pytest.skip("needs 2 Numba threads")
+    node_time = np.arange(500) % 17
+    limits = np.random.default_rng(2).integers(0, 17, 20_000)
+    edges = EdgeSet(*np.random.default_rng(3).integers(0, 500, (2, 50_000)), 500)
+    by_time = NodesByTime(node_time)
+    before = numba.get_num_threads()
+    runs = []
+    try:
+        for threads in (1, 2):
+            numba.set_num_threads(threads)
+            pairs = draw_negative_pairs(20_000, 500, 500, 11, limits, by_time, by_time, edges)
+            sources = np.arange(20_000) % 500
+            destinations = draw_negative_destinations(sources, 500, 11, limits, by_time, edges)
+            runs.append((*pairs, destinations))
+    finally:
+        numba.set_num_threads(before)
+    for first, second in zip(*runs, strict=True):
+        assert np.array_equal(first, second)
+    other = draw_negative_pairs(20_000, 500, 500, 12, limits, by_time, by_time, edges)
+    assert not np.array_equal(other[0], runs[0][0])  # another seed, other draws
+
+
+def test_bad_negative_draws():
+    with pytest.raises(ValueError, match="for source 0 in 100 draws"):
+        draw_negative_destinations(np.array([1, 0]), 3, 0, edges=EdgeSet([0, 0, 0], [0, 1, 2], 3))
+    with pytest.raises(ValueError, match="no negative pair that is not an edge found for 4 of 4"):
+        draw_negative_pairs(4, 1, 2, 0, edges=EdgeSet([0, 0], [0, 1], 2))
+    by_time = NodesByTime(np.array([5, 7, 9]))
+    with pytest.raises(ValueError, match="no node is as early as time 4"):
+        draw_negative_destinations(np.array([0, 1]), 3, 0, np.array([6, 4]), by_time)
+    with pytest.raises(ValueError, match=r"needs each negative's 'times'"):
+        draw_negative_pairs(2, 3, 3, 0, src_by_time=by_time)
+    with pytest.raises(ValueError, match=r"'times' must be integer times of shape \(2,\)"):
+        draw_negative_pairs(2, 3, 3, 0, np.array([6.0, 7.0]), by_time)
+    with pytest.raises(ValueError, match="'num_dst' is 0"):
+        draw_negative_pairs(2, 3, 0, 0)
+    with pytest.raises(ValueError, match="'count' must be an int >= 0"):
+        draw_negative_pairs(-1, 3, 3, 0)
+    with pytest.raises(ValueError, match="hold 3 nodes"):
+        draw_negative_destinations(np.array([0]), 4, 0, np.array([9]), by_time)
+    with pytest.raises(ValueError, match="over 3 destinations"):
+        draw_negative_destinations(np.array([0]), 4, 0, edges=EdgeSet([0], [1], 3))
+    with pytest.raises(ValueError, match="'sources' holds node id -1"):
+        draw_negative_destinations(np.array([-1]), 4, 0)
+    with pytest.raises(ValueError, match="'node_time' must be a 1-D array of integer times"):
+        NodesByTime(np.array([0.5]))
+    with pytest.raises(ValueError, match="overflow int64"):
+        EdgeSet([2**40], [0], 2**30)
+
+
+def assert_same_batch(first, second):
+    """Every store of two batches holds the same keys and values."""
+    for mine, other in zip(first.stores, second.stores, strict=True):
+        assert set(mine.keys()) == set(other.keys())
+        for key, value in mine.items():
+            if isinstance(value, torch.Tensor):
+                assert torch.equal(value, other[key]), key
+            else:
+                assert value == other[key], key
+
+
+NEGATIVES = [
+    pytest.param(None, id="none"),
+    pytest.param("binary", id="binary"),
+    pytest.param(NegativeSampling("triplet", 2), id="triplet"),
+]
+
+
+@pytest.mark.parametrize("disjoint", [False, True], ids=["shared", "disjoint"])
+@pytest.mark.parametrize("negative", NEGATIVES)
+def test_transform_sampler_output_sees_pygs_link_output(negative, disjoint):
+    """PyG's filtering of our output as PyG's SamplerOutput gives our batch; the function
+    sees (and may change) the link fields in 'metadata', as in PyG."""
+    data = id_graph()
+    options = {"batch_size": 20, "seed": 1, "neg_sampling": negative, "disjoint": disjoint}
+    plain = LinkNeighborLoader(data, [2, 2], **options)(torch.arange(20))
+    seen = []
+
+    def record(out):
+        seen.append(out)
+        return out
+
+    through = LinkNeighborLoader(data, [2, 2], transform_sampler_output=record, **options)
+    assert_same_batch(plain, through(torch.arange(20)))
+    assert isinstance(seen[0], PyGSamplerOutput) and torch.equal(seen[0].node, plain.n_id)
+    assert torch.equal(seen[0].metadata[0], torch.arange(20))
+
+    def shift(out):
+        out.metadata = (out.metadata[0] + 100, *out.metadata[1:])
+        return out
+
+    shifted = LinkNeighborLoader(data, [2, 2], transform_sampler_output=shift, **options)
+    assert torch.equal(shifted(torch.arange(20)).input_id, torch.arange(20) + 100)
+
+
+class EdgeSampleWithOurs(PyGBaseSampler):
+    """A PyG sampler: PyG's own edge_sample (its negatives, its layout) around our node
+    sampler's draws."""
+
+    def __init__(self, sampler, num_nodes: int, edge_ids: np.ndarray | None):
+        self.sampler = sampler
+        self.num_nodes = num_nodes
+        self.perm = None if edge_ids is None else torch.from_numpy(edge_ids)
+
+    def sample_from_nodes(self, index, **kwargs):
+        raise NotImplementedError
+
+    def sample_from_edges(self, inputs, neg_sampling=None):
+        return pyg_edge_sample(inputs, self._sample, self.num_nodes, False, None, neg_sampling)
+
+    def _sample(self, seed, seed_time):
+        out = self.sampler.sample_from_nodes(
+            SamplerInput(seed.numpy(), np.arange(seed.numel()), derive_seed(0, -1))
+        )
+        return PyGSamplerOutput(
+            *(torch.from_numpy(v) for v in (out.node, out.row, out.col, out.edge)),
+            num_sampled_nodes=list(out.num_sampled_nodes),
+            num_sampled_edges=list(out.num_sampled_edges),
+        )
+
+    @property
+    def edge_permutation(self):
+        return self.perm
+
+
+def test_pyg_samplers_sample_the_links():
+    """A PyG sampler is called as PyG's LinkLoader calls it and filtered by PyG's rules:
+    without negatives, the batch of our own sampling; with them, PyG's own draws."""
+    data = id_graph(seed=7)
+    graph = Graph.from_data(data)
+    sampler = NeighborSampler(graph.indptr, graph.indices, [2, 2])
+    pyg = EdgeSampleWithOurs(sampler, data.num_nodes, graph.edge_ids)
+    ours = LinkNeighborLoader(data, [2, 2], batch_size=20, neighbor_sampler=sampler)
+    theirs = LinkNeighborLoader(data, [2, 2], batch_size=20, neighbor_sampler=pyg)
+    assert_same_batch(ours(torch.arange(20)), theirs(torch.arange(20)))
+    triplet = LinkNeighborLoader(
+        data, [2, 2], batch_size=20, neighbor_sampler=pyg, neg_sampling=("triplet", 3)
+    )
+    batch = triplet(torch.arange(20))
+    src, dst = data.edge_index[:, :20]
+    assert torch.equal(batch.n_id[batch.src_index], src)
+    assert torch.equal(batch.n_id[batch.dst_pos_index], dst)
+    assert batch.dst_neg_index.shape == (20, 3)
+    with pytest.raises(NotImplementedError, match="'exclude_edges' negatives"):
+        strict = NegativeSampling("binary", 1, exclude_edges=True)
+        LinkNeighborLoader(data, [2], neighbor_sampler=pyg, neg_sampling=strict)
+    with pytest.raises(TypeError, match="'transform_sampler_output' must be callable"):
+        LinkNeighborLoader(data, [2], transform_sampler_output="shift")

@@ -1,21 +1,28 @@
 """``LinkNeighborLoader``: a drop-in for PyG's loader of the same name (link prediction) on
-homogeneous graphs: seed edges, negatives as PyG draws them, the neighborhoods of both ends."""
+homogeneous and heterogeneous graphs: seed edges, negatives as PyG draws them, the
+neighborhoods of both ends."""
 
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 
 import numpy as np
 import torch
 from torch_geometric.data import Data, HeteroData
+from torch_geometric.loader.utils import filter_data, filter_hetero_data
 from torch_geometric.sampler import BaseSampler as PyGBaseSampler
+from torch_geometric.sampler import EdgeSamplerInput as PyGEdgeSamplerInput
+from torch_geometric.sampler import HeteroSamplerOutput as PyGHeteroSamplerOutput
+from torch_geometric.sampler import NegativeSampling as PyGNegativeSampling
+from torch_geometric.sampler import SamplerOutput as PyGSamplerOutput
 
 from graphengine.loader.adapters import as_numpy, check_input_ids
 from graphengine.loader.neighbor_loader import NeighborLoader
+from graphengine.loader.pyg_interop import to_pyg_sampler_output
 from graphengine.loader.seeds import BatchRequest
 from graphengine.loader.sources import LoaderParts, LoaderRequest, loader_parts
-from samplers import BaseSampler, EdgeSamplerInput
+from samplers import BaseSampler, EdgeSamplerInput, HeteroNeighborSampler, check_node_ids
 from samplers.link import (
     EdgeSet,
     LinkSamplerOutput,
@@ -24,6 +31,8 @@ from samplers.link import (
     sample_from_edges,
 )
 from samplers.neighbor import check_times
+
+EdgeType = tuple[str, str, str]
 
 
 class SampleEdges:
@@ -35,11 +44,15 @@ class SampleEdges:
         row, col: int64 ``[num_edges]``, the seed edges' ends.
         label: optional ``[num_edges]`` labels; time: optional int64 ``[num_edges]`` times.
         input_id: int64 ``[num_edges]``, each seed edge's ``input_id``.
-        num_nodes: the graph's nodes (negatives are drawn among them).
+        num_nodes: the graph's nodes (negatives are drawn among them); heterogeneous: per
+            node type.
         negative: how to draw negatives, or ``None``.
         disjoint: each edge's ends their own trees.
-        nodes_by_time: the nodes in time order (temporal negatives), or ``None``.
-        edges: the graph's edges, for negatives that exclude them, or ``None``.
+        nodes_by_time: the nodes in time order (temporal negatives; heterogeneous: per node
+            type), or ``None``.
+        edges: the graph's edges (of the seeds' edge type), for negatives that exclude them,
+            or ``None``.
+        edge_type: the seed edges' ``(src, relation, dst)`` type, ``None`` when homogeneous.
     """
 
     def __init__(
@@ -50,11 +63,12 @@ class SampleEdges:
         label,
         time: np.ndarray | None,
         input_id: np.ndarray,
-        num_nodes: int,
+        num_nodes: int | dict[str, int],
         negative: NegativeSampling | None,
         disjoint: bool,
-        nodes_by_time: NodesByTime | None,
+        nodes_by_time: NodesByTime | dict[str, NodesByTime] | None,
         edges: EdgeSet | None,
+        edge_type: EdgeType | None = None,
     ):
         self.sampler = sampler
         self.row, self.col, self.label, self.time = row, col, label, time
@@ -64,6 +78,7 @@ class SampleEdges:
         self.disjoint = disjoint
         self.nodes_by_time = nodes_by_time
         self.edges = edges
+        self.edge_type = edge_type
 
     def __call__(self, request: BatchRequest) -> LinkSamplerOutput:
         index = request.index
@@ -74,6 +89,7 @@ class SampleEdges:
             seed=request.seed,
             label=None if self.label is None else self.label[index],
             time=None if self.time is None else self.time[index],
+            input_type=self.edge_type,
         )
         return sample_from_edges(
             self.sampler,
@@ -91,36 +107,201 @@ class GatherLinks:
     it, with PyG's link fields instead of the node seeds' ones: ``input_id`` (the seed
     edges'), then ``edge_label_index``, ``edge_label`` and ``edge_label_time`` (binary or no
     negatives) or ``src_index``, ``dst_pos_index``, ``dst_neg_index`` and ``seed_time``
-    (triplet); no ``batch_size``."""
+    (triplet); no ``batch_size``. Heterogeneous batches put them where PyG does: on the seed
+    edge type, but ``src_index`` (and ``seed_time``) on the source type and
+    ``dst_pos_index``/``dst_neg_index`` (and ``seed_time``) on the destination type; a field
+    without a value is removed from its store, as PyG's assignment of ``None`` does."""
 
-    def __init__(self, gather, triplet: bool):
+    def __init__(self, gather, triplet: bool, edge_type: EdgeType | None = None):
         self.gather = gather
         self.triplet = triplet
+        self.edge_type = edge_type
 
-    def __call__(self, out: LinkSamplerOutput) -> Data:
+    def __call__(self, out: LinkSamplerOutput) -> Data | HeteroData:
         data = self.gather(out.subgraph)
+        if self.edge_type is None:
+            seeds = src = dst = labels = data
+        else:
+            seeds = data[out.subgraph.input_type]
+            src, dst = data[self.edge_type[0]], data[self.edge_type[-1]]
+            labels = data[self.edge_type]
         for key in ("batch_size", "seed_time", "input_id"):
-            if key in data:
-                del data[key]
-        data.input_id = torch.from_numpy(out.input_id)
+            if key in seeds:
+                del seeds[key]
+        fields = [(labels, "input_id", out.input_id)]
         if self.triplet:
-            data.src_index = torch.from_numpy(out.src_index)
-            data.dst_pos_index = torch.from_numpy(out.dst_pos_index)
-            data.dst_neg_index = torch.from_numpy(np.ascontiguousarray(out.dst_neg_index))
-            if out.edge_label_time is not None:
-                data.seed_time = torch.from_numpy(out.edge_label_time)
-            return data
-        data.edge_label_index = torch.from_numpy(out.edge_label_index)
-        if out.edge_label is not None:
-            data.edge_label = torch.as_tensor(out.edge_label)
-        if out.edge_label_time is not None:
-            data.edge_label_time = torch.from_numpy(out.edge_label_time)
+            fields += [
+                (src, "src_index", out.src_index),
+                (dst, "dst_pos_index", out.dst_pos_index),
+                (dst, "dst_neg_index", np.ascontiguousarray(out.dst_neg_index)),
+                (src, "seed_time", out.edge_label_time),
+                (dst, "seed_time", out.edge_label_time),
+            ]
+            # As PyG: no binary fields left from the data.
+            fields += [(labels, "edge_label_index", None), (labels, "edge_label_time", None)]
+        else:
+            fields += [
+                (labels, "edge_label_index", out.edge_label_index),
+                (labels, "edge_label", out.edge_label),
+                (labels, "edge_label_time", out.edge_label_time),
+            ]
+        for store, key, value in fields:
+            if value is not None:
+                store[key] = torch.as_tensor(value)
+            elif key in store:
+                del store[key]
         return data
+
+
+class SamplePyGEdges:
+    """Sampling with a user's PyG sampler: a :class:`BatchRequest` -> what its
+    ``sample_from_edges(EdgeSamplerInput(...)[index], neg_sampling)`` returns, as PyG's
+    ``LinkLoader.collate_fn`` calls it (a PyG ``SamplerOutput`` or ``HeteroSamplerOutput``
+    whose ``metadata`` holds the link fields). PyG's samplers draw from torch's global
+    random state: ``request.seed`` is not passed on.
+
+    Args:
+        sampler: a ``torch_geometric.sampler.BaseSampler``.
+        input_data: PyG's ``EdgeSamplerInput`` of all seed edges.
+        neg_sampling: PyG's ``NegativeSampling``, or ``None``.
+    """
+
+    def __init__(
+        self,
+        sampler: PyGBaseSampler,
+        input_data: PyGEdgeSamplerInput,
+        neg_sampling: PyGNegativeSampling | None,
+    ):
+        self.sampler = sampler
+        self.input_data = input_data
+        self.neg_sampling = neg_sampling
+
+    def __call__(self, request: BatchRequest) -> PyGSamplerOutput | PyGHeteroSamplerOutput:
+        index = torch.from_numpy(np.asarray(request.index, dtype=np.int64))
+        out = self.sampler.sample_from_edges(self.input_data[index], self.neg_sampling)
+        if not isinstance(out, (PyGSamplerOutput, PyGHeteroSamplerOutput)):
+            raise TypeError(
+                f"{type(self.sampler).__name__}.sample_from_edges must return a "
+                "torch_geometric.sampler.SamplerOutput or HeteroSamplerOutput (got "
+                f"{type(out).__name__})"
+            )
+        return out
+
+
+class AsPyGLinkOutput:
+    """Our :class:`~samplers.link.LinkSamplerOutput` as the PyG output PyG's link sampler
+    returns: the subgraph as PyG's ``SamplerOutput`` / ``HeteroSamplerOutput`` with
+    ``metadata`` ``(input_id, edge_label_index, edge_label, edge_label_time)`` (binary or no
+    negatives) or ``(input_id, src_index, dst_pos_index, dst_neg_index, seed_time)``
+    (triplet), torch tensors or ``None``, for PyG's ``transform_sampler_output``."""
+
+    def __init__(self, triplet: bool):
+        self.triplet = triplet
+
+    def __call__(self, out: LinkSamplerOutput) -> PyGSamplerOutput | PyGHeteroSamplerOutput:
+        pyg = to_pyg_sampler_output(out.subgraph)
+        if self.triplet:
+            fields = (out.src_index, out.dst_pos_index, out.dst_neg_index)
+        else:
+            fields = (out.edge_label_index, out.edge_label)
+        fields = (out.input_id, *fields, out.edge_label_time)
+        pyg.metadata = tuple(
+            None if value is None else torch.as_tensor(np.ascontiguousarray(value))
+            for value in fields
+        )
+        return pyg
+
+
+class GatherPyGLinks:
+    """Gathering of a PyG link sampler's output (see :class:`SamplePyGEdges` and
+    :class:`AsPyGLinkOutput`), as PyG's ``LinkLoader.filter_fn``: ``transform_sampler_output``
+    first, then node and edge attributes by PyG's own ``filter_data`` /
+    ``filter_hetero_data``, ``n_id``, ``e_id``, ``batch``, the per-hop counts and the link
+    fields from ``metadata``, where PyG puts them.
+
+    Args:
+        data: the loader's ``Data`` or ``HeteroData``.
+        edge_permutation: what maps the output's ``edge`` to edge ids: an int64 tensor or
+            ``None``, or per edge type.
+        edge_type: the seed edges' type (heterogeneous), else ``None``.
+        triplet: triplet negatives (else binary or none).
+        transform_sampler_output: PyG's ``transform_sampler_output``, or ``None``.
+        convert: what makes the sampler's output PyG's (:class:`AsPyGLinkOutput`), or
+            ``None`` when it is PyG's already.
+    """
+
+    def __init__(
+        self,
+        data: Data | HeteroData,
+        edge_permutation,
+        edge_type: EdgeType | None,
+        triplet: bool,
+        transform_sampler_output: Callable | None,
+        convert: Callable | None = None,
+    ):
+        if transform_sampler_output is not None and not callable(transform_sampler_output):
+            raise TypeError(
+                "'transform_sampler_output' must be callable (got "
+                f"{type(transform_sampler_output).__name__})"
+            )
+        self.data = data
+        self.edge_permutation = edge_permutation
+        self.edge_type = edge_type
+        self.triplet = triplet
+        self.transform_sampler_output = transform_sampler_output
+        self.convert = convert
+
+    def __call__(self, out) -> Data | HeteroData:
+        if self.convert is not None:
+            out = self.convert(out)
+        if self.transform_sampler_output is not None:
+            out = self.transform_sampler_output(out)
+        perm = self.edge_permutation
+        if self.edge_type is None:
+            batch = filter_data(self.data, out.node, out.row, out.col, out.edge, perm)
+            batch.n_id = out.node
+            if out.edge is not None:
+                edge = out.edge.to(torch.long)
+                batch.e_id = perm[edge] if perm is not None else edge
+            batch.batch = out.batch
+            batch.num_sampled_nodes = out.num_sampled_nodes
+            batch.num_sampled_edges = out.num_sampled_edges
+            src = dst = labels = batch
+        else:
+            batch = filter_hetero_data(self.data, out.node, out.row, out.col, out.edge, perm)
+            for key, node in out.node.items():
+                batch[key].n_id = node
+            for key, edge in (out.edge or {}).items():
+                if edge is not None:
+                    edge = edge.to(torch.long)
+                    if perm is not None and perm.get(key) is not None:
+                        edge = perm[key][edge]
+                    batch[key].e_id = edge
+            batch.set_value_dict("batch", out.batch)
+            batch.set_value_dict("num_sampled_nodes", out.num_sampled_nodes)
+            batch.set_value_dict("num_sampled_edges", out.num_sampled_edges)
+            src, dst = batch[self.edge_type[0]], batch[self.edge_type[-1]]
+            labels = batch[self.edge_type]
+        metadata = out.metadata
+        labels.input_id = metadata[0]
+        if not self.triplet:
+            labels.edge_label_index = metadata[1]
+            labels.edge_label = metadata[2]
+            labels.edge_label_time = metadata[3]
+            return batch
+        src.src_index = metadata[1]
+        dst.dst_pos_index = metadata[2]
+        dst.dst_neg_index = metadata[3]
+        src.seed_time = dst.seed_time = metadata[4]
+        for key in ("edge_label_index", "edge_label_time"):  # as PyG
+            if key in labels:
+                del labels[key]
+        return batch
 
 
 class LinkNeighborLoader(NeighborLoader):
     """Mini-batches of seed edges and the sampled neighborhoods of their ends, as PyG's
-    ``LinkNeighborLoader``, for homogeneous graphs.
+    ``LinkNeighborLoader``, for homogeneous and heterogeneous graphs.
 
     Each batch is the node loader's ``Data`` for the edges' ends (``x``, ``edge_index``,
     ``n_id``, ``e_id``, per-hop counts, ``batch`` when disjoint) with ``input_id`` (the seed
@@ -129,25 +310,46 @@ class LinkNeighborLoader(NeighborLoader):
     the batch) and ``edge_label`` (the given labels shifted by one when they hold 0, as PyG
     does, or ones; zeros for negatives), ``edge_label_time`` when temporal; for triplet
     sampling ``src_index``, ``dst_pos_index``, ``dst_neg_index`` (``[num_pos]`` or
-    ``[num_pos, amount]``) and ``seed_time`` when temporal.
+    ``[num_pos, amount]``) and ``seed_time`` when temporal. A ``HeteroData`` gives
+    ``HeteroData`` batches with these fields where PyG puts them: ``input_id``,
+    ``edge_label_index`` (sources as positions among the source type's ``n_id``,
+    destinations among the destination type's), ``edge_label`` and ``edge_label_time`` on
+    the seed edge type; ``src_index`` on the source type, ``dst_pos_index`` and
+    ``dst_neg_index`` on the destination type, ``seed_time`` on both.
+
+    Negatives are drawn as PyG draws them: binary ones ``ceil(num_pos * amount)`` pairs,
+    both ends uniform over the nodes (heterogeneous: of the seed edge type's source and
+    destination types), triplet ones ``amount`` uniform destinations per positive edge; with
+    ``edge_label_time`` and node times, uniform over the nodes no later than the edge (PyG
+    redraws later ones 5 times and then takes the earliest node; graphengine's draw is exactly
+    uniform). PyG may draw a true edge as a negative; ``exclude_edges`` here never does. The
+    draws run in Numba (:mod:`samplers._kernels.negative`), each from a random stream of the
+    batch's seed, so batches are the same for a seed whatever the threads.
 
     Args (PyG's, with PyG's meaning; the rest as :class:`NeighborLoader`'s):
         edge_label_index: int ``[2, num_edges]`` seed edges; all of ``data``'s by default.
+            Heterogeneous: an edge type (``(src, relation, dst)``, or ``(src, dst)`` when one
+            edge type links them) for all its edges, or ``(edge type, ids or None)``.
         edge_label: ``[num_edges]`` labels of the seed edges.
         edge_label_time: int ``[num_edges]`` times of the seed edges (needs ``time_attr``):
             the edges' ends sample nothing later, and temporal negatives no later node.
         neg_sampling: ``'binary'``, ``'triplet'``, PyG's ``NegativeSampling`` (uniform: node
             weights are refused), or :class:`samplers.link.NegativeSampling`, whose
-            ``exclude_edges`` never draws a true edge as a negative (PyG may).
+            ``exclude_edges`` never draws a true edge (of the seed edge type) as a negative;
+            a negative that finds none in 100 draws raises ``ValueError``.
         neg_sampling_ratio: PyG's deprecated spelling of binary negatives at this ratio.
 
-    Heterogeneous data, PyG store pairs, PyG samplers and ``transform_sampler_output`` are
-    not supported for links yet and raise ``NotImplementedError``.
+    ``neighbor_sampler`` may also be a PyG ``torch_geometric.sampler.BaseSampler``, called as
+    PyG's ``LinkLoader`` calls it (``sample_from_edges`` with PyG's ``NegativeSampling``: its
+    own draws, from torch's global generator, and no ``exclude_edges``) and its output
+    filtered by PyG's rules; ``transform_sampler_output`` gets PyG's ``SamplerOutput`` /
+    ``HeteroSamplerOutput`` with the link fields in ``metadata``, as PyG's loader gives it.
+    PyG store pairs are not supported for links yet and raise ``NotImplementedError``.
     """
 
     def __init__(
         self,
-        data: Data,
+        data: Data | HeteroData,
         num_neighbors: Sequence[int],
         edge_label_index=None,
         edge_label=None,
@@ -175,23 +377,22 @@ class LinkNeighborLoader(NeighborLoader):
                 f"both (got edge_label_time {'set' if edge_label_time is not None else 'unset'}, "
                 f"time_attr {time_attr!r})"
             )
-        if isinstance(data, HeteroData) or not isinstance(data, Data):
+        if not isinstance(data, (Data, HeteroData)):
             raise NotImplementedError(
-                "LinkNeighborLoader takes a homogeneous PyG Data for now (got "
-                f"{type(data).__name__}); heterogeneous link sampling is not built yet"
-            )
-        if isinstance(neighbor_sampler, PyGBaseSampler) and not isinstance(
-            neighbor_sampler, BaseSampler
-        ):
-            raise NotImplementedError("LinkNeighborLoader does not take PyG samplers yet")
-        if transform_sampler_output is not None:
-            raise NotImplementedError(
-                "LinkNeighborLoader does not take 'transform_sampler_output' yet; use 'transform'"
+                "LinkNeighborLoader takes a PyG Data or HeteroData for now (got "
+                f"{type(data).__name__}); link sampling over stores is not built yet"
             )
         if neg_sampling_ratio is not None and neg_sampling_ratio != 0:
             neg_sampling = NegativeSampling("binary", neg_sampling_ratio)
+        self._pyg_negative = None
+        if _is_pyg_sampler(neighbor_sampler):
+            self._pyg_negative = _pyg_negative(neg_sampling)
+            if self._pyg_negative is not None:  # PyG's node weights are its sampler's business
+                mode = self._pyg_negative.mode
+                neg_sampling = NegativeSampling(mode, self._pyg_negative.amount)
         self._negative = NegativeSampling.cast(neg_sampling)
         self._link = (edge_label_index, edge_label, edge_label_time, input_id)
+        self._transform_sampler_output = transform_sampler_output
         super().__init__(
             data,
             num_neighbors,
@@ -210,18 +411,40 @@ class LinkNeighborLoader(NeighborLoader):
         )
 
     def _loader_parts(self, data, request: LoaderRequest) -> LoaderParts:
-        parts = loader_parts(data, dataclasses.replace(request, edge_seeds=True))
+        pyg_sampler = _is_pyg_sampler(request.neighbor_sampler)
+        if pyg_sampler:  # PyG's sampler samples the edges itself: no parts of our own
+            parts = LoaderParts(None, None, 0, request.neighbor_sampler, None)
+        else:
+            parts = loader_parts(data, dataclasses.replace(request, edge_seeds=True))
         edge_label_index, edge_label, edge_label_time, input_id = self._link
-        num_nodes = int(data.num_nodes)
-        if edge_label_index is None:
-            edge_label_index = data.edge_index
-        seeds = as_numpy(edge_label_index)
-        if seeds.ndim != 2 or seeds.shape[0] != 2:
-            raise ValueError(
-                f"'edge_label_index' must have shape [2, num_edges] (got {tuple(seeds.shape)})"
-            )
-        num_seeds = seeds.shape[1]
+        sampler = parts.sampler
         negative = self._negative
+        node_time = getattr(sampler, "node_time", None)
+        if isinstance(data, HeteroData):
+            if not pyg_sampler and not isinstance(sampler, HeteroNeighborSampler):
+                raise TypeError(
+                    "heterogeneous link sampling seeds several node types at once: "
+                    "'neighbor_sampler' must be a samplers.HeteroNeighborSampler (got "
+                    f"{type(sampler).__name__})"
+                )
+            edge_type, seeds = hetero_edge_seeds(data, edge_label_index)
+            num_nodes = {t: int(data[t].num_nodes) for t in data.node_types}
+            src = check_node_ids(seeds[0], num_nodes[edge_type[0]], "edge_label_index[0]")
+            dst = check_node_ids(seeds[1], num_nodes[edge_type[-1]], "edge_label_index[1]")
+            by_time = None
+            if not pyg_sampler and isinstance(node_time, dict):
+                by_time = {t: NodesByTime(times) for t, times in node_time.items()}
+            edge_index = data[edge_type].edge_index
+        else:
+            edge_type = None
+            num_nodes = int(data.num_nodes)
+            if edge_label_index is None:
+                edge_label_index = data.edge_index
+            seeds = _edge_pairs(edge_label_index, "edge_label_index")
+            src, dst = seeds[0].astype(np.int64), seeds[1].astype(np.int64)
+            by_time = None if pyg_sampler or node_time is None else NodesByTime(node_time)
+            edge_index = data.edge_index
+        num_seeds = src.shape[0]
         label = None
         if edge_label is not None:
             label = as_numpy(edge_label)
@@ -245,25 +468,125 @@ class LinkNeighborLoader(NeighborLoader):
             if input_id is None
             else check_input_ids(input_id, num_seeds)
         )
-        sampler = parts.sampler
-        node_time = getattr(sampler, "node_time", None)
+        triplet = negative is not None and negative.mode == "triplet"
+        if pyg_sampler:
+            inputs = PyGEdgeSamplerInput(
+                torch.from_numpy(ids),
+                torch.from_numpy(src),
+                torch.from_numpy(dst),
+                None if label is None else torch.as_tensor(label),
+                None if time is None else torch.from_numpy(time),
+                edge_type,
+            )
+            sample = SamplePyGEdges(sampler, inputs, self._pyg_negative)
+            permutation = getattr(sampler, "edge_permutation", None)
+            gather = GatherPyGLinks(
+                data, permutation, edge_type, triplet, self._transform_sampler_output
+            )
+            return LoaderParts(sample, gather, num_seeds, sampler, None)
         edges = None
         if negative is not None and negative.exclude_edges:
-            edges = EdgeSet(*as_numpy(data.edge_index), num_nodes)
+            num_dst = num_nodes if edge_type is None else num_nodes[edge_type[-1]]
+            edges = EdgeSet(*_edge_pairs(edge_index, "edge_index"), num_dst)
         sample = SampleEdges(
             sampler,
-            seeds[0].astype(np.int64),
-            seeds[1].astype(np.int64),
+            src,
+            dst,
             label,
             time,
             ids,
             num_nodes,
             negative,
             bool(request.options["disjoint"] or getattr(sampler, "disjoint", False)),
-            None if node_time is None else NodesByTime(node_time),
+            by_time,
             edges,
+            edge_type,
         )
-        triplet = negative is not None and negative.mode == "triplet"
-        return LoaderParts(
-            sample, GatherLinks(parts.gather, triplet), num_seeds, sampler, parts.graph
+        if self._transform_sampler_output is None:
+            gather = GatherLinks(parts.gather, triplet, edge_type)
+        else:
+            gather = GatherPyGLinks(
+                data,
+                _edge_permutation(parts.graph),
+                edge_type,
+                triplet,
+                self._transform_sampler_output,
+                AsPyGLinkOutput(triplet),
+            )
+        return LoaderParts(sample, gather, num_seeds, sampler, parts.graph)
+
+
+def _is_pyg_sampler(sampler) -> bool:
+    return isinstance(sampler, PyGBaseSampler) and not isinstance(sampler, BaseSampler)
+
+
+def _pyg_negative(neg_sampling) -> PyGNegativeSampling | None:
+    """``neg_sampling`` for a PyG sampler: PyG's own, or ours without ``exclude_edges``
+    (which PyG's samplers cannot do)."""
+    if isinstance(neg_sampling, NegativeSampling):
+        if neg_sampling.exclude_edges:
+            raise NotImplementedError(
+                "'exclude_edges' negatives are drawn by graphengine's sampling; PyG's samplers "
+                "draw true edges too: use graphengine's sampler (no 'neighbor_sampler')"
+            )
+        return PyGNegativeSampling(neg_sampling.mode, neg_sampling.amount)
+    return PyGNegativeSampling.cast(neg_sampling)
+
+
+def _edge_permutation(graph):
+    """A graph's edge ids as PyG's ``edge_permutation``: a tensor or ``None``, per edge type
+    for a :class:`~graphengine.loader.hetero.HeteroGraph`."""
+    edge_ids = graph.edge_ids
+    if isinstance(edge_ids, dict):
+        return {t: None if p is None else torch.from_numpy(p) for t, p in edge_ids.items()}
+    return None if edge_ids is None else torch.from_numpy(edge_ids)
+
+
+def hetero_edge_seeds(data: HeteroData, edge_label_index) -> tuple[EdgeType, np.ndarray]:
+    """PyG's heterogeneous ``edge_label_index`` (an edge type, or ``(edge type, ids or
+    None)``) as ``(edge type, int64 [2, num_edges] seed edges)``; ``None`` ids mean all the
+    edge type's edges. An edge type is ``(src, relation, dst)`` or, when only one edge type
+    links them, ``(src, dst)``."""
+    if not isinstance(edge_label_index, (tuple, list)) or not edge_label_index:
+        raise ValueError(
+            "'edge_label_index' of a HeteroData must be an edge type or an (edge type, ids or "
+            f"None) pair (got {type(edge_label_index).__name__})"
         )
+    if isinstance(edge_label_index[0], str):
+        edge_type, ids = tuple(edge_label_index), None
+    elif len(edge_label_index) == 2:
+        edge_type, ids = edge_label_index
+        edge_type = tuple(edge_type) if isinstance(edge_type, (tuple, list)) else edge_type
+    else:
+        raise ValueError(
+            "'edge_label_index' of a HeteroData must be an edge type or an (edge type, ids or "
+            f"None) pair (got {len(edge_label_index)} entries)"
+        )
+    edge_type = _canonical_edge_type(data, edge_type)
+    if ids is None:
+        ids = data[edge_type].edge_index
+    return edge_type, _edge_pairs(ids, "edge_label_index")
+
+
+def _canonical_edge_type(data: HeteroData, edge_type) -> EdgeType:
+    if edge_type in data.edge_types:
+        return edge_type
+    matches = []
+    if isinstance(edge_type, tuple) and len(edge_type) == 2:
+        matches = [t for t in data.edge_types if (t[0], t[-1]) == edge_type]
+    if len(matches) == 1:
+        return matches[0]
+    raise ValueError(
+        f"'edge_label_index' names edge type {edge_type!r}, which is not one edge type of the "
+        f"data (edge types: {data.edge_types})"
+    )
+
+
+def _edge_pairs(edge_index, name: str) -> np.ndarray:
+    """``edge_index`` as an int64 ``[2, num_edges]`` array, or an error naming ``name``."""
+    pairs = as_numpy(edge_index)
+    if pairs.ndim != 2 or pairs.shape[0] != 2:
+        raise ValueError(f"'{name}' must have shape [2, num_edges] (got {tuple(pairs.shape)})")
+    if pairs.size and not np.issubdtype(pairs.dtype, np.integer):
+        raise TypeError(f"'{name}' must hold integer node ids (got dtype {pairs.dtype})")
+    return pairs.astype(np.int64)

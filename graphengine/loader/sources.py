@@ -87,7 +87,9 @@ class LoaderRequest:
     pin_memory: bool
     device: torch.device | None
     labor: dict | None = None  # LaborSampler's options, for LABOR instead of node-wise sampling
-    edge_seeds: bool = False  # seeds are edges, which bring their own times (link loaders)
+    # Seeds are edges, which bring their own times (link loaders); heterogeneous parts then
+    # come without a sampling stage.
+    edge_seeds: bool = False
 
 
 class GatherThroughPyG:
@@ -218,8 +220,10 @@ def _heterogeneous(data: HeteroData, request: LoaderRequest) -> LoaderParts:
             **request.options,
             **attributes,
         )
-    input_type, nodes, ids = _hetero_seeds(request, graph)
     gather = GatherHeteroFeatures(data, graph)
+    if request.edge_seeds:  # a link loader cuts its seed edges and samples them itself
+        return LoaderParts(None, gather, 0, sampler, graph)
+    input_type, nodes, ids = _hetero_seeds(request, graph)
     if request.transform_sampler_output is not None:
         permutation = {
             edge_type: None if perm is None else torch.from_numpy(perm)

@@ -1,0 +1,117 @@
+"""Numba kernels that draw negative edges for link prediction.
+
+Arrays only; callers validate. Entry ``i`` draws from the counter-based stream numbered ``i``
+under ``key`` (:mod:`samplers._kernels.random`), so the draws do not depend on the threads.
+A node is uniform over a side's ``num_nodes`` nodes or, when the side's ``order`` is not empty,
+over the nodes no later than the entry's time limit: ``order`` (int64) lists the side's nodes by
+ascending time and ``sorted_times`` (int64) their times, so the nodes allowed are a prefix of
+``order``, found by binary search. A pair whose key ``source * num_dst + destination`` is in
+``edge_keys`` (sorted int64, empty for none) is redrawn, at most ``max_draws`` draws in all;
+an entry that finds no allowed pair gets ``-1``. Rejection keeps each draw exactly uniform over
+the allowed pairs that are not edges.
+"""
+
+import numpy as np
+from numba import njit, prange
+
+from samplers._kernels.random import stream_state, uniform_below
+
+
+@njit(inline="always")
+def _count_no_later(sorted_times, limit):
+    """How many entries of ``sorted_times`` (ascending) are ``<= limit``."""
+    lo = 0
+    hi = sorted_times.shape[0]
+    while lo < hi:
+        mid = (lo + hi) >> 1
+        if sorted_times[mid] <= limit:
+            lo = mid + 1
+        else:
+            hi = mid
+    return lo
+
+
+@njit(inline="always")
+def _allowed(num_nodes, sorted_times, limits, i):
+    """How many nodes of a side entry ``i`` may draw: all, or those no later than its limit."""
+    if sorted_times.shape[0] == 0:
+        return num_nodes
+    return _count_no_later(sorted_times, limits[i])
+
+
+@njit(inline="always")
+def _node(state, allowed, order):
+    """A node uniform over the ``allowed`` first of ``order`` (over ``[0, allowed)`` when
+    ``order`` is empty) and the advanced state."""
+    t, state = uniform_below(state, np.uint64(allowed))
+    if order.shape[0] == 0:
+        return np.int64(t), state
+    return order[np.int64(t)], state
+
+
+@njit(inline="always")
+def _is_edge(edge_keys, pair):
+    """Whether ``pair`` is in ``edge_keys`` (sorted int64; empty: never)."""
+    lo = 0
+    hi = edge_keys.shape[0]
+    while lo < hi:
+        mid = (lo + hi) >> 1
+        if edge_keys[mid] < pair:
+            lo = mid + 1
+        else:
+            hi = mid
+    return lo < edge_keys.shape[0] and edge_keys[lo] == pair
+
+
+@njit(parallel=True, nogil=True, cache=True)
+def draw_pairs(
+    num_src,
+    src_order,
+    src_times,
+    num_dst,
+    dst_order,
+    dst_times,
+    limits,
+    edge_keys,
+    max_draws,
+    key,
+    out_src,
+    out_dst,
+):
+    """Fill ``out_src``/``out_dst`` (int64 ``[count]``) with pairs, both ends uniform over
+    their side's allowed nodes (``limits``: int64 ``[count]`` time limits, read for a side
+    with times), pairs in ``edge_keys`` redrawn; ``-1`` in both where ``max_draws`` draws
+    found none."""
+    for i in prange(out_src.shape[0]):
+        state = stream_state(key, np.uint64(i))
+        src_allowed = _allowed(num_src, src_times, limits, i)
+        dst_allowed = _allowed(num_dst, dst_times, limits, i)
+        out_src[i] = -1
+        out_dst[i] = -1
+        for _ in range(max_draws):
+            src, state = _node(state, src_allowed, src_order)
+            dst, state = _node(state, dst_allowed, dst_order)
+            if not _is_edge(edge_keys, src * num_dst + dst):
+                out_src[i] = src
+                out_dst[i] = dst
+                break
+
+
+@njit(parallel=True, nogil=True, cache=True)
+def draw_destinations(
+    sources, num_dst, dst_order, dst_times, limits, edge_keys, max_draws, key, out
+):
+    """Fill ``out`` (int64 ``[len(sources)]``) with a destination for each of ``sources``
+    (int64), uniform over the allowed nodes (``limits`` as in :func:`draw_pairs`), a
+    destination that makes a pair in ``edge_keys`` redrawn; ``-1`` where ``max_draws`` draws
+    found none."""
+    for i in prange(sources.shape[0]):
+        state = stream_state(key, np.uint64(i))
+        allowed = _allowed(num_dst, dst_times, limits, i)
+        base = sources[i] * num_dst
+        out[i] = -1
+        for _ in range(max_draws):
+            dst, state = _node(state, allowed, dst_order)
+            if not _is_edge(edge_keys, base + dst):
+                out[i] = dst
+                break
