@@ -25,7 +25,8 @@ from graphengine.nn.inference import layerwise_inference
 from graphengine.train.evaluate import FULL_EVAL_MAX_EDGES
 from graphengine.train.link_metrics import ranking_metrics, roc_auc
 from graphengine.train.link_split import random_link_split
-from samplers.link import EdgeSet, NegativeSampling
+from samplers.link import EdgeSet, NegativeSampling, draw_negative_destinations
+from samplers.seeds import mix_seed
 
 log = logging.getLogger(__name__)
 
@@ -125,7 +126,12 @@ class LinkTrainer:
             seed=seed,
         )
         self.eval_mode = _eval_mode(eval_mode, encoder, data.edge_index.size(1))
-        self._all_edges = EdgeSet(*data.edge_index.numpy(), int(data.num_nodes))
+        # What no ranking negative may be: an edge, or the source itself.
+        loops = np.arange(int(data.num_nodes), dtype=np.int64)
+        row, col = data.edge_index.numpy()
+        self._not_negative = EdgeSet(
+            np.concatenate([row, loops]), np.concatenate([col, loops]), int(data.num_nodes)
+        )
         train = self.split.train
         self.train_loader = LinkNeighborLoader(
             train,
@@ -251,34 +257,19 @@ class LinkTrainer:
     def _ranking(self, z, sources, positive_scores, split: str) -> dict[str, float]:
         """MRR and Hits@K of each positive among ``eval_negatives`` destinations drawn for its
         source ``sources`` (int64 ``[num_pos]``)."""
-        offset = LINK_SPLITS.index(split) + 1
-        rng = np.random.default_rng([self.seed, offset])
-        negatives = torch.from_numpy(
-            _non_neighbors(rng, sources.numpy(), self.eval_negatives, self._all_edges)
+        negatives = draw_negative_destinations(
+            np.repeat(sources.numpy(), self.eval_negatives),
+            self._not_negative.num_nodes,
+            seed=mix_seed(self.seed, LINK_SPLITS.index(split)),
+            edges=self._not_negative,
         )
+        negatives = torch.from_numpy(negatives).view(-1, self.eval_negatives)
         scores = []
         for s, d in zip(sources.split(RANKING_CHUNK), negatives.split(RANKING_CHUNK), strict=True):
             z_src = z[s].to(self.device).unsqueeze(1).expand(-1, d.size(1), -1)
             scores.append(self.decoder(z_src.reshape(-1, z.size(1)), z[d.view(-1)].to(self.device)))
         negative_scores = torch.cat(scores).cpu().view(-1, self.eval_negatives)
         return ranking_metrics(positive_scores, negative_scores, self.hits_at)
-
-
-def _non_neighbors(rng, sources: np.ndarray, amount: int, edges: EdgeSet) -> np.ndarray:
-    """int64 ``[len(sources), amount]``: for each source, ``amount`` nodes drawn uniformly (with
-    replacement) among those it has no edge to, itself excluded."""
-    num_nodes = edges.num_nodes
-    src = np.repeat(sources, amount)
-    dst = rng.integers(0, num_nodes, src.shape[0])
-    for _ in range(100):
-        bad = (dst == src) | edges.contains(src, dst)
-        if not bad.any():
-            return dst.reshape(-1, amount)
-        dst[bad] = rng.integers(0, num_nodes, int(bad.sum()))
-    raise ValueError(
-        f"node {int(src[np.argmax(bad)])} has an edge to (nearly) every node: no negative to "
-        "rank its edges against"
-    )
 
 
 def _as_data(dataset: GraphDataset | Data) -> Data:
