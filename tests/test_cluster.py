@@ -179,3 +179,17 @@ def test_batches_equal_pygs_for_the_same_clusters(sparse_format, keep):
     for c in range(7):
         for key in ("x", "y", "edge_attr", "edge_index"):
             assert torch.equal(ours[c][key], theirs[c][key]), (c, key)
+
+
+def test_loader_device():
+    cluster_data = ClusterData(communities(), num_parts=6, log=False)
+    on_cpu = next(iter(ClusterLoader(cluster_data, batch_size=2, seed=1, device="cpu")))
+    default = next(iter(ClusterLoader(cluster_data, batch_size=2, seed=1)))
+    assert torch.equal(on_cpu.edge_index, default.edge_index)
+    with pytest.raises(ValueError, match="'device' must be a torch device"):
+        ClusterLoader(cluster_data, device="gpu:0")
+    if torch.cuda.is_available():
+        loader = ClusterLoader(cluster_data, batch_size=2, seed=1, device="cuda", num_workers=1)
+        batch = next(iter(loader))
+        assert batch.x.is_cuda and batch.edge_index.is_cuda
+        assert torch.equal(batch.edge_index.cpu(), default.edge_index)

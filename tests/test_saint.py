@@ -168,3 +168,17 @@ def test_bad_arguments():
         GraphSAINTNodeSampler(data, batch_size=5)
     with pytest.raises(TypeError, match="does not support"):
         GraphSAINTNodeSampler(id_graph(), batch_size=5, sampler=None)
+
+
+def test_loader_device():
+    data = id_graph()
+    on_cpu = next(iter(GraphSAINTNodeSampler(data, batch_size=20, seed=3, device="cpu")))
+    default = next(iter(GraphSAINTNodeSampler(data, batch_size=20, seed=3)))
+    assert torch.equal(on_cpu.edge_index, default.edge_index)
+    with pytest.raises(ValueError, match="'device' must be a torch device"):
+        GraphSAINTNodeSampler(data, batch_size=20, device="gpu:0")
+    if torch.cuda.is_available():
+        loader = GraphSAINTNodeSampler(data, batch_size=20, seed=3, device="cuda", num_workers=1)
+        batch = next(iter(loader))
+        assert batch.edge_index.is_cuda
+        assert torch.equal(batch.edge_index.cpu(), default.edge_index)

@@ -17,7 +17,7 @@ from graphengine.data.partition.partitioner import check_num_parts, metis_parts,
 from graphengine.loader.adapters import as_numpy, dataloader_options, select_rows
 from graphengine.loader.pipeline import Stage
 from graphengine.loader.seeds import BatchRequest, SeedBatches
-from graphengine.loader.staged import StagedLoader
+from graphengine.loader.staged import StagedLoader, copy_stages
 
 logger = logging.getLogger(__name__)
 
@@ -161,6 +161,7 @@ class ClusterLoader(StagedLoader):
             global generator (as PyG's ``shuffle``).
         num_workers: threads building batches; 0 builds them in the caller's thread.
         prefetch: batches in flight per thread (also as ``prefetch_factor``).
+        device: where batches go; a CUDA device adds a copy stage on a side stream.
 
     ``persistent_workers``, ``timeout`` and ``multiprocessing_context`` are accepted and have
     no effect; other ``DataLoader`` options raise ``TypeError``.
@@ -175,6 +176,7 @@ class ClusterLoader(StagedLoader):
         seed: int | None = None,
         num_workers: int = 0,
         prefetch: int = 2,
+        device: str | torch.device | None = None,
         **kwargs,
     ):
         if not isinstance(cluster_data, ClusterData):
@@ -194,8 +196,8 @@ class ClusterLoader(StagedLoader):
             np.arange(cluster_data.num_parts, dtype=np.int64), np.diff(p.partptr)
         )
         batches = SeedBatches(cluster_data.num_parts, batch_size, shuffle, drop_last, seed)
-        stage = Stage("collate", self._collate, max(num_workers, 1))
-        self._set_stages(batches, [stage], prefetch * max(num_workers, 1))
+        stages = [Stage("collate", self._collate, max(num_workers, 1)), *copy_stages(device)]
+        self._set_stages(batches, stages, prefetch * max(num_workers, 1))
 
     @property
     def batch_size(self) -> int:

@@ -15,7 +15,7 @@ from tqdm import tqdm
 from graphengine.loader.adapters import as_numpy, dataloader_options
 from graphengine.loader.pipeline import Stage
 from graphengine.loader.seeds import BatchRequest, SeedBatches
-from graphengine.loader.staged import StagedLoader
+from graphengine.loader.staged import StagedLoader, copy_stages
 from samplers.saint import (
     SaintGraph,
     edge_probabilities,
@@ -50,6 +50,7 @@ class GraphSAINTSampler(StagedLoader):
         seed: the base seed; ``None`` draws one per epoch from torch's global generator.
         num_workers: threads building subgraphs; 0 builds them in the caller's thread.
         prefetch: subgraphs in flight per thread (also as ``prefetch_factor``).
+        device: where batches go; a CUDA device adds a copy stage on a side stream.
     """
 
     def __init__(
@@ -63,6 +64,7 @@ class GraphSAINTSampler(StagedLoader):
         seed: int | None = None,
         num_workers: int = 0,
         prefetch: int = 2,
+        device: str | torch.device | None = None,
         **kwargs,
     ):
         if not isinstance(data, Data) or getattr(data, "edge_index", None) is None:
@@ -82,6 +84,7 @@ class GraphSAINTSampler(StagedLoader):
             if isinstance(value, bool) or not isinstance(value, int) or value < low:
                 raise ValueError(f"'{name}' must be an int >= {low} (got {value!r})")
         prefetch = dataloader_options(kwargs, prefetch, type(self).__name__)
+        copy = copy_stages(device)
         self.data = data
         self.N = int(data.num_nodes)
         self.E = int(data.num_edges)
@@ -104,7 +107,7 @@ class GraphSAINTSampler(StagedLoader):
                         np.savez(file, node_norm=self.node_norm, edge_norm=self.edge_norm)
         batches = SeedBatches(num_steps, 1, False, False, seed)
         stage = Stage("subgraph", self._subgraph, max(num_workers, 1))
-        self._set_stages(batches, [stage], prefetch * max(num_workers, 1))
+        self._set_stages(batches, [stage, *copy], prefetch * max(num_workers, 1))
 
     @property
     def _filename(self) -> str:

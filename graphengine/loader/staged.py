@@ -7,7 +7,10 @@ import time
 from collections.abc import Iterator, Sequence
 from typing import Any
 
+import torch
+
 from graphengine.loader.pipeline import Pipeline, Stage, StageTimes
+from graphengine.loader.stages import CopyToDevice
 
 
 class StagedLoader:
@@ -75,3 +78,19 @@ class StagedLoader:
     def _handed_over(self, item: Any, times: StageTimes) -> Any:
         """What the caller gets for a loaded ``item`` (run in the caller's thread)."""
         return item
+
+
+def copy_stages(device: str | torch.device | None) -> list[Stage]:
+    """The stage that moves finished batches to ``device`` on a side stream: one for a CUDA
+    device, none for the CPU or ``None`` (batches are built there).
+
+    Raises:
+        ValueError: ``device`` is not a device.
+    """
+    if device is None:
+        return []
+    try:
+        device = torch.device(device)
+    except (RuntimeError, TypeError):
+        raise ValueError(f"'device' must be a torch device or its name (got {device!r})") from None
+    return [Stage("copy", CopyToDevice(device))] if device.type == "cuda" else []

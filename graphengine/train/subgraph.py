@@ -54,10 +54,10 @@ class SubgraphSampling:
                 f"subgraph sampling 'kind' must be one of {SUBGRAPH_SAMPLERS} (got {self.kind!r})"
             )
 
-    def loader(self, data: Data, seed: int, num_workers: int):
+    def loader(self, data: Data, seed: int, num_workers: int, device=None):
         """The training loader over ``data`` (a PyG ``Data`` with ``x``, ``y``,
         ``edge_index`` and ``train_mask``): a :class:`ClusterLoader` or a
-        :class:`GraphSAINTRandomWalkSampler`."""
+        :class:`GraphSAINTRandomWalkSampler`, its batches moved to ``device``."""
         num_nodes = int(data.num_nodes)
         if self.kind == "cluster":
             num_parts = self.num_parts or max(1, num_nodes // self.nodes_per_part)
@@ -68,6 +68,7 @@ class SubgraphSampling:
                 shuffle=True,
                 seed=seed,
                 num_workers=num_workers,
+                device=device,
             )
         return GraphSAINTRandomWalkSampler(
             data,
@@ -78,6 +79,7 @@ class SubgraphSampling:
             log=False,
             seed=seed,
             num_workers=num_workers,
+            device=device,
         )
 
 

@@ -194,7 +194,9 @@ class Trainer:
         elif self._subgraph is not None:
             if remote_cache is not None:
                 raise ValueError("'remote_cache' needs a partitioned graph (a DistData)")
-            self.train_loader = self._subgraph.loader(dataset.to_data(), seed, num_workers)
+            self.train_loader = self._subgraph.loader(
+                dataset.to_data(), seed, num_workers, self.device
+            )
         elif isinstance(dataset, DistData):
             self.train_loader = DistNeighborLoader(
                 dataset,
