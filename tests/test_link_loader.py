@@ -1,7 +1,8 @@
 """LinkNeighborLoader as PyG users call it, on graphs whose features are node ids: seed edges,
 negatives (uniform, optionally never a true edge, never later than their edge) and labels,
-checked by brute force and against PyG's own edge_sample; the Numba negative draws checked
-by chi-square against the uniform law over the allowed nodes or pairs."""
+checked by brute force and against PyG's own edge_sample and LinkLoader; PyG store pairs
+against the same graph in memory; the Numba negative draws checked by chi-square against the
+uniform law over the allowed nodes or pairs."""
 
 import math
 
@@ -10,8 +11,11 @@ import numpy as np
 import pytest
 import torch
 from scipy.stats import chisquare
+from torch_geometric.data import Data
+from torch_geometric.loader import LinkLoader as PyGLinkLoader
 from torch_geometric.sampler import BaseSampler as PyGBaseSampler
 from torch_geometric.sampler import EdgeSamplerInput as PyGEdgeSamplerInput
+from torch_geometric.sampler import NegativeSampling as PyGNegativeSampling
 from torch_geometric.sampler import SamplerOutput as PyGSamplerOutput
 from torch_geometric.sampler.neighbor_sampler import edge_sample as pyg_edge_sample
 from torch_geometric.testing import MyFeatureStore, MyGraphStore
@@ -28,6 +32,7 @@ from samplers.link import (
 )
 from tests.test_loader import id_graph
 from tests.test_loader_modes import check_batch
+from tests.test_pyg_interop import homogeneous_stores
 
 
 def test_binary_negatives_and_labels():
@@ -171,8 +176,12 @@ def test_bad_link_arguments():
         LinkNeighborLoader(data, [2], edge_label=torch.ones(data.num_edges), neg_sampling="triplet")
     with pytest.raises(ValueError, match="integer 'amount'"):
         NegativeSampling("triplet", 1.5)
-    with pytest.raises(NotImplementedError, match="takes a PyG Data or HeteroData"):
+    with pytest.raises(NotImplementedError, match=r"HeteroData or \(FeatureStore, GraphStore\)"):
+        LinkNeighborLoader([data], [2])
+    with pytest.raises(ValueError, match="'edge_label_index' is required for a"):
         LinkNeighborLoader((MyFeatureStore(), MyGraphStore()), [2])
+    with pytest.raises(ValueError, match=r"'edge_label_index\[1\]' holds node id 300"):
+        LinkNeighborLoader(data, [2], edge_label_index=torch.tensor([[0, 1], [2, 300]]))
     with pytest.raises(ValueError, match=r"shape \[2, num_edges\]"):
         LinkNeighborLoader(data, [2], edge_label_index=torch.zeros(3, 4, dtype=torch.long))
 
@@ -376,3 +385,153 @@ def test_pyg_samplers_sample_the_links():
         LinkNeighborLoader(data, [2], neighbor_sampler=pyg, neg_sampling=strict)
     with pytest.raises(TypeError, match="'transform_sampler_output' must be callable"):
         LinkNeighborLoader(data, [2], transform_sampler_output="shift")
+
+
+def test_pyg_weighted_negatives_shift_labels_as_pygs_link_loader():
+    """PyG's NegativeSampling with node weights goes to a PyG sampler as it is, and the given
+    labels holding 0 are shifted by one as PyG's own LinkLoader shifts them."""
+    data = id_graph(seed=8)
+    graph = Graph.from_data(data)
+    pyg = EdgeSampleWithOurs(
+        NeighborSampler(graph.indptr, graph.indices, [2, 2]), data.num_nodes, graph.edge_ids
+    )
+    labels = torch.arange(data.num_edges) % 3
+    weight = (torch.arange(data.num_nodes) < 5).float()  # negatives among nodes 0..4 only
+    negative = PyGNegativeSampling("binary", 2, src_weight=weight, dst_weight=weight)
+    options = {"edge_label": labels, "neg_sampling": negative, "batch_size": 20}
+    torch.manual_seed(0)
+    ours = LinkNeighborLoader(data, [2, 2], neighbor_sampler=pyg, **options)(torch.arange(20))
+    torch.manual_seed(0)
+    theirs = PyGLinkLoader(data, pyg, **options)(torch.arange(20))
+    assert_same_batch(ours, theirs)
+    assert torch.equal(ours.edge_label, torch.cat([labels[:20] + 1, torch.zeros(40).long()]))
+    assert ours.n_id[ours.edge_label_index[:, 20:]].max() < 5
+
+
+def test_pygs_tuple_and_dict_negatives_are_cast_as_pyg_casts_them():
+    data = id_graph()
+    options = {"batch_size": 20, "seed": 4}
+    expected = LinkNeighborLoader(data, [2], neg_sampling=NegativeSampling("binary", 2), **options)
+    for spelling in (("binary", 2), {"mode": "binary", "amount": 2}):
+        loader = LinkNeighborLoader(data, [2], neg_sampling=spelling, **options)
+        assert_same_batch(expected(torch.arange(20)), loader(torch.arange(20)))
+    strict = {"mode": "triplet", "amount": 2, "exclude_edges": True}
+    batch = LinkNeighborLoader(data, [2], neg_sampling=strict, **options)(torch.arange(20))
+    negatives = torch.stack(
+        [batch.n_id[batch.src_index].repeat(2, 1).t(), batch.n_id[batch.dst_neg_index]]
+    )
+    true = set(map(tuple, data.edge_index.t().tolist()))
+    assert not any(tuple(p) in true for p in negatives.reshape(2, -1).t().tolist())
+    with pytest.raises(NotImplementedError, match="node weights"):
+        weighted = ("binary", 1, torch.ones(data.num_nodes))
+        LinkNeighborLoader(data, [2], neg_sampling=weighted)
+
+
+def sorted_data_and_stores(seed=0, num_nodes=200, num_edges=1500):
+    """A Data (features and times per node) whose edges are sorted by destination, and the
+    same graph as a PyG store pair marked sorted, so that both keep one CSC order."""
+    generator = torch.Generator().manual_seed(seed)
+    edge_index = torch.randint(0, num_nodes, (2, num_edges), generator=generator)
+    edge_index = edge_index[:, edge_index[1].argsort(stable=True)]
+    x = torch.arange(num_nodes, dtype=torch.float32).view(-1, 1)
+    time = torch.randint(0, 50, (num_nodes,), generator=generator)
+    data = Data(x=x, time=time, edge_index=edge_index, num_nodes=num_nodes)
+    feature_store, graph_store = MyFeatureStore(), MyGraphStore()
+    feature_store.put_tensor(x, group_name=None, attr_name="x", index=None)
+    feature_store.put_tensor(time, group_name=None, attr_name="time", index=None)
+    graph_store.put_edge_index(
+        edge_index, edge_type=None, layout="coo", size=(num_nodes, num_nodes), is_sorted=True
+    )
+    return data, (feature_store, graph_store)
+
+
+STORE_NEGATIVES = [
+    *NEGATIVES,
+    pytest.param(NegativeSampling("binary", 2, exclude_edges=True), id="exclude"),
+]
+
+
+@pytest.mark.parametrize("temporal", [False, True], ids=["static", "temporal"])
+@pytest.mark.parametrize("negative", STORE_NEGATIVES)
+def test_store_pairs_give_the_batches_of_their_data(negative, temporal):
+    data, stores = sorted_data_and_stores()
+    seeds = data.edge_index[:, 100:400]
+    options = {"edge_label_index": seeds, "batch_size": 64, "seed": 3, "neg_sampling": negative}
+    if temporal:  # the store's table 'time' holds node times, as PyG reads it
+        options["edge_label_time"] = torch.maximum(data.time[seeds[0]], data.time[seeds[1]]) + 5
+        options["time_attr"] = "time"
+    pairs = zip(
+        LinkNeighborLoader(data, [3, 2], **options),
+        LinkNeighborLoader(stores, [3, 2], **options),
+        strict=True,
+    )
+    for in_memory, remote in pairs:
+        assert_same_batch(in_memory, remote)
+        assert torch.equal(remote.x[:, 0].long(), remote.n_id)
+        num_pos = remote.input_id.numel()
+        if "src_index" in remote:
+            src, dst = remote.src_index, remote.dst_pos_index
+        else:
+            src, dst = remote.edge_label_index[:, :num_pos]
+        assert torch.equal(remote.n_id[src], seeds[0, remote.input_id])
+        assert torch.equal(remote.n_id[dst], seeds[1, remote.input_id])
+
+
+@pytest.mark.parametrize("layout", ["coo", "csr", "csc"])
+def test_all_edges_of_a_store_seed_in_the_order_of_their_ids(layout):
+    """(None, None) seeds every edge, as graph_store.coo() lists them (PyG's reading), and
+    excluded negatives are never one of them (brute force)."""
+    feature_store, graph_store, (row, col) = homogeneous_stores(layout=layout, seed=2)
+    negative = NegativeSampling("binary", 3, exclude_edges=True)
+    loader = LinkNeighborLoader(
+        (feature_store, graph_store),
+        [1],
+        edge_label_index=(None, None),
+        batch_size=row.shape[0],
+        neg_sampling=negative,
+    )
+    batch = loader(torch.arange(row.shape[0]))
+    ends = batch.n_id[batch.edge_label_index]
+    assert torch.equal(ends[:, : row.shape[0]], torch.from_numpy(np.stack([row, col])))
+    assert torch.equal(ends[:, : row.shape[0]], torch.stack(graph_store.coo()[:2]))
+    true = set(zip(row.tolist(), col.tolist(), strict=True))
+    assert not any(tuple(p) in true for p in ends[:, row.shape[0] :].t().tolist())
+
+
+def test_pyg_samplers_sample_store_pairs_as_pygs_loader():
+    """A PyG sampler over a store pair: the batch of PyG's own LinkNeighborLoader (its
+    draws, from torch's generator; its filtering of the pair)."""
+    pytest.importorskip("torch_sparse")
+    from torch_geometric.loader import LinkNeighborLoader as PyGLinkNeighborLoader
+    from torch_geometric.sampler import NeighborSampler as PyGNeighborSampler
+
+    data, stores = sorted_data_and_stores(seed=1)
+    options = {
+        "edge_label_index": (None, data.edge_index[:, :64]),
+        "batch_size": 64,
+        "neighbor_sampler": PyGNeighborSampler(stores, [3, 2]),
+    }
+    for negative in (None, "binary", ("triplet", 2)):
+        torch.manual_seed(0)
+        ours = LinkNeighborLoader(stores, [3, 2], neg_sampling=negative, **options)
+        ours = ours(torch.arange(64))
+        torch.manual_seed(0)
+        theirs = PyGLinkNeighborLoader(stores, [3, 2], neg_sampling=negative, **options)
+        assert_same_batch(ours, theirs(torch.arange(64)))
+
+
+@pytest.mark.parametrize("negative", NEGATIVES)
+def test_transform_sampler_output_over_store_pairs(negative):
+    _, stores = sorted_data_and_stores(seed=2)
+    options = {"edge_label_index": (None, None), "batch_size": 30, "seed": 1}
+    options["neg_sampling"] = negative
+    plain = LinkNeighborLoader(stores, [2, 2], **options)(torch.arange(30))
+    seen = []
+
+    def record(out):
+        seen.append(out)
+        return out
+
+    through = LinkNeighborLoader(stores, [2, 2], transform_sampler_output=record, **options)
+    assert_same_batch(plain, through(torch.arange(30)))
+    assert isinstance(seen[0], PyGSamplerOutput) and torch.equal(seen[0].node, plain.n_id)

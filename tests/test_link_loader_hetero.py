@@ -2,7 +2,8 @@
 node ids: the link fields where PyG puts them, labels, negatives of the right node types
 (uniform, optionally never a true edge, never later than their edge), checked by brute force,
 against PyG's own edge_sample run with our sampler, and against PyG's own LinkNeighborLoader
-where its sampling backend is installed."""
+where its sampling backend is installed; PyG store pairs of typed edges against the same graph
+in memory."""
 
 import math
 
@@ -15,14 +16,16 @@ from torch_geometric.sampler import BaseSampler as PyGBaseSampler
 from torch_geometric.sampler import EdgeSamplerInput as PyGEdgeSamplerInput
 from torch_geometric.sampler import HeteroSamplerOutput as PyGHeteroSamplerOutput
 from torch_geometric.sampler.neighbor_sampler import edge_sample as pyg_edge_sample
+from torch_geometric.testing import MyFeatureStore, MyGraphStore
 
 from graphengine import LinkNeighborLoader
 from graphengine.loader.hetero import HeteroGraph
 from graphengine.loader.seeds import derive_seed
 from samplers import EdgeSamplerInput, HeteroNeighborSampler, NeighborSampler, SamplerInput
 from samplers.link import NegativeSampling, sample_from_edges
-from tests.test_link_loader import NEGATIVES, assert_same_batch
+from tests.test_link_loader import NEGATIVES, STORE_NEGATIVES, assert_same_batch
 from tests.test_loader_hetero import check_hetero_batch, id_hetero
+from tests.test_pyg_interop import hetero_stores
 
 WRITES = ("author", "writes", "paper")
 CITES = ("paper", "cites", "paper")
@@ -491,3 +494,144 @@ def test_pyg_samplers_sample_hetero_links(edge_type):
     assert torch.equal(batch[edge_type[0]].n_id[batch[edge_type[0]].src_index], src)
     assert torch.equal(batch[edge_type[-1]].n_id[batch[edge_type[-1]].dst_pos_index], dst)
     assert batch[edge_type[-1]].dst_neg_index.shape == (20,)
+
+
+def sorted_hetero_and_stores(seed=4):
+    """A HeteroData (node features and times) whose edges are sorted by destination, and the
+    same graph as a PyG store pair marked sorted, so that both keep one CSC order."""
+    data = id_hetero(seed=seed)
+    feature_store, graph_store = MyFeatureStore(), MyGraphStore()
+    for node_type in data.node_types:
+        del data[node_type].y
+        for name in ("x", "time"):
+            feature_store.put_tensor(
+                data[node_type][name], group_name=node_type, attr_name=name, index=None
+            )
+    for edge_type in data.edge_types:
+        del data[edge_type].edge_attr  # a store pair gathers no edge attributes, as in PyG
+        edge_index = data[edge_type].edge_index
+        edge_index = edge_index[:, edge_index[1].argsort(stable=True)]
+        data[edge_type].edge_index = edge_index
+        size = (data[edge_type[0]].num_nodes, data[edge_type[-1]].num_nodes)
+        graph_store.put_edge_index(
+            edge_index, edge_type=edge_type, layout="coo", size=size, is_sorted=True
+        )
+    return data, (feature_store, graph_store)
+
+
+def assert_same_typed_batch(first, second, data):
+    """Every node and edge type's store of two batches holds the same keys and values, but
+    ``num_nodes``, which a store pair's batches set (as PyG's filtering of a pair does)."""
+    for key in (*data.node_types, *data.edge_types):
+        mine, other = first[key], second[key]
+        assert set(mine.keys()) - {"num_nodes"} == set(other.keys()) - {"num_nodes"}, key
+        for name, value in mine.items():
+            if name == "num_nodes":
+                continue
+            if isinstance(value, torch.Tensor):
+                assert torch.equal(value, other[name]), (key, name)
+            else:
+                assert value == other[name], (key, name)
+
+
+@pytest.mark.parametrize("negative", STORE_NEGATIVES)
+@pytest.mark.parametrize("edge_type", EDGE_TYPES)
+def test_typed_store_pairs_give_the_batches_of_their_data(edge_type, negative):
+    data, stores = sorted_hetero_and_stores()
+    seeds = data[edge_type].edge_index[:, 50:250]
+    options = {"edge_label_index": (edge_type, seeds), "batch_size": 64, "seed": 3}
+    options["neg_sampling"] = negative
+    pairs = zip(
+        LinkNeighborLoader(data, [3, 2], **options),
+        LinkNeighborLoader(stores, [3, 2], **options),
+        strict=True,
+    )
+    for in_memory, remote in pairs:
+        assert_same_typed_batch(in_memory, remote, data)
+        store = remote[edge_type]
+        if "edge_label_index" in store:
+            ends = labelled_ends(remote, edge_type, store.edge_label_index)
+            assert torch.equal(ends[:, : store.input_id.numel()], seeds[:, store.input_id])
+
+
+def test_temporal_typed_store_pairs_give_the_batches_of_their_data():
+    data, stores = sorted_hetero_and_stores(seed=5)
+    seeds = data[WRITES].edge_index[:, :200]
+    times = torch.maximum(data["author"].time[seeds[0]], data["paper"].time[seeds[1]]) + 5
+    options = {"edge_label_index": (WRITES, seeds), "edge_label_time": times}
+    options.update(time_attr="time", batch_size=64, seed=3, neg_sampling="binary")
+    pairs = zip(
+        LinkNeighborLoader(data, [3, 2], **options),
+        LinkNeighborLoader(stores, [3, 2], **options),
+        strict=True,
+    )
+    for in_memory, remote in pairs:
+        assert_same_typed_batch(in_memory, remote, data)
+
+
+def test_all_edges_of_a_typed_store_seed_in_the_order_of_their_ids():
+    """An edge type seeds all its edges (stored as COO, CSR or CSC), as graph_store.coo()
+    lists them (PyG's reading); excluded negatives are never one of them (brute force)."""
+    feature_store, graph_store, edges = hetero_stores(seed=3)
+    stored = graph_store.coo()
+    for edge_type, (row, col) in edges.items():
+        loader = LinkNeighborLoader(
+            (feature_store, graph_store),
+            [1],
+            edge_label_index=(edge_type[0], edge_type[-1]),  # one edge type links them
+            batch_size=row.shape[0],
+            neg_sampling=NegativeSampling("binary", 3, exclude_edges=True),
+        )
+        batch = loader(torch.arange(row.shape[0]))
+        ends = labelled_ends(batch, edge_type, batch[edge_type].edge_label_index)
+        num_pos = row.shape[0]
+        assert torch.equal(ends[:, :num_pos], torch.from_numpy(np.stack([row, col])))
+        assert torch.equal(
+            ends[:, :num_pos], torch.stack([stored[0][edge_type], stored[1][edge_type]])
+        )
+        true = set(zip(row.tolist(), col.tolist(), strict=True))
+        assert not any(tuple(p) in true for p in ends[:, num_pos:].t().tolist())
+
+
+@pytest.mark.parametrize("edge_type", EDGE_TYPES)
+def test_pyg_samplers_sample_typed_store_pairs_as_pygs_loader(edge_type):
+    pytest.importorskip("torch_sparse")
+    from torch_geometric.loader import LinkNeighborLoader as PyGLinkNeighborLoader
+    from torch_geometric.sampler import NeighborSampler as PyGNeighborSampler
+
+    data, stores = sorted_hetero_and_stores(seed=6)
+    options = {
+        "edge_label_index": (edge_type, data[edge_type].edge_index[:, :64]),
+        "batch_size": 64,
+        "neighbor_sampler": PyGNeighborSampler(stores, [3, 2]),
+    }
+    for negative in (None, "binary", ("triplet", 2)):
+        torch.manual_seed(0)
+        ours = LinkNeighborLoader(stores, [3, 2], neg_sampling=negative, **options)
+        ours = ours(torch.arange(64))
+        torch.manual_seed(0)
+        theirs = PyGLinkNeighborLoader(stores, [3, 2], neg_sampling=negative, **options)
+        assert_same_typed_batch(ours, theirs(torch.arange(64)), data)
+
+
+def test_transform_sampler_output_over_typed_store_pairs():
+    data, stores = sorted_hetero_and_stores(seed=7)
+    options = {"edge_label_index": (WRITES, None), "batch_size": 30, "seed": 1}
+    for negative in ("binary", "triplet"):
+        plain = LinkNeighborLoader(stores, [2, 2], neg_sampling=negative, **options)
+        through = LinkNeighborLoader(
+            stores, [2, 2], neg_sampling=negative, transform_sampler_output=lambda o: o, **options
+        )
+        assert_same_typed_batch(plain(torch.arange(30)), through(torch.arange(30)), data)
+
+
+def test_bad_typed_store_pair_arguments():
+    _, stores = sorted_hetero_and_stores()
+    with pytest.raises(ValueError, match="'edge_label_index' is required for a"):
+        LinkNeighborLoader(stores, [2])
+    with pytest.raises(ValueError, match=r"names edge type \('author', 'reads', 'paper'\)"):
+        LinkNeighborLoader(stores, [2], edge_label_index=("author", "reads", "paper"))
+    with pytest.raises(ValueError, match=r"'edge_label_index' of a .*pair of typed edges must"):
+        LinkNeighborLoader(stores, [2], edge_label_index=torch.zeros(2, 3, dtype=torch.long))
+    with pytest.raises(ValueError, match=r"'edge_label_index\[0\]' holds node id 80"):
+        LinkNeighborLoader(stores, [2], edge_label_index=(WRITES, torch.tensor([[80], [0]])))

@@ -1,15 +1,18 @@
 """``LinkNeighborLoader``: a drop-in for PyG's loader of the same name (link prediction) on
-homogeneous and heterogeneous graphs: seed edges, negatives as PyG draws them, the
-neighborhoods of both ends."""
+homogeneous and heterogeneous graphs, in memory or in PyG store pairs: seed edges, negatives
+as PyG draws them, the neighborhoods of both ends."""
 
 from __future__ import annotations
 
 import dataclasses
 from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 
 import numpy as np
 import torch
 from torch_geometric.data import Data, HeteroData
+from torch_geometric.data import FeatureStore as PyGFeatureStore
+from torch_geometric.data import GraphStore as PyGGraphStore
 from torch_geometric.loader.utils import filter_data, filter_hetero_data
 from torch_geometric.sampler import BaseSampler as PyGBaseSampler
 from torch_geometric.sampler import EdgeSamplerInput as PyGEdgeSamplerInput
@@ -19,9 +22,19 @@ from torch_geometric.sampler import SamplerOutput as PyGSamplerOutput
 
 from graphengine.loader.adapters import as_numpy, check_input_ids
 from graphengine.loader.neighbor_loader import NeighborLoader
-from graphengine.loader.pyg_interop import to_pyg_sampler_output
+from graphengine.loader.pyg_interop import (
+    PyGRemoteGraph,
+    filter_hetero_store,
+    filter_store,
+    to_pyg_sampler_output,
+)
 from graphengine.loader.seeds import BatchRequest
-from graphengine.loader.sources import LoaderParts, LoaderRequest, loader_parts
+from graphengine.loader.sources import (
+    LoaderParts,
+    LoaderRequest,
+    is_pyg_store_pair,
+    loader_parts,
+)
 from samplers import BaseSampler, EdgeSamplerInput, HeteroNeighborSampler, check_node_ids
 from samplers.link import (
     EdgeSet,
@@ -35,15 +48,40 @@ from samplers.neighbor import check_times
 EdgeType = tuple[str, str, str]
 
 
+@dataclass(frozen=True)
+class SeedEdges:
+    """A link loader's seed edges, checked, with what PyG's ``EdgeSamplerInput`` holds for
+    them.
+
+    Attributes:
+        edge_type: the edges' ``(src, relation, dst)`` type, ``None`` when homogeneous.
+        src, dst: int64 ``[num_seeds]``, each edge's ends (ids of the source and the
+            destination node type).
+        label: ``[num_seeds]`` labels (shifted by one when negatives are drawn and they hold
+            0, as PyG does), or ``None``.
+        time: int64 ``[num_seeds]`` times, or ``None``.
+        input_id: int64 ``[num_seeds]``, each edge's ``input_id``.
+    """
+
+    edge_type: EdgeType | None
+    src: np.ndarray
+    dst: np.ndarray
+    label: np.ndarray | None
+    time: np.ndarray | None
+    input_id: np.ndarray
+
+    @property
+    def num_seeds(self) -> int:
+        return int(self.src.shape[0])
+
+
 class SampleEdges:
     """Sampling for link loaders: a :class:`BatchRequest` (positions into the seed edges) ->
     :func:`samplers.link.sample_from_edges`' :class:`~samplers.link.LinkSamplerOutput`.
 
     Args:
         sampler: the node sampler run on the edges' ends.
-        row, col: int64 ``[num_edges]``, the seed edges' ends.
-        label: optional ``[num_edges]`` labels; time: optional int64 ``[num_edges]`` times.
-        input_id: int64 ``[num_edges]``, each seed edge's ``input_id``.
+        seeds: the seed edges.
         num_nodes: the graph's nodes (negatives are drawn among them); heterogeneous: per
             node type.
         negative: how to draw negatives, or ``None``.
@@ -52,44 +90,36 @@ class SampleEdges:
             type), or ``None``.
         edges: the graph's edges (of the seeds' edge type), for negatives that exclude them,
             or ``None``.
-        edge_type: the seed edges' ``(src, relation, dst)`` type, ``None`` when homogeneous.
     """
 
     def __init__(
         self,
         sampler: BaseSampler,
-        row: np.ndarray,
-        col: np.ndarray,
-        label,
-        time: np.ndarray | None,
-        input_id: np.ndarray,
+        seeds: SeedEdges,
         num_nodes: int | dict[str, int],
         negative: NegativeSampling | None,
         disjoint: bool,
         nodes_by_time: NodesByTime | dict[str, NodesByTime] | None,
         edges: EdgeSet | None,
-        edge_type: EdgeType | None = None,
     ):
         self.sampler = sampler
-        self.row, self.col, self.label, self.time = row, col, label, time
-        self.input_id = input_id
+        self.seeds = seeds
         self.num_nodes = num_nodes
         self.negative = negative
         self.disjoint = disjoint
         self.nodes_by_time = nodes_by_time
         self.edges = edges
-        self.edge_type = edge_type
 
     def __call__(self, request: BatchRequest) -> LinkSamplerOutput:
-        index = request.index
+        index, seeds = request.index, self.seeds
         inputs = EdgeSamplerInput(
-            row=self.row[index],
-            col=self.col[index],
-            input_id=self.input_id[index],
+            row=seeds.src[index],
+            col=seeds.dst[index],
+            input_id=seeds.input_id[index],
             seed=request.seed,
-            label=None if self.label is None else self.label[index],
-            time=None if self.time is None else self.time[index],
-            input_type=self.edge_type,
+            label=None if seeds.label is None else seeds.label[index],
+            time=None if seeds.time is None else seeds.time[index],
+            input_type=seeds.edge_type,
         )
         return sample_from_edges(
             self.sampler,
@@ -216,11 +246,13 @@ class GatherPyGLinks:
     """Gathering of a PyG link sampler's output (see :class:`SamplePyGEdges` and
     :class:`AsPyGLinkOutput`), as PyG's ``LinkLoader.filter_fn``: ``transform_sampler_output``
     first, then node and edge attributes by PyG's own ``filter_data`` /
-    ``filter_hetero_data``, ``n_id``, ``e_id``, ``batch``, the per-hop counts and the link
-    fields from ``metadata``, where PyG puts them.
+    ``filter_hetero_data`` (node attributes of a store pair by one ``multi_get_tensor``, as
+    PyG's ``filter_custom_store`` / ``filter_custom_hetero_store``), ``n_id``, ``e_id``,
+    ``batch``, the per-hop counts and the link fields from ``metadata``, where PyG puts them.
 
     Args:
-        data: the loader's ``Data`` or ``HeteroData``.
+        data: the loader's ``Data``, ``HeteroData`` or PyG ``(FeatureStore, GraphStore)``
+            pair.
         edge_permutation: what maps the output's ``edge`` to edge ids: an int64 tensor or
             ``None``, or per edge type.
         edge_type: the seed edges' type (heterogeneous), else ``None``.
@@ -228,16 +260,18 @@ class GatherPyGLinks:
         transform_sampler_output: PyG's ``transform_sampler_output``, or ``None``.
         convert: what makes the sampler's output PyG's (:class:`AsPyGLinkOutput`), or
             ``None`` when it is PyG's already.
+        custom_cls: the class of each batch built from a store pair (PyG's ``custom_cls``).
     """
 
     def __init__(
         self,
-        data: Data | HeteroData,
+        data: Data | HeteroData | tuple[PyGFeatureStore, PyGGraphStore],
         edge_permutation,
         edge_type: EdgeType | None,
         triplet: bool,
         transform_sampler_output: Callable | None,
         convert: Callable | None = None,
+        custom_cls: type | None = None,
     ):
         if transform_sampler_output is not None and not callable(transform_sampler_output):
             raise TypeError(
@@ -250,6 +284,7 @@ class GatherPyGLinks:
         self.triplet = triplet
         self.transform_sampler_output = transform_sampler_output
         self.convert = convert
+        self.custom_cls = custom_cls
 
     def __call__(self, out) -> Data | HeteroData:
         if self.convert is not None:
@@ -258,7 +293,10 @@ class GatherPyGLinks:
             out = self.transform_sampler_output(out)
         perm = self.edge_permutation
         if self.edge_type is None:
-            batch = filter_data(self.data, out.node, out.row, out.col, out.edge, perm)
+            if isinstance(self.data, Data):
+                batch = filter_data(self.data, out.node, out.row, out.col, out.edge, perm)
+            else:
+                batch = filter_store(*self.data, out.node, out.row, out.col, self.custom_cls)
             batch.n_id = out.node
             if out.edge is not None:
                 edge = out.edge.to(torch.long)
@@ -268,7 +306,10 @@ class GatherPyGLinks:
             batch.num_sampled_edges = out.num_sampled_edges
             src = dst = labels = batch
         else:
-            batch = filter_hetero_data(self.data, out.node, out.row, out.col, out.edge, perm)
+            if isinstance(self.data, HeteroData):
+                batch = filter_hetero_data(self.data, out.node, out.row, out.col, out.edge, perm)
+            else:
+                batch = filter_hetero_store(*self.data, out.node, out.row, out.col, self.custom_cls)
             for key, node in out.node.items():
                 batch[key].n_id = node
             for key, edge in (out.edge or {}).items():
@@ -301,7 +342,8 @@ class GatherPyGLinks:
 
 class LinkNeighborLoader(NeighborLoader):
     """Mini-batches of seed edges and the sampled neighborhoods of their ends, as PyG's
-    ``LinkNeighborLoader``, for homogeneous and heterogeneous graphs.
+    ``LinkNeighborLoader``, for homogeneous and heterogeneous graphs, in memory or in PyG
+    store pairs.
 
     Each batch is the node loader's ``Data`` for the edges' ends (``x``, ``edge_index``,
     ``n_id``, ``e_id``, per-hop counts, ``batch`` when disjoint) with ``input_id`` (the seed
@@ -317,6 +359,12 @@ class LinkNeighborLoader(NeighborLoader):
     the seed edge type; ``src_index`` on the source type, ``dst_pos_index`` and
     ``dst_neg_index`` on the destination type, ``seed_time`` on both.
 
+    A PyG ``(FeatureStore, GraphStore)`` pair (homogeneous or with typed edges) is read as
+    :class:`NeighborLoader` reads it: its ``csc()`` once (with a PyG sampler too, for the node
+    counts), node attributes per batch by one ``multi_get_tensor`` (no edge attributes, as in
+    PyG), batches of ``custom_cls``; all edges of a type and the edges ``exclude_edges``
+    avoids come from that CSC, without another call to the graph store.
+
     Negatives are drawn as PyG draws them: binary ones ``ceil(num_pos * amount)`` pairs,
     both ends uniform over the nodes (heterogeneous: of the seed edge type's source and
     destination types), triplet ones ``amount`` uniform destinations per positive edge; with
@@ -327,29 +375,35 @@ class LinkNeighborLoader(NeighborLoader):
     batch's seed, so batches are the same for a seed whatever the threads.
 
     Args (PyG's, with PyG's meaning; the rest as :class:`NeighborLoader`'s):
+        data: a PyG ``Data`` or ``HeteroData``, or a PyG ``(FeatureStore, GraphStore)`` pair.
         edge_label_index: int ``[2, num_edges]`` seed edges; all of ``data``'s by default.
             Heterogeneous: an edge type (``(src, relation, dst)``, or ``(src, dst)`` when one
-            edge type links them) for all its edges, or ``(edge type, ids or None)``.
+            edge type links them) for all its edges, or ``(edge type, ids or None)``. For a
+            store pair it is required, as in PyG: the seed edges or ``(None, ids or None)``
+            (untyped edges), an edge type or ``(edge type, ids or None)`` (typed); all edges
+            (of a type) are read from the CSC already read, in the order of their ids
+            (``e_id``), as ``graph_store.coo()`` lists them.
         edge_label: ``[num_edges]`` labels of the seed edges.
         edge_label_time: int ``[num_edges]`` times of the seed edges (needs ``time_attr``):
             the edges' ends sample nothing later, and temporal negatives no later node.
-        neg_sampling: ``'binary'``, ``'triplet'``, PyG's ``NegativeSampling`` (uniform: node
-            weights are refused), or :class:`samplers.link.NegativeSampling`, whose
-            ``exclude_edges`` never draws a true edge (of the seed edge type) as a negative;
-            a negative that finds none in 100 draws raises ``ValueError``.
+        neg_sampling: ``'binary'``, ``'triplet'``, PyG's ``NegativeSampling`` or a tuple or
+            dict of its arguments, as PyG casts them (uniform: node weights are refused), or
+            :class:`samplers.link.NegativeSampling`, whose ``exclude_edges`` never draws a
+            true edge (of the seed edge type) as a negative; a negative that finds none in
+            100 draws raises ``ValueError``.
         neg_sampling_ratio: PyG's deprecated spelling of binary negatives at this ratio.
 
     ``neighbor_sampler`` may also be a PyG ``torch_geometric.sampler.BaseSampler``, called as
     PyG's ``LinkLoader`` calls it (``sample_from_edges`` with PyG's ``NegativeSampling``: its
-    own draws, from torch's global generator, and no ``exclude_edges``) and its output
-    filtered by PyG's rules; ``transform_sampler_output`` gets PyG's ``SamplerOutput`` /
-    ``HeteroSamplerOutput`` with the link fields in ``metadata``, as PyG's loader gives it.
-    PyG store pairs are not supported for links yet and raise ``NotImplementedError``.
+    own draws, node weights included, from torch's global generator, and no
+    ``exclude_edges``) and its output filtered by PyG's rules; ``transform_sampler_output``
+    gets PyG's ``SamplerOutput`` / ``HeteroSamplerOutput`` with the link fields in
+    ``metadata``, as PyG's loader gives it.
     """
 
     def __init__(
         self,
-        data: Data | HeteroData,
+        data: Data | HeteroData | tuple[PyGFeatureStore, PyGGraphStore],
         num_neighbors: Sequence[int],
         edge_label_index=None,
         edge_label=None,
@@ -377,13 +431,21 @@ class LinkNeighborLoader(NeighborLoader):
                 f"both (got edge_label_time {'set' if edge_label_time is not None else 'unset'}, "
                 f"time_attr {time_attr!r})"
             )
-        if not isinstance(data, (Data, HeteroData)):
+        if not isinstance(data, (Data, HeteroData)) and not is_pyg_store_pair(data):
             raise NotImplementedError(
-                "LinkNeighborLoader takes a PyG Data or HeteroData for now (got "
-                f"{type(data).__name__}); link sampling over stores is not built yet"
+                "LinkNeighborLoader takes a PyG Data, HeteroData or (FeatureStore, GraphStore) "
+                f"pair for now (got {_describe(data)}); link sampling over graphengine's own "
+                "datasets and stores is not built yet"
+            )
+        if edge_label_index is None and is_pyg_store_pair(data):
+            raise ValueError(
+                "'edge_label_index' is required for a (FeatureStore, GraphStore) pair (as in "
+                "PyG): the seed edges, an edge type, or (edge type or None, ids or None) for "
+                "all edges (of a type)"
             )
         if neg_sampling_ratio is not None and neg_sampling_ratio != 0:
             neg_sampling = NegativeSampling("binary", neg_sampling_ratio)
+        neg_sampling = _cast_negative(neg_sampling)
         self._pyg_negative = None
         if _is_pyg_sampler(neighbor_sampler):
             self._pyg_negative = _pyg_negative(neg_sampling)
@@ -411,113 +473,278 @@ class LinkNeighborLoader(NeighborLoader):
         )
 
     def _loader_parts(self, data, request: LoaderRequest) -> LoaderParts:
-        pyg_sampler = _is_pyg_sampler(request.neighbor_sampler)
-        if pyg_sampler:  # PyG's sampler samples the edges itself: no parts of our own
-            parts = LoaderParts(None, None, 0, request.neighbor_sampler, None)
-        else:
-            parts = loader_parts(data, dataclasses.replace(request, edge_seeds=True))
+        """The seed edges, then the sampling and gathering stages: graphengine's sampling
+        around the node loader's parts, or a user's PyG sampler's own."""
+        if _is_pyg_sampler(request.neighbor_sampler):  # it samples the edges itself
+            sampler = request.neighbor_sampler
+            edges = graph_edges(data, None)
+            seeds = self._seed_edges(edges)
+            sample = self._sample_pyg_edges(sampler, seeds)
+            gather = GatherPyGLinks(
+                data,
+                getattr(sampler, "edge_permutation", None),
+                seeds.edge_type,
+                self._triplet,
+                self._transform_sampler_output,
+                custom_cls=request.custom_cls,
+            )
+            return LoaderParts(sample, gather, seeds.num_seeds, sampler, None)
+        parts = loader_parts(data, dataclasses.replace(request, edge_seeds=True))
+        edges = graph_edges(data, parts.graph)
+        if edges.is_hetero and not isinstance(parts.sampler, HeteroNeighborSampler):
+            raise TypeError(
+                "heterogeneous link sampling seeds several node types at once: "
+                "'neighbor_sampler' must be a samplers.HeteroNeighborSampler (got "
+                f"{type(parts.sampler).__name__})"
+            )
+        seeds = self._seed_edges(edges)
+        sample = self._sample_edges(parts.sampler, seeds, edges, request.options["disjoint"])
+        gather = self._gather_links(data, parts, seeds.edge_type, request.custom_cls)
+        return LoaderParts(sample, gather, seeds.num_seeds, parts.sampler, parts.graph)
+
+    @property
+    def _triplet(self) -> bool:
+        return self._negative is not None and self._negative.mode == "triplet"
+
+    def _seed_edges(self, edges: GraphEdges) -> SeedEdges:
+        """``edge_label_index``, ``edge_label``, ``edge_label_time`` and ``input_id``,
+        resolved over ``edges`` and checked, in this order."""
         edge_label_index, edge_label, edge_label_time, input_id = self._link
-        sampler = parts.sampler
-        negative = self._negative
-        node_time = getattr(sampler, "node_time", None)
-        if isinstance(data, HeteroData):
-            if not pyg_sampler and not isinstance(sampler, HeteroNeighborSampler):
-                raise TypeError(
-                    "heterogeneous link sampling seeds several node types at once: "
-                    "'neighbor_sampler' must be a samplers.HeteroNeighborSampler (got "
-                    f"{type(sampler).__name__})"
-                )
-            edge_type, seeds = hetero_edge_seeds(data, edge_label_index)
-            num_nodes = {t: int(data[t].num_nodes) for t in data.node_types}
-            src = check_node_ids(seeds[0], num_nodes[edge_type[0]], "edge_label_index[0]")
-            dst = check_node_ids(seeds[1], num_nodes[edge_type[-1]], "edge_label_index[1]")
-            by_time = None
-            if not pyg_sampler and isinstance(node_time, dict):
-                by_time = {t: NodesByTime(times) for t, times in node_time.items()}
-            edge_index = data[edge_type].edge_index
-        else:
-            edge_type = None
-            num_nodes = int(data.num_nodes)
-            if edge_label_index is None:
-                edge_label_index = data.edge_index
-            seeds = _edge_pairs(edge_label_index, "edge_label_index")
-            src, dst = seeds[0].astype(np.int64), seeds[1].astype(np.int64)
-            by_time = None if pyg_sampler or node_time is None else NodesByTime(node_time)
-            edge_index = data.edge_index
+        edge_type, pairs = edges.seed_edges(edge_label_index)
+        src = check_node_ids(pairs[0], edges.count(edge_type, 0), "edge_label_index[0]")
+        dst = check_node_ids(pairs[1], edges.count(edge_type, -1), "edge_label_index[1]")
         num_seeds = src.shape[0]
-        label = None
-        if edge_label is not None:
-            label = as_numpy(edge_label)
-            if label.shape[:1] != (num_seeds,):
-                raise ValueError(
-                    f"'edge_label' must have one entry per seed edge ({num_seeds}) "
-                    f"(got shape {tuple(label.shape)})"
-                )
-            if negative is not None and negative.mode == "triplet":
-                raise ValueError(
-                    "'edge_label' must be None for 'triplet' negative sampling: the batch's "
-                    "src_index, dst_pos_index and dst_neg_index tell positives from negatives"
-                )
-            if negative is not None and label.size and label.min() == 0:
-                label = label + 1  # as PyG: 0 now means "negative"
+        label = self._seed_labels(edge_label, num_seeds)
         time = None
         if edge_label_time is not None:
             time = check_times(as_numpy(edge_label_time), num_seeds, "edge_label_time")
-        ids = (
-            np.arange(num_seeds, dtype=np.int64)
-            if input_id is None
-            else check_input_ids(input_id, num_seeds)
-        )
-        triplet = negative is not None and negative.mode == "triplet"
-        if pyg_sampler:
-            inputs = PyGEdgeSamplerInput(
-                torch.from_numpy(ids),
-                torch.from_numpy(src),
-                torch.from_numpy(dst),
-                None if label is None else torch.as_tensor(label),
-                None if time is None else torch.from_numpy(time),
-                edge_type,
-            )
-            sample = SamplePyGEdges(sampler, inputs, self._pyg_negative)
-            permutation = getattr(sampler, "edge_permutation", None)
-            gather = GatherPyGLinks(
-                data, permutation, edge_type, triplet, self._transform_sampler_output
-            )
-            return LoaderParts(sample, gather, num_seeds, sampler, None)
-        edges = None
-        if negative is not None and negative.exclude_edges:
-            num_dst = num_nodes if edge_type is None else num_nodes[edge_type[-1]]
-            edges = EdgeSet(*_edge_pairs(edge_index, "edge_index"), num_dst)
-        sample = SampleEdges(
-            sampler,
-            src,
-            dst,
-            label,
-            time,
-            ids,
-            num_nodes,
-            negative,
-            bool(request.options["disjoint"] or getattr(sampler, "disjoint", False)),
-            by_time,
-            edges,
-            edge_type,
-        )
-        if self._transform_sampler_output is None:
-            gather = GatherLinks(parts.gather, triplet, edge_type)
+        if input_id is None:
+            ids = np.arange(num_seeds, dtype=np.int64)
         else:
-            gather = GatherPyGLinks(
-                data,
-                _edge_permutation(parts.graph),
-                edge_type,
-                triplet,
-                self._transform_sampler_output,
-                AsPyGLinkOutput(triplet),
+            ids = check_input_ids(input_id, num_seeds)
+        return SeedEdges(edge_type, src, dst, label, time, ids)
+
+    def _seed_labels(self, edge_label, num_seeds: int) -> np.ndarray | None:
+        """``edge_label`` as ``[num_seeds]``, shifted by one when negatives are drawn and it
+        holds 0 (as PyG: 0 then means "negative"); refused with triplet negatives."""
+        if edge_label is None:
+            return None
+        label = as_numpy(edge_label)
+        if label.shape[:1] != (num_seeds,):
+            raise ValueError(
+                f"'edge_label' must have one entry per seed edge ({num_seeds}) "
+                f"(got shape {tuple(label.shape)})"
             )
-        return LoaderParts(sample, gather, num_seeds, sampler, parts.graph)
+        if self._triplet:
+            raise ValueError(
+                "'edge_label' must be None for 'triplet' negative sampling: the batch's "
+                "src_index, dst_pos_index and dst_neg_index tell positives from negatives"
+            )
+        if self._negative is not None and label.size and label.min() == 0:
+            label = label + 1
+        return label
+
+    def _sample_edges(
+        self, sampler: BaseSampler, seeds: SeedEdges, edges: GraphEdges, disjoint: bool
+    ) -> SampleEdges:
+        """graphengine's sampling of the seed edges: negatives (never an edge of ``edges``
+        with ``exclude_edges``; temporal ones by the sampler's node times), then the ends."""
+        negative = self._negative
+        exclude = None
+        if negative is not None and negative.exclude_edges:
+            exclude = edges.edge_set(seeds.edge_type)
+        return SampleEdges(
+            sampler,
+            seeds,
+            edges.num_nodes,
+            negative,
+            bool(disjoint or getattr(sampler, "disjoint", False)),
+            _nodes_by_time(getattr(sampler, "node_time", None)),
+            exclude,
+        )
+
+    def _gather_links(self, data, parts: LoaderParts, edge_type, custom_cls) -> Callable:
+        """The node loader's gathering with the link fields, or PyG's filtering of our output
+        as PyG's when there is a ``transform_sampler_output``."""
+        if self._transform_sampler_output is None:
+            return GatherLinks(parts.gather, self._triplet, edge_type)
+        return GatherPyGLinks(
+            data,
+            _edge_permutation(parts.graph),
+            edge_type,
+            self._triplet,
+            self._transform_sampler_output,
+            AsPyGLinkOutput(self._triplet),
+            custom_cls,
+        )
+
+    def _sample_pyg_edges(self, sampler: PyGBaseSampler, seeds: SeedEdges) -> SamplePyGEdges:
+        inputs = PyGEdgeSamplerInput(
+            torch.from_numpy(seeds.input_id),
+            torch.from_numpy(seeds.src),
+            torch.from_numpy(seeds.dst),
+            None if seeds.label is None else torch.as_tensor(seeds.label),
+            None if seeds.time is None else torch.from_numpy(seeds.time),
+            seeds.edge_type,
+        )
+        return SamplePyGEdges(sampler, inputs, self._pyg_negative)
+
+
+class GraphEdges:
+    """What a link loader reads of a graph's edges and nodes, beyond the node loader's parts:
+    node counts, edge types, every edge of a type (default seeds) and the edge set (negatives
+    that exclude edges). This one reads a PyG ``Data`` or ``HeteroData``.
+
+    Attributes:
+        is_hetero: typed nodes and edges.
+        edge_types: the ``(src, relation, dst)`` edge types (``[None]`` when homogeneous).
+        num_nodes: ``int`` (homogeneous) or ``{node type: int}``.
+        kind: what the data is, for error messages.
+    """
+
+    def __init__(self, data: Data | HeteroData):
+        self.data = data
+        self.is_hetero = isinstance(data, HeteroData)
+        if self.is_hetero:
+            self.edge_types = list(data.edge_types)
+            self.num_nodes = {t: int(data[t].num_nodes) for t in data.node_types}
+        else:
+            self.edge_types = [None]
+            self.num_nodes = int(data.num_nodes)
+        self.kind = "a HeteroData" if self.is_hetero else "a Data"
+
+    def edge_index(self, edge_type: EdgeType | None) -> np.ndarray:
+        """int64 ``[2, num_edges]``, every edge of ``edge_type`` in the order of its id."""
+        store = self.data if edge_type is None else self.data[edge_type]
+        return _edge_pairs(store.edge_index, "edge_index")
+
+    def edge_set(self, edge_type: EdgeType | None) -> EdgeSet:
+        """The edges of ``edge_type``, for negatives that exclude them."""
+        return EdgeSet(*self.edge_index(edge_type), self.count(edge_type, -1))
+
+    def count(self, edge_type: EdgeType | None, end: int) -> int:
+        """The nodes of ``edge_type``'s source (``end`` 0) or destination (``end`` -1) type."""
+        return self.num_nodes if edge_type is None else self.num_nodes[edge_type[end]]
+
+    def seed_edges(self, edge_label_index) -> tuple[EdgeType | None, np.ndarray]:
+        """PyG's ``edge_label_index`` as ``(edge type or None, int64 [2, num_seeds])``:
+        ``None`` (all edges), ``[2, num_seeds]`` ids or ``(None, ids or None)`` when
+        homogeneous; an edge type or ``(edge type, ids or None)`` when heterogeneous."""
+        if self.is_hetero:
+            return self._hetero_seed_edges(edge_label_index)
+        if (
+            isinstance(edge_label_index, (tuple, list))
+            and len(edge_label_index) == 2
+            and edge_label_index[0] is None
+        ):
+            edge_label_index = edge_label_index[1]
+        if edge_label_index is None:
+            return None, self.edge_index(None)
+        return None, _edge_pairs(edge_label_index, "edge_label_index")
+
+    def _hetero_seed_edges(self, edge_label_index) -> tuple[EdgeType, np.ndarray]:
+        """An edge type is ``(src, relation, dst)`` or, when only one edge type links them,
+        ``(src, dst)``; ``None`` ids mean all the edge type's edges."""
+        expected = (
+            f"'edge_label_index' of {self.kind} must be an edge type or an (edge type, ids or "
+            "None) pair"
+        )
+        if not isinstance(edge_label_index, (tuple, list)) or not edge_label_index:
+            raise ValueError(f"{expected} (got {type(edge_label_index).__name__})")
+        if isinstance(edge_label_index[0], str):
+            edge_type, ids = tuple(edge_label_index), None
+        elif len(edge_label_index) == 2:
+            edge_type, ids = edge_label_index
+            edge_type = tuple(edge_type) if isinstance(edge_type, (tuple, list)) else edge_type
+        else:
+            raise ValueError(f"{expected} (got {len(edge_label_index)} entries)")
+        edge_type = self._canonical_edge_type(edge_type)
+        if ids is None:
+            return edge_type, self.edge_index(edge_type)
+        return edge_type, _edge_pairs(ids, "edge_label_index")
+
+    def _canonical_edge_type(self, edge_type) -> EdgeType:
+        if edge_type in self.edge_types:
+            return edge_type
+        matches = []
+        if isinstance(edge_type, tuple) and len(edge_type) == 2:
+            matches = [t for t in self.edge_types if (t[0], t[-1]) == edge_type]
+        if len(matches) == 1:
+            return matches[0]
+        raise ValueError(
+            f"'edge_label_index' names edge type {edge_type!r}, which is not one edge type of "
+            f"the data (edge types: {self.edge_types})"
+        )
+
+
+class StoreEdges(GraphEdges):
+    """:class:`GraphEdges` of a PyG ``(FeatureStore, GraphStore)`` pair, from the CSC arrays
+    :class:`~graphengine.loader.pyg_interop.PyGRemoteGraph` read once: no further call to
+    the graph store.
+
+    Args:
+        remote: the pair, read.
+    """
+
+    def __init__(self, remote: PyGRemoteGraph):
+        self.remote = remote
+        self.is_hetero = remote.is_hetero
+        self.edge_types = list(remote.edge_types)
+        self.num_nodes = remote.num_nodes
+        if self.is_hetero:
+            self.kind = "a (FeatureStore, GraphStore) pair of typed edges"
+        else:
+            self.kind = "a (FeatureStore, GraphStore) pair"
+
+    def edge_index(self, edge_type: EdgeType | None) -> np.ndarray:
+        """int64 ``[2, num_edges]``, every edge of ``edge_type`` in the order of its id (the
+        CSC's ``perm``), as ``graph_store.coo()`` lists them."""
+        csc = self.remote.csc(edge_type)
+        pairs = np.stack([csc.indices, _csc_destinations(csc.indptr)])
+        return pairs if csc.perm is None else pairs[:, np.argsort(csc.perm, kind="stable")]
+
+    def edge_set(self, edge_type: EdgeType | None) -> EdgeSet:
+        csc = self.remote.csc(edge_type)
+        return EdgeSet(csc.indices, _csc_destinations(csc.indptr), csc.num_dst)
+
+
+def graph_edges(data, graph) -> GraphEdges:
+    """The :class:`GraphEdges` of ``data``: a store pair through ``graph`` (its
+    :class:`~graphengine.loader.pyg_interop.PyGRemoteGraph`, read here when ``None``)."""
+    if isinstance(graph, PyGRemoteGraph):
+        return StoreEdges(graph)
+    if is_pyg_store_pair(data):
+        return StoreEdges(PyGRemoteGraph(*data))
+    return GraphEdges(data)
+
+
+def _csc_destinations(indptr: np.ndarray) -> np.ndarray:
+    """int64 ``[num_edges]``, the destination of each CSC position."""
+    return np.repeat(np.arange(indptr.shape[0] - 1, dtype=np.int64), np.diff(indptr))
+
+
+def _nodes_by_time(node_time) -> NodesByTime | dict[str, NodesByTime] | None:
+    """A sampler's ``node_time`` (an array, per node type, or ``None``) in time order, for
+    temporal negatives."""
+    if node_time is None:
+        return None
+    if isinstance(node_time, dict):
+        return {t: NodesByTime(times) for t, times in node_time.items()}
+    return NodesByTime(node_time)
 
 
 def _is_pyg_sampler(sampler) -> bool:
     return isinstance(sampler, PyGBaseSampler) and not isinstance(sampler, BaseSampler)
+
+
+def _cast_negative(neg_sampling):
+    """PyG's tuple or dict spellings of ``neg_sampling`` (its ``CastMixin``) as PyG's
+    ``NegativeSampling``, or as graphengine's when the dict names ``exclude_edges``."""
+    if isinstance(neg_sampling, dict) and "exclude_edges" in neg_sampling:
+        return NegativeSampling(**neg_sampling)
+    if isinstance(neg_sampling, (tuple, dict)):
+        return PyGNegativeSampling.cast(neg_sampling)
+    return neg_sampling
 
 
 def _pyg_negative(neg_sampling) -> PyGNegativeSampling | None:
@@ -535,51 +762,19 @@ def _pyg_negative(neg_sampling) -> PyGNegativeSampling | None:
 
 def _edge_permutation(graph):
     """A graph's edge ids as PyG's ``edge_permutation``: a tensor or ``None``, per edge type
-    for a :class:`~graphengine.loader.hetero.HeteroGraph`."""
+    for a :class:`~graphengine.loader.hetero.HeteroGraph`; a store pair's own."""
+    if isinstance(graph, PyGRemoteGraph):
+        return graph.edge_permutation
     edge_ids = graph.edge_ids
     if isinstance(edge_ids, dict):
         return {t: None if p is None else torch.from_numpy(p) for t, p in edge_ids.items()}
     return None if edge_ids is None else torch.from_numpy(edge_ids)
 
 
-def hetero_edge_seeds(data: HeteroData, edge_label_index) -> tuple[EdgeType, np.ndarray]:
-    """PyG's heterogeneous ``edge_label_index`` (an edge type, or ``(edge type, ids or
-    None)``) as ``(edge type, int64 [2, num_edges] seed edges)``; ``None`` ids mean all the
-    edge type's edges. An edge type is ``(src, relation, dst)`` or, when only one edge type
-    links them, ``(src, dst)``."""
-    if not isinstance(edge_label_index, (tuple, list)) or not edge_label_index:
-        raise ValueError(
-            "'edge_label_index' of a HeteroData must be an edge type or an (edge type, ids or "
-            f"None) pair (got {type(edge_label_index).__name__})"
-        )
-    if isinstance(edge_label_index[0], str):
-        edge_type, ids = tuple(edge_label_index), None
-    elif len(edge_label_index) == 2:
-        edge_type, ids = edge_label_index
-        edge_type = tuple(edge_type) if isinstance(edge_type, (tuple, list)) else edge_type
-    else:
-        raise ValueError(
-            "'edge_label_index' of a HeteroData must be an edge type or an (edge type, ids or "
-            f"None) pair (got {len(edge_label_index)} entries)"
-        )
-    edge_type = _canonical_edge_type(data, edge_type)
-    if ids is None:
-        ids = data[edge_type].edge_index
-    return edge_type, _edge_pairs(ids, "edge_label_index")
-
-
-def _canonical_edge_type(data: HeteroData, edge_type) -> EdgeType:
-    if edge_type in data.edge_types:
-        return edge_type
-    matches = []
-    if isinstance(edge_type, tuple) and len(edge_type) == 2:
-        matches = [t for t in data.edge_types if (t[0], t[-1]) == edge_type]
-    if len(matches) == 1:
-        return matches[0]
-    raise ValueError(
-        f"'edge_label_index' names edge type {edge_type!r}, which is not one edge type of the "
-        f"data (edge types: {data.edge_types})"
-    )
+def _describe(data) -> str:
+    if isinstance(data, (tuple, list)):
+        return f"{type(data).__name__} of {', '.join(type(v).__name__ for v in data)}"
+    return type(data).__name__
 
 
 def _edge_pairs(edge_index, name: str) -> np.ndarray:

@@ -87,8 +87,8 @@ class LoaderRequest:
     pin_memory: bool
     device: torch.device | None
     labor: dict | None = None  # LaborSampler's options, for LABOR instead of node-wise sampling
-    # Seeds are edges, which bring their own times (link loaders); heterogeneous parts then
-    # come without a sampling stage.
+    # Seeds are edges, which bring their own times (link loaders); the parts of a HeteroData
+    # or of a store pair then come without a sampling stage.
     edge_seeds: bool = False
 
 
@@ -116,7 +116,7 @@ def loader_parts(data, request: LoaderRequest) -> LoaderParts:
         )
     if isinstance(data, HeteroData):
         return _heterogeneous(data, request)
-    if _is_pyg_store_pair(data):
+    if is_pyg_store_pair(data):
         return _remote(data, request)
     return _homogeneous(data, request)
 
@@ -265,29 +265,31 @@ def _remote(data, request: LoaderRequest) -> LoaderParts:
         raise NotImplementedError(
             "LABOR samples homogeneous graphs here; use NeighborLoader for typed stores"
         )
+    if sampler is None and remote.is_hetero:
+        csc = {t: (c.indptr, c.indices) for t, c in remote.csc_dict.items()}
+        sampler = HeteroNeighborSampler(
+            remote.node_types,
+            remote.num_nodes,
+            csc,
+            _fanouts(request, remote.edge_types),
+            **request.options,
+            **times,
+        )
+    elif sampler is None:
+        graph: Graph = remote.graph()
+        graph.validate()
+        attributes = {key: value[None] for key, value in times.items()}
+        sampler = _homogeneous_sampler(graph, request, attributes)
+    gather = GatherRemoteFeatures(remote, request.custom_cls)
+    if request.edge_seeds:  # a link loader cuts its seed edges and samples them itself
+        return LoaderParts(None, gather, 0, sampler, remote)
     if remote.is_hetero:
-        if sampler is None:
-            csc = {t: (c.indptr, c.indices) for t, c in remote.csc_dict.items()}
-            sampler = HeteroNeighborSampler(
-                remote.node_types,
-                remote.num_nodes,
-                csc,
-                _fanouts(request, remote.edge_types),
-                **request.options,
-                **times,
-            )
         input_type, nodes, ids = _hetero_seeds(request, remote)
     else:
-        graph: Graph = remote.graph()
-        if sampler is None:
-            graph.validate()
-            attributes = {key: value[None] for key, value in times.items()}
-            sampler = _homogeneous_sampler(graph, request, attributes)
         input_type = None
-        nodes, ids = seed_nodes(request.input_nodes, graph.num_nodes)
+        nodes, ids = seed_nodes(request.input_nodes, remote.num_nodes)
         if request.input_id is not None:
             ids = check_input_ids(request.input_id, nodes.shape[0])
-    gather = GatherRemoteFeatures(remote, request.custom_cls)
     sample = SampleNodes(sampler, nodes, ids, _seed_times(request, nodes.shape[0]), input_type)
     return LoaderParts(sample, gather, nodes.shape[0], sampler, remote)
 
@@ -337,7 +339,7 @@ def _with_pyg_sampler(data, request: LoaderRequest) -> LoaderParts:
     return LoaderParts(sample, gather, int(sample.input_data.node.numel()), sampler, None)
 
 
-def _is_pyg_store_pair(data) -> bool:
+def is_pyg_store_pair(data) -> bool:
     """A PyG ``(FeatureStore, GraphStore)`` pair that is not graphengine's own
     ``(FeatureStore, Graph)`` (which :func:`graph_and_gather` takes with its edge ids)."""
     return (
