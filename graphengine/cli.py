@@ -319,13 +319,49 @@ def _parser() -> argparse.ArgumentParser:
     def add_bench(name: str, help: str) -> argparse.ArgumentParser:
         return benches.add_parser(name, help=help, formatter_class=_Formatter)
 
-    sample = add_bench("sample", "neighbor sampling through the NeighborLoader")
+    sample = add_bench("sample", "the node, link, Cluster-GCN and GraphSAINT loaders, vs PyG, DGL")
     _dataset_args(sample, default="synthetic-products")
-    sample.add_argument("--fanouts", type=_fanouts, default=[15, 10, 5], help=FANOUTS_HELP)
-    sample.add_argument("--batch-size", type=_at_least(1), default=1024, help="seeds per batch")
+    sample.add_argument(
+        "--loader",
+        choices=["node", "link", "cluster", "saint"],
+        default="node",
+        help="NeighborLoader; LinkNeighborLoader (binary negatives, one per seed edge); "
+        "ClusterData + ClusterLoader (METIS time reported apart); GraphSAINT's samplers",
+    )
+    sample.add_argument(
+        "--fanouts", type=_fanouts, default=[15, 10, 5], help=f"{FANOUTS_HELP} (node, link)"
+    )
+    sample.add_argument(
+        "--batch-size",
+        type=_at_least(1),
+        default=1024,
+        help="seeds per batch: nodes (node), seed edges (link), walk roots or node/edge draws "
+        "(saint)",
+    )
     sample.add_argument("--batches", type=_at_least(1), default=20, help="batches timed")
     sample.add_argument("--threads", type=_at_least(1), default=1, help="sampling threads")
-    sample.add_argument("--vs", choices=["pyg"], help="also time PyG's NeighborLoader")
+    sample.add_argument("--parts", type=_at_least(1), default=1500, help="METIS clusters (cluster)")
+    sample.add_argument(
+        "--clusters-per-batch", type=_at_least(1), default=20, help="clusters per batch (cluster)"
+    )
+    sample.add_argument(
+        "--saint-mode",
+        choices=["walk", "node", "edge"],
+        default="walk",
+        help="GraphSAINT's random-walk, node or edge sampler (saint)",
+    )
+    sample.add_argument(
+        "--walk-length", type=_at_least(0), default=2, help="steps per walk (saint, walk)"
+    )
+    sample.add_argument(
+        "--vs",
+        nargs="+",
+        choices=["dgl", "pyg"],
+        default=[],
+        help="also time PyG's namesake loaders, where its backend runs them, and/or DGL 2.1's "
+        "(benchmark only: put the directory ../shared/tools/install-dgl.sh prints on "
+        "PYTHONPATH); a peer that cannot run gets a row saying why",
+    )
     sample.set_defaults(run=_bench_sample)
     modes = add_bench("modes", "weighted, temporal, heterogeneous and LABOR sampling, vs DGL")
     _dataset_args(modes, default="synthetic-products")
@@ -911,16 +947,34 @@ def _datasets(args) -> int:
 
 
 def _bench_sample(args) -> int:
-    from graphengine.bench import sample
+    if args.loader == "node":
+        from graphengine.bench import sample
 
-    sample.run(
+        sample.run(
+            args.dataset,
+            args.fanouts,
+            args.batch_size,
+            args.batches,
+            args.threads,
+            root=args.root,
+            vs=args.vs,
+        )
+        return 0
+    from graphengine.bench import loaders
+
+    loaders.run(
+        args.loader,
         args.dataset,
         args.fanouts,
         args.batch_size,
         args.batches,
         args.threads,
         root=args.root,
-        vs_pyg=args.vs == "pyg",
+        vs=args.vs,
+        parts=args.parts,
+        clusters_per_batch=args.clusters_per_batch,
+        walk_length=args.walk_length,
+        saint_mode=args.saint_mode,
     )
     return 0
 

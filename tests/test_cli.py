@@ -72,7 +72,7 @@ def test_negative_fanouts_parse_as_separate_words():
     assert parse(["train", "--fanouts=-1,5"]).fanouts == [-1, 5]
     # A following option is not taken for a value.
     args = parse(cli._join_negative_values(["bench", "sample", "--fanouts", "3", "--vs", "pyg"]))
-    assert args.fanouts == [3] and args.vs == "pyg"
+    assert args.fanouts == [3] and args.vs == ["pyg"]
 
 
 def test_help_documents_defaults_modes_datasets_and_results(capsys):

@@ -1,14 +1,26 @@
-"""``graphengine bench sample``: seeds and sampled edges per second through the NeighborLoader."""
+"""``graphengine bench sample``: seeds and sampled edges per second through the NeighborLoader,
+against PyG's and DGL's node loaders (``--loader link|cluster|saint``:
+:mod:`graphengine.bench.loaders`)."""
 
 from __future__ import annotations
 
 import logging
 import time
+from collections.abc import Sequence
 
 import numba
 import numpy as np
 import torch
 
+from graphengine.bench.peers import (
+    PEERS,
+    Unavailable,
+    check_peers,
+    dgl_graph,
+    dgl_module,
+    measure,
+    pyg_sampling,
+)
 from graphengine.bench.report import print_report
 from graphengine.datasets import load_dataset
 from graphengine.loader import NeighborLoader
@@ -24,7 +36,7 @@ def run(
     batches: int,
     threads: int,
     root: str | None = None,
-    vs_pyg: bool = False,
+    vs: Sequence[str] = (),
     seed: int = 0,
 ) -> dict:
     """Time ``batches`` batches of the training split; print a table and a JSON line.
@@ -32,9 +44,12 @@ def run(
     Rows: the default NeighborLoader (one sampling-and-gathering thread beside the
     caller, its kernels using ``threads`` threads), the same with two such threads,
     with ``num_workers=0`` (everything in the calling thread: the fair figure at
-    ``threads=1``), the sampler alone, and with ``vs_pyg`` PyG's NeighborLoader on the
-    same seeds.
+    ``threads=1``), the sampler alone, and for the peers in ``vs`` (``'pyg'``, ``'dgl'``)
+    PyG's NeighborLoader and DGL's ``DataLoader`` with its ``NeighborSampler`` (gathering
+    ``feat`` and ``label``) on the same seeds; a peer that cannot run here is logged, with
+    why, and its row says so.
     """
+    check_peers(vs)
     set_threads(threads)
     data = load_dataset(dataset, root=root)
     rng = np.random.default_rng(seed)
@@ -78,23 +93,29 @@ def run(
         inline_edges_per_s=inline_edges / inline_s,
         sampler_only_edges_per_s=kernel_edges / kernel_s,
     )
-    if vs_pyg:
-        pyg = _time_pyg(data, fanouts, batch_size, seeds)
-        if pyg is None:
-            summary["pyg"] = "PyG sampling backend not installed (pyg-lib or torch-sparse)"
-        else:
-            pyg_s, pyg_edges = pyg
-            rows.append(_row("PyG NeighborLoader", len(timed), pyg_edges, pyg_s))
-            summary.update(
-                pyg_seeds_per_s=len(timed) / pyg_s,
-                pyg_edges_per_s=pyg_edges / pyg_s,
-                speedup_vs_pyg=(edges / loader_s) / (pyg_edges / pyg_s),
-                two_workers_speedup_vs_pyg=(two_edges / two_s) / (pyg_edges / pyg_s),
-                inline_speedup_vs_pyg=(inline_edges / inline_s) / (pyg_edges / pyg_s),
-            )
+    peers = {"pyg": ("PyG NeighborLoader", _time_pyg), "dgl": ("DGL NeighborSampler", _time_dgl)}
+    for key in (peer for peer in PEERS if peer in vs):
+        name, time_peer = peers[key]
+        try:
+            peer_s, peer_edges = time_peer(data, fanouts, batch_size, seeds)
+        except Unavailable as error:
+            rows.append([f"{name} (not run)", "-", "-", "-", "-", "-"])
+            summary[key] = str(error)
+            continue
+        rows.append(_row(name, len(timed), peer_edges, peer_s))
+        peer_rate = peer_edges / peer_s
+        summary.update(
+            {
+                f"{key}_seeds_per_s": len(timed) / peer_s,
+                f"{key}_edges_per_s": peer_rate,
+                f"speedup_vs_{key}": (edges / loader_s) / peer_rate,
+                f"two_workers_speedup_vs_{key}": (two_edges / two_s) / peer_rate,
+                f"inline_speedup_vs_{key}": (inline_edges / inline_s) / peer_rate,
+            }
+        )
     print_report(["loader", "seeds", "edges", "seconds", "seeds/s", "edges/s"], rows, summary)
-    if "pyg" in summary:
-        log.warning("%s", summary["pyg"])
+    for key in (peer for peer in PEERS if isinstance(summary.get(peer), str)):
+        log.warning("%s not run: %s", peers[key][0], summary[key])
     return summary
 
 
@@ -136,14 +157,35 @@ def _time_sampler(sampler, seeds, batch_size, seed) -> tuple[float, int]:
     return time.perf_counter() - start, edges
 
 
-def _time_pyg(data, fanouts, batch_size, seeds) -> tuple[float, int] | None:
-    import torch_geometric.typing as pyg_typing
+def _time_pyg(data, fanouts, batch_size, seeds) -> tuple[float, int]:
     from torch_geometric.loader import NeighborLoader as PyGNeighborLoader
 
-    if not (pyg_typing.WITH_PYG_LIB or pyg_typing.WITH_TORCH_SPARSE):
-        return None
+    pyg_sampling()
     pyg_data = data.to_data()
     loader = PyGNeighborLoader(
         pyg_data, num_neighbors=fanouts, batch_size=batch_size, input_nodes=torch.from_numpy(seeds)
     )
     return _time_batches(loader)
+
+
+def _time_dgl(data, fanouts, batch_size, seeds) -> tuple[float, int]:
+    """DGL's ``DataLoader`` with its ``NeighborSampler``, gathering ``feat`` (``x``) and
+    ``label`` (``y``) as its users prefetch them: seconds and sampled edges (its blocks
+    sample every layer's destinations again, so a batch holds more edges than PyG's)."""
+    dgl = dgl_module()
+    g = dgl_graph(dgl, data.graph, {"feat": data.x, "label": data.y})
+    sampler = dgl.dataloading.NeighborSampler(
+        fanouts, prefetch_node_feats=["feat"], prefetch_labels=["label"]
+    )
+
+    def build():
+        return dgl.dataloading.DataLoader(
+            g, torch.from_numpy(seeds), sampler, batch_size=batch_size
+        )
+
+    def count(batch) -> tuple[int, int, int]:
+        input_nodes, output_nodes, blocks = batch
+        return output_nodes.shape[0], input_nodes.shape[0], sum(b.num_edges() for b in blocks)
+
+    timed = measure(build, count, len(seeds) // batch_size - 1)
+    return timed.seconds, timed.edges
