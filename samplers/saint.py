@@ -10,8 +10,11 @@ from __future__ import annotations
 
 import numpy as np
 
+from samplers._kernels import induced
+from samplers._kernels.grouping import group_by_key
 from samplers._kernels.threading import parallel_guard
 from samplers._kernels.walk import random_walks
+from samplers.neighbor import MIN_TABLE_BITS, REPEAT_MASK, BatchNodes
 
 MODES = ("node", "edge", "walk")
 
@@ -41,10 +44,11 @@ class SaintGraph:
         self.num_nodes = int(num_nodes)
         self.row = edge_index[0].astype(np.int64)
         self.col = edge_index[1].astype(np.int64)
-        self.edge_ids = np.argsort(self.row, kind="stable").astype(np.int64)
-        self.cols = self.col[self.edge_ids]
         self.indptr = np.zeros(self.num_nodes + 1, dtype=np.int64)
         np.cumsum(np.bincount(self.row, minlength=self.num_nodes), out=self.indptr[1:])
+        self.edge_ids = np.empty(self.row.shape[0], dtype=np.int64)
+        group_by_key(self.row, self.indptr, self.edge_ids)
+        self.cols = self.col[self.edge_ids]
 
     @property
     def num_edges(self) -> int:
@@ -52,17 +56,32 @@ class SaintGraph:
 
     def induced(self, nodes: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """Every edge between ``nodes`` (int64, ascending, distinct), in CSR order over them:
-        ``(row, col, edge_ids)``, int64, ``row``/``col`` positions in ``nodes``."""
-        starts, ends = self.indptr[nodes], self.indptr[nodes + 1]
-        counts = ends - starts
-        local_row = np.repeat(np.arange(nodes.shape[0], dtype=np.int64), counts)
-        positions = np.repeat(starts - (np.cumsum(counts) - counts), counts)
-        positions += np.arange(positions.shape[0], dtype=np.int64)
-        cols = self.cols[positions]
-        local_col = np.searchsorted(nodes, cols)
-        inside = local_col < nodes.shape[0]
-        inside[inside] = nodes[local_col[inside]] == cols[inside]
-        return local_row[inside], local_col[inside], self.edge_ids[positions[inside]]
+        ``(row, col, edge_ids)``, int64, ``row``/``col`` positions in ``nodes``.
+
+        The induced-subgraph kernels of the neighbor sampler do it, on this graph's CSR: each
+        node's out-edges are kept when their destination is in the nodes' hash table."""
+        table = BatchNodes(MIN_TABLE_BITS, 0, wide=self.num_nodes > np.iinfo(np.int32).max)
+        table.start(nodes)
+        shift = 64 - table.bits
+        with parallel_guard():
+            offsets = induced.induced_offsets(
+                self.indptr, self.cols, nodes, REPEAT_MASK, table.table, shift
+            )
+            count = int(offsets[-1])
+            local_col, local_row, position = (np.empty(count, dtype=np.int64) for _ in range(3))
+            induced.induced_fill(
+                self.indptr,
+                self.cols,
+                nodes,
+                REPEAT_MASK,
+                table.table,
+                shift,
+                offsets,
+                local_col,
+                local_row,
+                position,
+            )
+        return local_row, local_col, self.edge_ids[position]
 
 
 def node_selection(graph: SaintGraph, budget: int, rng: np.random.Generator) -> np.ndarray:
@@ -83,15 +102,26 @@ def edge_probabilities(graph: SaintGraph) -> np.ndarray:
     return weight / weight.sum()
 
 
+def cumulative_probabilities(probabilities: np.ndarray) -> np.ndarray:
+    """The running sums of ``probabilities`` (float64 ``[n]``), the last scaled to exactly 1:
+    what :func:`edge_selection` draws from, computed once per graph."""
+    cumulative = np.cumsum(probabilities, dtype=np.float64)
+    if cumulative.size:
+        cumulative /= cumulative[-1]
+    return cumulative
+
+
 def edge_selection(
-    graph: SaintGraph, budget: int, rng: np.random.Generator, probabilities: np.ndarray
+    graph: SaintGraph, budget: int, rng: np.random.Generator, cumulative: np.ndarray
 ) -> np.ndarray:
     """GraphSAINT's edge sampler as PyG draws it: ``budget`` edges with replacement, each in
-    proportion to ``probabilities`` (:func:`edge_probabilities`); both ends of each, each
-    node once, ascending (int64)."""
+    proportion to the probabilities whose :func:`cumulative_probabilities` are
+    ``cumulative``; both ends of each, each node once, ascending (int64). The draws are
+    ``rng.choice(num_edges, budget, p=probabilities)``'s, without its summing of every
+    probability at each call."""
     if graph.num_edges == 0:
         return np.empty(0, dtype=np.int64)
-    edges = rng.choice(graph.num_edges, size=budget, p=probabilities)
+    edges = cumulative.searchsorted(rng.random(budget), side="right")
     return np.unique(np.concatenate([graph.col[edges], graph.row[edges]]))
 
 

@@ -13,7 +13,13 @@ from graphengine.loader.saint import (
     GraphSAINTRandomWalkSampler,
 )
 from samplers._kernels.walk import random_walks
-from samplers.saint import SaintGraph, edge_probabilities, walk_selection
+from samplers.saint import (
+    SaintGraph,
+    cumulative_probabilities,
+    edge_probabilities,
+    edge_selection,
+    walk_selection,
+)
 
 
 def id_graph(num_nodes=60, num_edges=400, seed=0) -> Data:
@@ -182,3 +188,11 @@ def test_loader_device():
         batch = next(iter(loader))
         assert batch.edge_index.is_cuda
         assert torch.equal(batch.edge_index.cpu(), default.edge_index)
+
+
+def test_edge_selection_draws_as_numpy_choice():
+    graph = SaintGraph(id_graph().edge_index.numpy(), 60)
+    p = edge_probabilities(graph)
+    ours = edge_selection(graph, 500, np.random.default_rng(4), cumulative_probabilities(p))
+    edges = np.random.default_rng(4).choice(graph.num_edges, size=500, p=p)
+    assert np.array_equal(ours, np.unique(np.concatenate([graph.col[edges], graph.row[edges]])))

@@ -18,6 +18,7 @@ from graphengine.loader.seeds import BatchRequest, SeedBatches
 from graphengine.loader.staged import StagedLoader, copy_stages
 from samplers.saint import (
     SaintGraph,
+    cumulative_probabilities,
     edge_probabilities,
     edge_selection,
     node_selection,
@@ -186,13 +187,13 @@ class GraphSAINTEdgeSampler(GraphSAINTSampler):
     replacement in proportion to PyG's weights (:func:`samplers.saint.edge_probabilities`)."""
 
     def __init__(self, data: Data, batch_size: int, *args, **kwargs):
-        self._probabilities = None
+        self._cumulative = None
         super().__init__(data, batch_size, *args, **kwargs)
 
     def _select(self, rng: np.random.Generator) -> np.ndarray:
-        if self._probabilities is None:
-            self._probabilities = edge_probabilities(self.graph)
-        return edge_selection(self.graph, self.budget, rng, self._probabilities)
+        if self._cumulative is None:
+            self._cumulative = cumulative_probabilities(edge_probabilities(self.graph))
+        return edge_selection(self.graph, self.budget, rng, self._cumulative)
 
 
 class GraphSAINTRandomWalkSampler(GraphSAINTSampler):
