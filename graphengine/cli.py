@@ -602,9 +602,7 @@ def _train(args) -> int:
         elif hetero:
             dataset = load_hetero_dataset(args.dataset, root=args.root)
         else:
-            dataset = _load_once_per_machine(args.dataset, args.root, world_size, args.features)
-        if args.normalize_features:
-            dataset = dataset.normalize_features()
+            dataset = _homogeneous_dataset(args, world_size)
         log.info("%s", dataset)
         model = build_model(
             args.model,
@@ -692,6 +690,11 @@ def _check_task_options(args) -> None:
         )
     if args.normalize_features and args.partitions is not None:
         raise ValueError("--normalize-features changes a dataset; a partition keeps its own")
+    if args.normalize_features and args.partitions is None and is_heterogeneous(args.dataset):
+        raise ValueError(
+            f"--normalize-features scales a homogeneous dataset's features; {args.dataset} is "
+            "heterogeneous"
+        )
     cluster_options = (args.num_parts, args.cluster_dir)
     if args.sampler != "cluster" and (any(o is not None for o in cluster_options)):
         raise ValueError("--num-parts and --cluster-dir are options of --sampler cluster")
@@ -720,9 +723,7 @@ def _train_link(args) -> int:
     from graphengine.train.link import LinkTrainer
 
     torch.manual_seed(args.seed)
-    dataset = _load_once_per_machine(args.dataset, args.root, 1, args.features)
-    if args.normalize_features:
-        dataset = dataset.normalize_features()
+    dataset = _homogeneous_dataset(args, 1)
     log.info("%s", dataset)
     encoder = build_model(
         args.model,
@@ -751,8 +752,6 @@ def _train_link(args) -> int:
         metrics = trainer.evaluate_all() if args.eval_every > 0 else {}
     except KeyboardInterrupt:
         return INTERRUPTED
-    times = [m["epoch_s"] for m in history]
-    later = times[1:] or times
     _print_json(
         {
             "task": "link",
@@ -762,8 +761,7 @@ def _train_link(args) -> int:
             "epochs": trainer.epoch,
             "train_edges": int(trainer.split.train.edge_label_index.size(1)),
             **metrics,
-            "first_epoch_s": times[0] if times else None,
-            "epoch_s": sum(later) / len(later) if later else None,
+            **_epoch_seconds(history),
         }
     )
     return 0
@@ -825,8 +823,6 @@ def _cache_size(text: str) -> int | str:
 
 def _result(args, dataset: str, epochs: int, workers: int, history: list, accuracies: dict):
     """The final JSON line of ``train`` (its fields are described in TRAIN_EPILOG)."""
-    times = [m["epoch_s"] for m in history]
-    later = times[1:] or times
     return {
         "dataset": dataset,
         "model": args.model,
@@ -837,6 +833,16 @@ def _result(args, dataset: str, epochs: int, workers: int, history: list, accura
         "sampler": args.sampler,
         **accuracies,
         "train_acc_running": history[-1]["train_acc"] if history else None,
+        **_epoch_seconds(history),
+    }
+
+
+def _epoch_seconds(history: list[dict]) -> dict:
+    """``first_epoch_s`` (it includes compiling the Numba kernels) and ``epoch_s``, the mean
+    of the later epochs (of the first when only one ran), of ``history``'s metrics."""
+    times = [m["epoch_s"] for m in history]
+    later = times[1:] or times
+    return {
         "first_epoch_s": times[0] if times else None,
         "epoch_s": sum(later) / len(later) if later else None,
     }
@@ -892,6 +898,13 @@ def _without_nproc(argv: list[str]) -> list[str]:
         elif not arg.startswith("--nproc="):
             out.append(arg)
     return out
+
+
+def _homogeneous_dataset(args, world_size: int):
+    """``--dataset`` (generated once per machine), its features scaled with
+    ``--normalize-features``."""
+    dataset = _load_once_per_machine(args.dataset, args.root, world_size, args.features)
+    return dataset.normalize_features() if args.normalize_features else dataset
 
 
 def _load_once_per_machine(

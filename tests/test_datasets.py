@@ -1,6 +1,7 @@
 """Dataset readers against hand-parsed raw files and published figures, the generator, the
 catalog."""
 
+import dataclasses
 import pickle
 import shutil
 import warnings
@@ -227,3 +228,16 @@ def test_dataset_shape_checks():
         GraphDataset("s", dataset.graph, dataset.x[:5], dataset.y, [0], [1], [2], 2)
     with pytest.raises(ValueError, match="'train' holds node id 100"):
         GraphDataset("s", dataset.graph, dataset.x, dataset.y, [100], [1], [2], 2)
+
+
+def test_normalize_features_scales_rows_to_sum_one(tmp_path):
+    dataset = load_dataset("synthetic-small", root=tmp_path)
+    x = np.array(dataset.x, dtype=np.float32)
+    x[3] = 0
+    dataset = dataclasses.replace(dataset, x=x)
+    normalized = dataset.normalize_features()
+    sums = x.sum(axis=1, keepdims=True)
+    expected = np.divide(x, sums, out=np.zeros_like(x), where=sums != 0)
+    assert np.allclose(normalized.x, expected)
+    assert not np.any(normalized.x[3])
+    assert normalized.graph is dataset.graph and np.array_equal(normalized.y, dataset.y)

@@ -225,6 +225,8 @@ def test_cli_link_prediction_on_cora_reaches_auc_090(shared_datasets, capsys):
         (["--sampler", "saint", "--nproc", "2"], "one process"),
         (["--sampler", "saint", "--num-parts", "4"], "--sampler cluster"),
         (["--sampler", "cluster", "--dataset", "synthetic-hetero-s"], "heterogeneous"),
+        (["--normalize-features", "--dataset", "synthetic-hetero-s"], "heterogeneous"),
+        (["--normalize-features", "--partitions", "nowhere"], "a partition keeps its own"),
     ],
 )
 def test_cli_refuses_options_the_task_does_not_take(options, message, caplog):
