@@ -201,14 +201,18 @@ def _parser() -> argparse.ArgumentParser:
         help="--sampler cluster: METIS clusters (default: one per 1000 nodes)",
     )
     train.add_argument(
-        "--clusters-per-batch", type=_at_least(1), default=20, help="--sampler cluster"
+        "--clusters-per-batch",
+        type=_at_least(1),
+        help="--sampler cluster: clusters a batch (default: 20)",
     )
     train.add_argument(
         "--cluster-dir",
         help="--sampler cluster: a directory to cache the clusters in (a writable one)",
     )
     train.add_argument(
-        "--walk-length", type=_at_least(1), default=2, help="--sampler saint: steps per walk"
+        "--walk-length",
+        type=_at_least(1),
+        help="--sampler saint: steps per walk (default: 2)",
     )
     train.add_argument(
         "--normalize-features",
@@ -695,9 +699,18 @@ def _check_task_options(args) -> None:
             f"--normalize-features scales a homogeneous dataset's features; {args.dataset} is "
             "heterogeneous"
         )
-    cluster_options = (args.num_parts, args.cluster_dir)
-    if args.sampler != "cluster" and (any(o is not None for o in cluster_options)):
-        raise ValueError("--num-parts and --cluster-dir are options of --sampler cluster")
+    if args.task == "link" and args.partitions is None and is_heterogeneous(args.dataset):
+        raise ValueError(
+            f"--task link trains on homogeneous datasets; {args.dataset} is heterogeneous"
+        )
+    for sampler, options in (
+        ("cluster", ("num_parts", "cluster_dir", "clusters_per_batch")),
+        ("saint", ("walk_length",)),
+    ):
+        given = [o for o in options if getattr(args, o) is not None]
+        if given and args.sampler != sampler:
+            option = "--" + given[0].replace("_", "-")
+            raise ValueError(f"{option} is an option of --sampler {sampler}")
 
 
 def _sampler(args):
@@ -705,14 +718,13 @@ def _sampler(args):
     from graphengine.train.subgraph import SubgraphSampling
 
     if args.sampler == "cluster":
+        options = {"clusters_per_batch": args.clusters_per_batch} if args.clusters_per_batch else {}
         return SubgraphSampling(
-            "cluster",
-            num_parts=args.num_parts,
-            clusters_per_batch=args.clusters_per_batch,
-            cluster_dir=args.cluster_dir,
+            "cluster", num_parts=args.num_parts, cluster_dir=args.cluster_dir, **options
         )
     if args.sampler == "saint":
-        return SubgraphSampling("saint", roots=args.batch_size, walk_length=args.walk_length)
+        options = {"walk_length": args.walk_length} if args.walk_length else {}
+        return SubgraphSampling("saint", roots=args.batch_size, **options)
     return args.sampler
 
 

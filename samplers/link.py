@@ -204,7 +204,7 @@ def draw_negative_pairs(
     num_src = _check_side(num_src, src_by_time, "num_src", count)
     num_dst = _check_side(num_dst, dst_by_time, "num_dst", count)
     limits = _check_limits(times, count, (src_by_time, dst_by_time))
-    edge_keys = _edge_keys(edges, num_dst)
+    edge_keys = _edge_keys(edges, num_src, num_dst)
     out_src = np.empty(count, dtype=np.int64)
     out_dst = np.empty(count, dtype=np.int64)
     if count == 0:
@@ -258,7 +258,8 @@ def draw_negative_destinations(
     count = sources.shape[0]
     num_dst = _check_side(num_dst, dst_by_time, "num_dst", count)
     limits = _check_limits(times, count, (None, dst_by_time))
-    edge_keys = _edge_keys(edges, num_dst)
+    num_src = int(sources.max()) + 1 if sources.size else 0
+    edge_keys = _edge_keys(edges, num_src, num_dst)
     out = np.empty(count, dtype=np.int64)
     if count == 0:
         return out
@@ -412,8 +413,13 @@ def _sample_two_types(sampler, edge_type, src, dst, src_time, dst_time, seed, di
 
 
 def _trees_per_edge(out, num_pos: int):
-    """``out`` with each node's tree taken modulo ``num_pos`` (as PyG): the trees of an edge's
-    ends and of its negatives become the edge's."""
+    """``out`` with each node's tree taken modulo ``num_pos``, as PyG's ``edge_sample`` does.
+
+    Trees are numbered over the sources (positives, then binary negatives), then the
+    destinations. So a source's tree becomes its edge's; a destination's does too when the
+    number of binary negatives is a multiple of ``num_pos`` (triplet, or a whole ``amount``),
+    and is shifted by that remainder otherwise, exactly as in PyG. Sampling is unaffected:
+    each tree samples with its own edge's time."""
     batch = out.batch
     if isinstance(batch, dict):
         batch = {t: b % max(num_pos, 1) for t, b in batch.items()}
@@ -470,12 +476,19 @@ def _check_limits(times, count: int, sides) -> np.ndarray:
     return limits
 
 
-def _edge_keys(edges: EdgeSet | None, num_dst: int) -> np.ndarray:
+def _edge_keys(edges: EdgeSet | None, num_src: int, num_dst: int) -> np.ndarray:
+    """The sorted int64 keys ``source * num_dst + destination`` of ``edges`` for the kernels
+    (empty: no exclusion); every drawn pair's key must fit in int64."""
     if edges is None:
         return np.empty(0, dtype=np.int64)
     if edges.num_nodes != num_dst:
         raise ValueError(
             f"the edge set keys pairs over {edges.num_nodes} destinations (expected {num_dst})"
+        )
+    if num_src * num_dst > np.iinfo(np.int64).max:
+        raise ValueError(
+            f"excluding true edges keys pairs as source * {num_dst} + destination, which "
+            f"overflows int64 for {num_src} sources"
         )
     return edges.keys
 

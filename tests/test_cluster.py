@@ -188,8 +188,16 @@ def test_loader_device():
     assert torch.equal(on_cpu.edge_index, default.edge_index)
     with pytest.raises(ValueError, match="'device' must be a torch device"):
         ClusterLoader(cluster_data, device="gpu:0")
-    if torch.cuda.is_available():
-        loader = ClusterLoader(cluster_data, batch_size=2, seed=1, device="cuda", num_workers=1)
-        batch = next(iter(loader))
-        assert batch.x.is_cuda and batch.edge_index.is_cuda
-        assert torch.equal(batch.edge_index.cpu(), default.edge_index)
+    if not torch.cuda.is_available():
+        with pytest.raises(ValueError, match="needs CUDA"):
+            ClusterLoader(cluster_data, device="cuda")
+
+
+@pytest.mark.skipif(not torch.cuda.is_available(), reason="needs CUDA")
+def test_loader_copies_batches_to_cuda():
+    cluster_data = ClusterData(communities(), num_parts=6, log=False)
+    default = next(iter(ClusterLoader(cluster_data, batch_size=2, seed=1)))
+    loader = ClusterLoader(cluster_data, batch_size=2, seed=1, device="cuda", num_workers=1)
+    batch = next(iter(loader))
+    assert batch.x.is_cuda and batch.edge_index.is_cuda
+    assert torch.equal(batch.edge_index.cpu(), default.edge_index)

@@ -11,8 +11,11 @@ from torch_geometric.transforms import RandomLinkSplit
 
 from graphengine.cli import main
 from graphengine.nn.decoders import DotProductDecoder, MLPDecoder, build_decoder
+from graphengine.nn.models import build_model
+from graphengine.train.link import LinkTrainer
 from graphengine.train.link_metrics import ranking_metrics, roc_auc
 from graphengine.train.link_split import random_link_split
+from samplers.link import draw_negative_destinations
 
 
 def _graph(num_nodes=60, num_edges=300, undirected=True, seed=0) -> Data:
@@ -224,6 +227,9 @@ def test_cli_link_prediction_on_cora_reaches_auc_090(shared_datasets, capsys):
         (["--task", "link", "--nproc", "2"], "one process"),
         (["--sampler", "saint", "--nproc", "2"], "one process"),
         (["--sampler", "saint", "--num-parts", "4"], "--sampler cluster"),
+        (["--clusters-per-batch", "4"], "--clusters-per-batch is an option of --sampler cluster"),
+        (["--sampler", "cluster", "--walk-length", "3"], "--walk-length is an option of"),
+        (["--task", "link", "--dataset", "synthetic-hetero-s"], "homogeneous datasets"),
         (["--sampler", "cluster", "--dataset", "synthetic-hetero-s"], "heterogeneous"),
         (["--normalize-features", "--dataset", "synthetic-hetero-s"], "heterogeneous"),
         (["--normalize-features", "--partitions", "nowhere"], "a partition keeps its own"),
@@ -232,3 +238,49 @@ def test_cli_link_prediction_on_cora_reaches_auc_090(shared_datasets, capsys):
 def test_cli_refuses_options_the_task_does_not_take(options, message, caplog):
     assert main(["train", "--epochs", "1", *options]) == 2
     assert message in caplog.text
+
+
+def test_link_trainer_on_a_synthetic_graph_and_its_ranking_negatives():
+    torch.manual_seed(0)
+    data = _graph(num_nodes=200, num_edges=1200)
+    data.x = torch.randn(200, 8)
+    encoder = build_model("sage", 8, 16, 16, num_layers=2, dropout=0.0)
+    trainer = LinkTrainer(
+        encoder,
+        build_decoder("mlp", 16),
+        data,
+        fanouts=[5, 5],
+        batch_size=128,
+        eval_mode="layerwise",
+        num_workers=0,
+        progress=False,
+        eval_negatives=7,
+        hits_at=(1, 8),
+    )
+    history = trainer.fit(2, eval_every=1)
+    assert [m["epoch"] for m in history] == [1, 2] and "val_auc" in history[-1]
+    metrics = trainer.evaluate_all()
+    assert 0 <= metrics["test_auc"] <= 1 and metrics["test_hits@8"] == 1.0  # 7 negatives: rank <= 8
+    # The ranking negatives of every source are neither its edges nor itself.
+    edges = _pairs(data.edge_index)
+    sources = np.arange(200)
+    negatives = draw_negative_destinations(
+        np.repeat(sources, 20), 200, seed=3, edges=trainer._not_negative
+    ).reshape(200, 20)
+    for source, row in zip(sources.tolist(), negatives.tolist(), strict=True):
+        assert all((source, d) not in edges and d != source for d in row)
+
+
+def test_link_trainer_refuses_splits_it_cannot_score():
+    data = _graph()
+    encoder = build_model("sage", 4, 8, 8, num_layers=1)
+    with pytest.raises(ValueError, match="the val split has 0 positive"):
+        LinkTrainer(encoder, DotProductDecoder(), data, num_val=0, progress=False)
+    with pytest.raises(ValueError, match="'eval_negatives' must be >= 1"):
+        LinkTrainer(encoder, DotProductDecoder(), data, eval_negatives=0, progress=False)
+
+
+def test_split_takes_numpy_counts():
+    data = _graph()
+    ours = random_link_split(data, num_val=np.int64(5), num_test=np.int32(7), seed=1)
+    assert int(ours.val.edge_label.sum()) == 5 and int(ours.test.edge_label.sum()) == 7

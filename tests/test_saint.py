@@ -183,11 +183,19 @@ def test_loader_device():
     assert torch.equal(on_cpu.edge_index, default.edge_index)
     with pytest.raises(ValueError, match="'device' must be a torch device"):
         GraphSAINTNodeSampler(data, batch_size=20, device="gpu:0")
-    if torch.cuda.is_available():
-        loader = GraphSAINTNodeSampler(data, batch_size=20, seed=3, device="cuda", num_workers=1)
-        batch = next(iter(loader))
-        assert batch.edge_index.is_cuda
-        assert torch.equal(batch.edge_index.cpu(), default.edge_index)
+    if not torch.cuda.is_available():
+        with pytest.raises(ValueError, match="needs CUDA"):
+            GraphSAINTNodeSampler(data, batch_size=20, device="cuda")
+
+
+@pytest.mark.skipif(not torch.cuda.is_available(), reason="needs CUDA")
+def test_loader_copies_batches_to_cuda():
+    data = id_graph()
+    default = next(iter(GraphSAINTNodeSampler(data, batch_size=20, seed=3)))
+    loader = GraphSAINTNodeSampler(data, batch_size=20, seed=3, device="cuda", num_workers=1)
+    batch = next(iter(loader))
+    assert batch.edge_index.is_cuda
+    assert torch.equal(batch.edge_index.cpu(), default.edge_index)
 
 
 def test_edge_selection_draws_as_numpy_choice():

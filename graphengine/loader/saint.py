@@ -189,11 +189,16 @@ class GraphSAINTEdgeSampler(GraphSAINTSampler):
     def __init__(self, data: Data, batch_size: int, *args, **kwargs):
         self._cumulative = None
         super().__init__(data, batch_size, *args, **kwargs)
+        self._edge_cumulative()  # now, not in each of the loader's threads
 
-    def _select(self, rng: np.random.Generator) -> np.ndarray:
+    def _edge_cumulative(self) -> np.ndarray:
+        """The edges' cumulative probabilities (float64 ``[num_edges]``), summed once."""
         if self._cumulative is None:
             self._cumulative = cumulative_probabilities(edge_probabilities(self.graph))
-        return edge_selection(self.graph, self.budget, rng, self._cumulative)
+        return self._cumulative
+
+    def _select(self, rng: np.random.Generator) -> np.ndarray:
+        return edge_selection(self.graph, self.budget, rng, self._edge_cumulative())
 
 
 class GraphSAINTRandomWalkSampler(GraphSAINTSampler):

@@ -85,7 +85,7 @@ def copy_stages(device: str | torch.device | None) -> list[Stage]:
     device, none for the CPU or ``None`` (batches are built there).
 
     Raises:
-        ValueError: ``device`` is not a device.
+        ValueError: ``device`` is not a device, or is a CUDA device without CUDA.
     """
     if device is None:
         return []
@@ -93,4 +93,10 @@ def copy_stages(device: str | torch.device | None) -> list[Stage]:
         device = torch.device(device)
     except (RuntimeError, TypeError):
         raise ValueError(f"'device' must be a torch device or its name (got {device!r})") from None
-    return [Stage("copy", CopyToDevice(device))] if device.type == "cuda" else []
+    if device.type != "cuda":
+        return []
+    if not torch.cuda.is_available():
+        raise ValueError(
+            f"'device' {str(device)!r} needs CUDA, and torch.cuda.is_available() is False"
+        )
+    return [Stage("copy", CopyToDevice(device))]

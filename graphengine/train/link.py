@@ -69,7 +69,8 @@ class LinkTrainer:
         hits_at: the K of each reported ``hits@K``.
         eval_mode: how the embeddings of every node are computed for evaluation: ``'full'``
             (the encoder on the whole graph), ``'layerwise'`` (layer by layer in chunks, for
-            PyG ``BasicGNN`` encoders) or ``'auto'`` (full up to 5M edges).
+            PyG ``BasicGNN`` encoders) or ``'auto'`` (full up to 5M edges, layer-wise above
+            when the encoder allows it, else full).
         num_workers: sampling threads of the loader (0: load in the training thread).
         device: where the model runs.
         metrics_path: a file to append one JSON line of metrics per epoch to.
@@ -125,6 +126,14 @@ class LinkTrainer:
             add_negative_train_samples=False,
             seed=seed,
         )
+        for split in LINK_SPLITS:
+            labels = getattr(self.split, split).edge_label
+            if not bool((labels == 1).any()) or not bool((labels == 0).any()):
+                raise ValueError(
+                    f"the {split} split has {int((labels == 1).sum())} positive and "
+                    f"{int((labels == 0).sum())} negative edges: it needs both to be scored "
+                    "(raise 'num_val' / 'num_test' or 'neg_sampling_ratio')"
+                )
         self.eval_mode = _eval_mode(eval_mode, encoder, data.edge_index.size(1))
         # What no ranking negative may be: an edge, or the source itself.
         loops = np.arange(int(data.num_nodes), dtype=np.int64)

@@ -11,6 +11,7 @@ all pairs ``(i, j)``, ``i != j``, that are not edges of the graph, all distinct.
 from __future__ import annotations
 
 import copy
+import numbers
 import warnings
 from dataclasses import dataclass
 
@@ -153,11 +154,11 @@ def _check_edge_index(data: Data) -> torch.Tensor:
 
 
 def _check_share(value, name: str) -> None:
-    if isinstance(value, bool) or not isinstance(value, (int, float)):
+    if isinstance(value, bool) or not isinstance(value, (numbers.Integral, float)):
         raise TypeError(f"'{name}' must be a float share or an int count (got {value!r})")
     if isinstance(value, float) and not 0.0 <= value < 1.0:
         raise ValueError(f"'{name}' as a share must be in [0, 1) (got {value})")
-    if isinstance(value, int) and value < 0:
+    if isinstance(value, numbers.Integral) and value < 0:
         raise ValueError(f"'{name}' as a count must be >= 0 (got {value})")
 
 

@@ -32,8 +32,8 @@ class SubgraphSampling:
         clusters_per_batch: clusters a batch.
         cluster_dir: a directory where the clusters are cached (never a read-only dataset's).
         roots, walk_length: walks a batch and steps a walk.
-        num_steps: batches an epoch; by default enough for ``roots`` times as many roots as
-            the graph has nodes.
+        num_steps: batches an epoch; by default ``ceil(num_nodes / roots)``, as many roots
+            in all as the graph has nodes.
         sample_coverage: samples per node for GraphSAINT's ``node_norm``, which weighs each
             training node's loss (0: unweighted).
     """
