@@ -24,6 +24,7 @@ from graphengine.loader.adapters import as_numpy, check_input_ids
 from graphengine.loader.neighbor_loader import NeighborLoader
 from graphengine.loader.pyg_interop import (
     PyGRemoteGraph,
+    describe,
     filter_hetero_store,
     filter_store,
     to_pyg_sampler_output,
@@ -158,29 +159,50 @@ class GatherLinks:
         for key in ("batch_size", "seed_time", "input_id"):
             if key in seeds:
                 del seeds[key]
-        fields = [(labels, "input_id", out.input_id)]
         if self.triplet:
-            fields += [
-                (src, "src_index", out.src_index),
-                (dst, "dst_pos_index", out.dst_pos_index),
-                (dst, "dst_neg_index", np.ascontiguousarray(out.dst_neg_index)),
-                (src, "seed_time", out.edge_label_time),
-                (dst, "seed_time", out.edge_label_time),
-            ]
-            # As PyG: no binary fields left from the data.
-            fields += [(labels, "edge_label_index", None), (labels, "edge_label_time", None)]
+            metadata = (
+                out.input_id,
+                out.src_index,
+                out.dst_pos_index,
+                np.ascontiguousarray(out.dst_neg_index),
+                out.edge_label_time,
+            )
         else:
-            fields += [
-                (labels, "edge_label_index", out.edge_label_index),
-                (labels, "edge_label", out.edge_label),
-                (labels, "edge_label_time", out.edge_label_time),
-            ]
-        for store, key, value in fields:
-            if value is not None:
-                store[key] = torch.as_tensor(value)
-            elif key in store:
-                del store[key]
+            metadata = (out.input_id, out.edge_label_index, out.edge_label, out.edge_label_time)
+        put_link_fields(labels, src, dst, self.triplet, metadata)
         return data
+
+
+def put_link_fields(labels, src, dst, triplet: bool, metadata: tuple) -> None:
+    """Put PyG's link fields where PyG's ``LinkLoader`` puts them: ``metadata`` is PyG's
+    (``input_id``, ``edge_label_index``, ``edge_label``, ``edge_label_time``) for binary or no
+    negatives, on ``labels`` (the seed edges' store); (``input_id``, ``src_index``,
+    ``dst_pos_index``, ``dst_neg_index``, ``seed_time``) for triplet ones, ``input_id`` on
+    ``labels``, the others on the source store ``src`` or the destination store ``dst``
+    (``seed_time`` on both), and no binary fields left on ``labels``. A field without a
+    value (``None``) is removed from its store, as PyG's assignment of ``None`` does."""
+    fields = [(labels, "input_id", metadata[0])]
+    if triplet:
+        fields += [
+            (src, "src_index", metadata[1]),
+            (dst, "dst_pos_index", metadata[2]),
+            (dst, "dst_neg_index", metadata[3]),
+            (src, "seed_time", metadata[4]),
+            (dst, "seed_time", metadata[4]),
+            (labels, "edge_label_index", None),
+            (labels, "edge_label_time", None),
+        ]
+    else:
+        fields += [
+            (labels, "edge_label_index", metadata[1]),
+            (labels, "edge_label", metadata[2]),
+            (labels, "edge_label_time", metadata[3]),
+        ]
+    for store, key, value in fields:
+        if value is not None:
+            store[key] = torch.as_tensor(value)
+        elif key in store:
+            del store[key]
 
 
 class SamplePyGEdges:
@@ -323,20 +345,7 @@ class GatherPyGLinks:
             batch.set_value_dict("num_sampled_edges", out.num_sampled_edges)
             src, dst = batch[self.edge_type[0]], batch[self.edge_type[-1]]
             labels = batch[self.edge_type]
-        metadata = out.metadata
-        labels.input_id = metadata[0]
-        if not self.triplet:
-            labels.edge_label_index = metadata[1]
-            labels.edge_label = metadata[2]
-            labels.edge_label_time = metadata[3]
-            return batch
-        src.src_index = metadata[1]
-        dst.dst_pos_index = metadata[2]
-        dst.dst_neg_index = metadata[3]
-        src.seed_time = dst.seed_time = metadata[4]
-        for key in ("edge_label_index", "edge_label_time"):  # as PyG
-            if key in labels:
-                del labels[key]
+        put_link_fields(labels, src, dst, self.triplet, out.metadata)
         return batch
 
 
@@ -434,7 +443,7 @@ class LinkNeighborLoader(NeighborLoader):
         if not isinstance(data, (Data, HeteroData)) and not is_pyg_store_pair(data):
             raise NotImplementedError(
                 "LinkNeighborLoader takes a PyG Data, HeteroData or (FeatureStore, GraphStore) "
-                f"pair for now (got {_describe(data)}); link sampling over graphengine's own "
+                f"pair for now (got {describe(data)}); link sampling over graphengine's own "
                 "datasets and stores is not built yet"
             )
         if edge_label_index is None and is_pyg_store_pair(data):
@@ -769,12 +778,6 @@ def _edge_permutation(graph):
     if isinstance(edge_ids, dict):
         return {t: None if p is None else torch.from_numpy(p) for t, p in edge_ids.items()}
     return None if edge_ids is None else torch.from_numpy(edge_ids)
-
-
-def _describe(data) -> str:
-    if isinstance(data, (tuple, list)):
-        return f"{type(data).__name__} of {', '.join(type(v).__name__ for v in data)}"
-    return type(data).__name__
 
 
 def _edge_pairs(edge_index, name: str) -> np.ndarray:

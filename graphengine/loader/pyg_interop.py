@@ -78,7 +78,7 @@ def check_store_pair(data: Any, name: str = "data") -> tuple[PyGFeatureStore, Py
     if not isinstance(data, (tuple, list)) or len(data) != 2:
         raise TypeError(
             f"'{name}' must be a (torch_geometric.data.FeatureStore, "
-            f"torch_geometric.data.GraphStore) pair (got {_describe(data)})"
+            f"torch_geometric.data.GraphStore) pair (got {describe(data)})"
         )
     feature_store, graph_store = data
     if not isinstance(feature_store, PyGFeatureStore):
@@ -760,9 +760,10 @@ class GatherPyGOutput:
 # Helpers ######################################################################
 
 
-def _describe(value: Any) -> str:
+def describe(value: Any) -> str:
+    """What ``value`` is, for error messages: its type, and for a tuple or list its items'."""
     if isinstance(value, (tuple, list)):
-        return f"{type(value).__name__} of {len(value)}"
+        return f"{type(value).__name__} of {', '.join(type(v).__name__ for v in value)}"
     return type(value).__name__
 
 
