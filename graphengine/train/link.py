@@ -107,7 +107,6 @@ class LinkTrainer:
         if not neg_sampling_ratio > 0:
             raise ValueError(f"'neg_sampling_ratio' must be > 0 (got {neg_sampling_ratio})")
         data = _as_data(dataset)
-        self.name = getattr(dataset, "name", "data")
         self.device = torch.device(device)
         self.encoder = encoder.to(self.device)
         self.decoder = decoder.to(self.device)
