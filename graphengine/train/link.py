@@ -25,6 +25,7 @@ from graphengine.nn.inference import layerwise_inference
 from graphengine.train.evaluate import FULL_EVAL_MAX_EDGES
 from graphengine.train.link_metrics import ranking_metrics, roc_auc
 from graphengine.train.link_split import random_link_split
+from graphengine.train.trainer import check_schedule, evaluation_due
 from samplers.link import EdgeSet, NegativeSampling, draw_negative_destinations
 from samplers.seeds import mix_seed
 
@@ -167,14 +168,11 @@ class LinkTrainer:
         epoch: ``epoch``, ``loss``, ``epoch_s``, ``edges_per_s`` (positive edges), and every
         ``eval_every`` epochs and at the last the validation metrics as ``val_auc``,
         ``val_mrr``, ``val_hits@K``. ``on_epoch(metrics)`` is called as each epoch ends."""
-        if epochs < 0:
-            raise ValueError(f"'epochs' must be >= 0 (got {epochs})")
-        if eval_every < 0:
-            raise ValueError(f"'eval_every' must be >= 0, 0 for never (got {eval_every})")
+        check_schedule(epochs, eval_every)
         history = []
         while self.epoch < epochs:
             metrics = self.train_epoch()
-            if eval_every > 0 and (self.epoch % eval_every == 0 or self.epoch == epochs):
+            if evaluation_due(self.epoch, epochs, eval_every):
                 metrics.update(_prefixed("val", self.evaluate("val")))
             history.append(metrics)
             log.info("%s", _summary(metrics))

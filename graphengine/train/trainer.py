@@ -301,14 +301,11 @@ class Trainer:
         ``on_epoch(metrics)`` is called on the writing worker (rank 0) as each epoch ends,
         after its metrics line and checkpoint are written.
         """
-        if epochs < 0:
-            raise ValueError(f"'epochs' must be >= 0 (got {epochs})")
-        if eval_every < 0:
-            raise ValueError(f"'eval_every' must be >= 0, 0 for never (got {eval_every})")
+        check_schedule(epochs, eval_every)
         history = []
         while self.epoch < epochs:
             metrics = self.train_epoch()
-            if eval_every > 0 and (self.epoch % eval_every == 0 or self.epoch == epochs):
+            if evaluation_due(self.epoch, epochs, eval_every):
                 metrics["val_acc"] = self.evaluate("val")
             history.append(metrics)
             self._record(metrics)
@@ -583,6 +580,20 @@ def _feature_bytes(batch) -> int:
         return int(batch.feature_bytes)
     x = getattr(batch, "x", None)
     return 0 if x is None else x.numel() * x.element_size()
+
+
+def check_schedule(epochs: int, eval_every: int) -> None:
+    """Raise ``ValueError`` unless ``epochs`` and ``eval_every`` (0: never) are >= 0."""
+    if epochs < 0:
+        raise ValueError(f"'epochs' must be >= 0 (got {epochs})")
+    if eval_every < 0:
+        raise ValueError(f"'eval_every' must be >= 0, 0 for never (got {eval_every})")
+
+
+def evaluation_due(epoch: int, epochs: int, eval_every: int) -> bool:
+    """Whether to evaluate after ``epoch`` (1-based) of ``epochs``: every ``eval_every``
+    epochs and after the last, never with ``eval_every=0``."""
+    return eval_every > 0 and (epoch % eval_every == 0 or epoch == epochs)
 
 
 def split_batch(batch_size: int, worker_batch_size: int | None, world_size: int) -> tuple[int, int]:
