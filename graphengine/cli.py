@@ -383,7 +383,7 @@ def _parser() -> argparse.ArgumentParser:
         "samples the mode",
     )
     modes.set_defaults(run=_bench_modes)
-    train_bench = add_bench("train", "end-to-end training steps, vs PyG's loop")
+    train_bench = add_bench("train", "end-to-end training steps, vs PyG's and DGL's loops")
     _dataset_args(train_bench, default="synthetic-products")
     train_bench.add_argument("--model", choices=["sage"], default="sage", help="the GNN")
     train_bench.add_argument("--fanouts", type=_fanouts, default=[15, 10, 5], help=FANOUTS_HELP)
@@ -396,7 +396,21 @@ def _parser() -> argparse.ArgumentParser:
     train_bench.add_argument(
         "--epochs", type=_at_least(0), default=0, help="also train E epochs for accuracy"
     )
-    train_bench.add_argument("--vs", choices=["pyg"], help="also time PyG's NeighborLoader loop")
+    train_bench.add_argument(
+        "--vs",
+        nargs="+",
+        choices=["dgl", "pyg"],
+        default=[],
+        help="also time PyG's NeighborLoader loop and/or DGL 2.1's own (its DataLoader and "
+        "SAGEConv on blocks; benchmark only: put the directory ../shared/tools/install-dgl.sh "
+        "prints on PYTHONPATH); a peer that cannot run gets a row saying why",
+    )
+    train_bench.add_argument(
+        "--rounds",
+        type=_at_least(1),
+        default=1,
+        help="rounds of one fresh process per library, alternating; medians are reported",
+    )
     train_bench.add_argument(
         "--forward",
         choices=FORWARDS,
@@ -1079,10 +1093,11 @@ def _bench_train(args) -> int:
         args.batches,
         args.threads,
         root=args.root,
-        vs_pyg=args.vs == "pyg",
+        vs=args.vs,
         epochs=args.epochs,
         forward=args.forward,
         device=args.device,
+        rounds=args.rounds,
     )
     return 0
 

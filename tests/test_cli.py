@@ -224,3 +224,13 @@ def test_interrupted_launcher_exits_130(monkeypatch, caplog):
     monkeypatch.setattr(torch.distributed.run, "main", interrupted)
     assert main(["train", "--nproc", "2", "--epochs", "1"]) == 130
     assert "interrupted (SIGINT): the workers were stopped" in caplog.text
+
+
+def test_bench_train_takes_several_peers_and_refuses_zero_rounds(capsys):
+    parse = cli._parser().parse_args
+    args = parse(["bench", "train", "--vs", "pyg", "dgl", "--rounds", "3"])
+    assert args.vs == ["pyg", "dgl"] and args.rounds == 3
+    with pytest.raises(SystemExit) as exit:
+        parse(["bench", "train", "--rounds", "0"])
+    assert exit.value.code == 2
+    assert "argument --rounds: must be >= 1 (got 0)" in capsys.readouterr().err

@@ -1,15 +1,24 @@
-"""``graphengine bench train``: end-to-end training throughput, against a PyG user's loop.
+"""``graphengine bench train``: end-to-end training throughput, against PyG's and DGL's loops.
 
-GraphSAGE (3 layers, hidden 256 by default) on fanouts 15,10,5 and batches of 1024:
-a fixed number of training steps through graphengine's pipelined loader and the Trainer
-(layers run on blocks, :mod:`graphengine.nn.blocks`), and with ``--vs pyg`` the same model
-through PyG's ``NeighborLoader`` (at its best ``num_workers`` of 0, 1, 2) called as
-``model(batch.x, batch.edge_index)``.
-Epoch time is extrapolated from the steps to the full training split. With
-``--epochs E`` both also train E full epochs and report test accuracy, both evaluated
-by the Trainer (exact full-neighbor inference). PyG runs
-first, with glibc's default allocator settings (what its users get); graphengine
-then runs with :func:`graphengine.runtime.tune_host_allocator`, as its CLI does.
+GraphSAGE (3 layers, hidden 256 by default) on fanouts 15,10,5 and batches of 1024: a
+fixed number of training steps (after one warm-up step) through graphengine's pipelined
+loader and the Trainer (layers run on blocks, :mod:`graphengine.nn.blocks`); with ``--vs
+pyg`` the same model through PyG's ``NeighborLoader`` (at its best ``num_workers`` of 0, 1,
+2) called as ``model(batch.x, batch.edge_index)``; with ``--vs dgl`` DGL's own loop
+(:mod:`graphengine.bench.train_dgl`). Every library runs in its own fresh Python process:
+glibc raises its mmap threshold as large blocks are freed, so a loop that runs after another
+in one process pays fewer page faults. Each of ``rounds`` rounds runs graphengine, then
+graphengine as a library user runs it, then each peer, one process each, and the report
+gives each its median seconds a step over the rounds, their range, and the ratios of
+medians. graphengine's first row runs with :func:`graphengine.runtime.tune_host_allocator`,
+as its CLI does; its "library user" row and the peers run with glibc's default settings.
+Epoch time is extrapolated from the median step to the full training split. With
+``--epochs E`` each library also trains E full epochs (in the first round, after its timed
+steps) and reports test accuracy by exact full-neighbor inference: the Trainer's for the
+PyG ``GraphSAGE`` both graphengine and PyG train, DGL's layer-wise one for DGL's model.
+
+``python -m graphengine.bench.train CONFIG_JSON`` is one library's process: it prints one
+JSON line with its ``step_s`` (or an ``error`` saying why the library cannot run here).
 """
 
 from __future__ import annotations
@@ -17,6 +26,7 @@ from __future__ import annotations
 import json
 import logging
 import math
+import statistics
 import subprocess
 import sys
 import time
@@ -26,6 +36,8 @@ import torch
 import torch.nn.functional as F
 from torch_geometric.nn import GraphSAGE
 
+from graphengine.bench import train_dgl
+from graphengine.bench.peers import Unavailable, check_peers, pyg_sampling
 from graphengine.bench.report import print_report
 from graphengine.bench.sample import set_threads
 from graphengine.datasets import load_dataset
@@ -34,6 +46,14 @@ from graphengine.runtime import tune_host_allocator
 from graphengine.train.trainer import Trainer
 
 log = logging.getLogger(__name__)
+
+# The processes of a round, in order: key -> row label (graphengine's gets its forward mode).
+LIBRARIES = {
+    "graphengine": "graphengine (pipelined, {forward})",
+    "graphengine_user": "graphengine (library user, glibc defaults)",
+    "pyg": "PyG NeighborLoader (num_workers={num_workers})",
+    "dgl": "DGL 2.1 DataLoader + SAGEConv on blocks",
+}
 
 
 def run(
@@ -44,87 +64,190 @@ def run(
     batches: int,
     threads: int,
     root: str | None = None,
-    vs_pyg: bool = False,
+    vs: list[str] | tuple[str, ...] = (),
     epochs: int = 0,
     seed: int = 0,
     forward: str = "auto",
     device: str = "cpu",
+    rounds: int = 1,
 ) -> dict:
-    set_threads(threads)
-    device = torch.device(device)
-    dataset = load_dataset(dataset_name, root=root)
+    """Time each library's loop ``rounds`` times, each time in a fresh process, alternating
+    (graphengine, graphengine as a library user, then the peers in ``vs``: ``"pyg"``,
+    ``"dgl"``); print a table of median seconds a step and their ratios, graphengine's stage
+    times (the mean over rounds), and a JSON line."""
+    check_peers(vs)
+    if rounds < 1:
+        raise ValueError(f"'rounds' must be at least 1 (got {rounds})")
+    dataset = load_dataset(dataset_name, root=root)  # generated here once, not per process
     batches_per_epoch = math.ceil(len(dataset.train_idx) / batch_size)
     if batches >= batches_per_epoch:
         raise ValueError(
             f"'batches' must be below the {batches_per_epoch} batches of an epoch (one warms up)"
         )
-    summary = {
-        "bench": "train",
+    config = {
         "dataset": dataset_name,
-        "model": f"sage-{len(fanouts)}x{hidden}",
+        "root": root,
         "fanouts": fanouts,
         "batch_size": batch_size,
+        "hidden": hidden,
         "batches": batches,
         "threads": threads,
-        "device": str(device),
+        "seed": seed,
+        "forward": forward,
+        "device": device,
     }
-    rows = []
-    pyg = None
-    if vs_pyg:
-        # PyG first: its worker processes fork, which Numba's OpenMP pool would not survive;
-        # and with glibc's default allocator settings, which is what PyG's users run with.
-        pyg = _pyg_steps(dataset, fanouts, batch_size, hidden, batches, seed, device)
-    summary["allocator_tuned"] = tune_host_allocator()
-    ours = _graphengine_steps(dataset, fanouts, batch_size, hidden, batches, seed, forward, device)
-    epoch_s = ours["step_s"] * batches_per_epoch
-    stages = ours["stages"]
+    libraries = ["graphengine", "graphengine_user", *(p for p in ("pyg", "dgl") if p in vs)]
+    results = {library: [] for library in libraries}
+    errors = {}
+    for round_ in range(rounds):
+        for library in libraries:
+            if library in errors:
+                continue
+            # Accuracy once per model: the library user's trains the same one as graphengine's.
+            trains = round_ == 0 and library != "graphengine_user"
+            done = _run_process({**config, "library": library, "epochs": epochs if trains else 0})
+            if "error" in done:
+                errors[library] = done["error"]
+                log.warning("%s", done["error"])
+            else:
+                results[library].append(done)
+                log.info("round %d, %s: %.3f s/step", round_ + 1, library, done["step_s"])
+    rows, summary = _report(results, errors, config, rounds, batches_per_epoch)
+    ours = results["graphengine"]
+    stages = {k: statistics.mean(r["stages"][k] for r in ours) for k in ours[0]["stages"]}
+    wall = statistics.mean(r["wall"] for r in ours)
     slowest = max(stages, key=lambda k: stages[k] if k != "waiting" else -1)
     summary.update(
-        epoch_s=epoch_s,
-        step_s=ours["step_s"],
         stage_s=stages,
         slowest_stage=slowest,
-        wall_over_slowest=ours["wall"] / stages[slowest],
-        overlap=sum(v for k, v in stages.items() if k != "waiting") / ours["wall"],
-        waiting_share=stages["waiting"] / ours["wall"],
+        wall_over_slowest=wall / stages[slowest],
+        overlap=sum(v for k, v in stages.items() if k != "waiting") / wall,
+        waiting_share=stages["waiting"] / wall,
     )
-    summary["forward"] = ours["forward"]
-    rows.append([f"graphengine (pipelined, {ours['forward']})", ours["step_s"], epoch_s, ""])
-    if pyg is not None:
-        if "error" in pyg:
-            summary["pyg"] = pyg["error"]
-        else:
-            pyg_epoch = pyg["step_s"] * batches_per_epoch
-            rows.append(
-                [
-                    f"PyG NeighborLoader (num_workers={pyg['num_workers']})",
-                    pyg["step_s"],
-                    pyg_epoch,
-                    "",
-                ]
-            )
-            summary.update(
-                pyg_epoch_s=pyg_epoch,
-                pyg_num_workers=pyg["num_workers"],
-                speedup_vs_pyg=pyg_epoch / epoch_s,
-            )
-            rows[0][3] = f"{pyg_epoch / epoch_s:.2f}x"
-    if epochs:
-        summary["test_acc"] = _accuracy_graphengine(
-            dataset, fanouts, batch_size, hidden, epochs, seed, device
-        )
-        if vs_pyg and pyg is not None and "error" not in pyg:
-            summary["pyg_test_acc"] = _accuracy_pyg(
-                dataset, fanouts, batch_size, hidden, epochs, seed, device
-            )
     stage_rows = [
-        [f"  stage: {k}", v / batches, v / batches * batches_per_epoch, ""]
+        [f"  stage: {k}", v / batches, "", v / batches * batches_per_epoch, "", "", ""]
         for k, v in stages.items()
     ]
-    print_report(["run", "s/step", "epoch s (extrapolated)", "speedup"], rows + stage_rows, summary)
-    if "pyg" in summary:
-        log.warning("%s", summary["pyg"])
+    headers = [
+        "run",
+        "s/step (median)",
+        "min-max",
+        "epoch s (extrapolated)",
+        "graphengine vs it",
+        "library user vs it",
+        "test acc",
+    ]
+    print_report(headers, rows + stage_rows, summary)
     return summary
+
+
+def _run_process(config: dict) -> dict:
+    """One library's loop in a fresh Python process: its JSON line, as a dict."""
+    command = [sys.executable, "-m", "graphengine.bench.train", json.dumps(config)]
+    done = subprocess.run(command, stdout=subprocess.PIPE, text=True, check=False)
+    if done.returncode != 0:
+        raise RuntimeError(
+            f"the {config['library']} process exited with {done.returncode} (its log is above)"
+        )
+    return json.loads(done.stdout.splitlines()[-1])
+
+
+def _report(
+    results: dict, errors: dict, config: dict, rounds: int, batches_per_epoch: int
+) -> tuple[list[list], dict]:
+    """The table's rows, one per library (one that could not run says why in its last
+    column), and the summary: per library its median, min, max and per-round seconds a
+    step, and the ratios of medians of graphengine (``speedup_vs_*``) and of its library
+    user (``user_speedup_vs_*``) over each other row."""
+    first = results["graphengine"][0]
+    medians = {k: statistics.median(r["step_s"] for r in v) for k, v in results.items() if v}
+    ours, user = medians["graphengine"], medians["graphengine_user"]
+    summary = {
+        "bench": "train",
+        "dataset": config["dataset"],
+        "model": f"sage-{len(config['fanouts'])}x{config['hidden']}",
+        "fanouts": config["fanouts"],
+        "batch_size": config["batch_size"],
+        "batches": config["batches"],
+        "threads": config["threads"],
+        "device": config["device"],
+        "rounds": rounds,
+        "allocator_tuned": first["allocator_tuned"],
+        "forward": first["forward"],
+        "step_s": ours,
+        "epoch_s": ours * batches_per_epoch,
+        "user_step_s": user,
+        "step_s_by_library": {},
+    }
+    names = {"forward": first["forward"], "num_workers": "?"}
+    if results.get("pyg"):
+        names["num_workers"] = results["pyg"][0]["num_workers"]
+        summary["pyg_num_workers"] = names["num_workers"]
+    rows = []
+    for library in results:
+        label = LIBRARIES[library].format(**names)
+        if library in errors:
+            summary[library] = errors[library]
+            rows.append([f"{label} (not run)", *["-"] * 5, errors[library]])
+            continue
+        steps = [r["step_s"] for r in results[library]]
+        median = medians[library]
+        summary["step_s_by_library"][library] = {
+            "median": median,
+            "min": min(steps),
+            "max": max(steps),
+            "rounds": steps,
+        }
+        accuracy = results[library][0].get("test_acc", "")
+        if accuracy != "":
+            summary["test_acc" if library == "graphengine" else f"{library}_test_acc"] = accuracy
+        if library in ("pyg", "dgl"):
+            summary[f"{library}_epoch_s"] = median * batches_per_epoch
+            summary[f"speedup_vs_{library}"] = median / ours
+            summary[f"user_speedup_vs_{library}"] = median / user
+        rows.append(
+            [
+                label,
+                median,
+                f"{min(steps):.3g}-{max(steps):.3g}",
+                median * batches_per_epoch,
+                f"{median / ours:.2f}x" if library != "graphengine" else "",
+                f"{median / user:.2f}x" if library in ("pyg", "dgl") else "",
+                accuracy,
+            ]
+        )
+    return rows, summary
+
+
+def process(config: dict) -> dict:
+    """Run one library's loop (``config["library"]``, a key of :data:`LIBRARIES`) here:
+    its ``step_s``, graphengine's stage times, and its ``test_acc`` when ``config["epochs"]``
+    is set; or ``{"error": why}`` where the library cannot run here."""
+    library, epochs = config["library"], config["epochs"]
+    set_threads(config["threads"])
+    device = torch.device(config["device"])
+    dataset = load_dataset(config["dataset"], root=config["root"])
+    shape = (dataset, config["fanouts"], config["batch_size"], config["hidden"])
+    seed = config["seed"]
+    if library in ("graphengine", "graphengine_user"):
+        tuned = library == "graphengine" and tune_host_allocator()
+        out = _graphengine_steps(*shape, config["batches"], seed, config["forward"], device)
+        out["allocator_tuned"] = tuned
+        if epochs:
+            out["test_acc"] = _accuracy_graphengine(*shape, epochs, seed, device)
+        return out
+    try:
+        if library == "pyg":
+            out = _pyg_steps(*shape, config["batches"], seed, device)
+            if epochs:
+                out["test_acc"] = _accuracy_pyg(*shape, epochs, seed, device)
+            return out
+        out = train_dgl.steps(*shape, config["batches"], seed, device)
+        if epochs:
+            out["test_acc"] = train_dgl.accuracy(*shape, epochs, seed, device)
+        return out
+    except Unavailable as error:
+        return {"error": str(error)}
 
 
 def _model(dataset, hidden, num_layers, seed) -> GraphSAGE:
@@ -198,10 +321,7 @@ def _pyg_loader(data, fanouts, batch_size, num_workers, input_nodes):
 
 
 def _pyg_steps(dataset, fanouts, batch_size, hidden, batches, seed, device) -> dict:
-    import torch_geometric.typing as pyg_typing
-
-    if not (pyg_typing.WITH_PYG_LIB or pyg_typing.WITH_TORCH_SPARSE):
-        return {"error": "PyG sampling backend not installed (pyg-lib or torch-sparse)"}
+    pyg_sampling()
     data = dataset.to_data()
     train = torch.from_numpy(np.array(dataset.train_idx))
     best = None
@@ -330,3 +450,8 @@ def run_workers(
         ["workers", "seeds/s total", "seeds/s per worker", "epoch s", "efficiency"], rows, summary
     )
     return summary
+
+
+if __name__ == "__main__":
+    logging.basicConfig(level=logging.INFO, format="%(levelname)s %(name)s: %(message)s")
+    sys.stdout.write(json.dumps(process(json.loads(sys.argv[1]))) + "\n")
