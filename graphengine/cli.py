@@ -412,6 +412,12 @@ def _parser() -> argparse.ArgumentParser:
         help="rounds of one fresh process per library, alternating; medians are reported",
     )
     train_bench.add_argument(
+        "--tune-peers",
+        action="store_true",
+        help="run PyG's and DGL's processes with graphengine's allocator tuning too (both "
+        "tuned), instead of glibc's defaults (as their users run them)",
+    )
+    train_bench.add_argument(
         "--forward",
         choices=FORWARDS,
         default="auto",
@@ -1098,6 +1104,7 @@ def _bench_train(args) -> int:
         forward=args.forward,
         device=args.device,
         rounds=args.rounds,
+        tune_peers=args.tune_peers,
     )
     return 0
 

@@ -228,8 +228,8 @@ def test_interrupted_launcher_exits_130(monkeypatch, caplog):
 
 def test_bench_train_takes_several_peers_and_refuses_zero_rounds(capsys):
     parse = cli._parser().parse_args
-    args = parse(["bench", "train", "--vs", "pyg", "dgl", "--rounds", "3"])
-    assert args.vs == ["pyg", "dgl"] and args.rounds == 3
+    args = parse(["bench", "train", "--vs", "pyg", "dgl", "--rounds", "3", "--tune-peers"])
+    assert args.vs == ["pyg", "dgl"] and args.rounds == 3 and args.tune_peers
     with pytest.raises(SystemExit) as exit:
         parse(["bench", "train", "--rounds", "0"])
     assert exit.value.code == 2

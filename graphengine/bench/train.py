@@ -11,7 +11,8 @@ in one process pays fewer page faults. Each of ``rounds`` rounds runs graphengin
 graphengine as a library user runs it, then each peer, one process each, and the report
 gives each its median seconds a step over the rounds, their range, and the ratios of
 medians. graphengine's first row runs with :func:`graphengine.runtime.tune_host_allocator`,
-as its CLI does; its "library user" row and the peers run with glibc's default settings.
+as its CLI does; its "library user" row and the peers run with glibc's default settings
+(the peers too with it under ``--tune-peers``: both tuned).
 Epoch time is extrapolated from the median step to the full training split. With
 ``--epochs E`` each library also trains E full epochs (in the first round, after its timed
 steps) and reports test accuracy by exact full-neighbor inference: the Trainer's for the
@@ -70,11 +71,14 @@ def run(
     forward: str = "auto",
     device: str = "cpu",
     rounds: int = 1,
+    tune_peers: bool = False,
 ) -> dict:
     """Time each library's loop ``rounds`` times, each time in a fresh process, alternating
     (graphengine, graphengine as a library user, then the peers in ``vs``: ``"pyg"``,
     ``"dgl"``); print a table of median seconds a step and their ratios, graphengine's stage
-    times (the mean over rounds), and a JSON line."""
+    times (the mean over rounds), and a JSON line. ``tune_peers`` runs the peers with
+    :func:`~graphengine.runtime.tune_host_allocator` too (both tuned), instead of glibc's
+    defaults (as their users run them)."""
     check_peers(vs)
     if rounds < 1:
         raise ValueError(f"'rounds' must be at least 1 (got {rounds})")
@@ -95,6 +99,7 @@ def run(
         "seed": seed,
         "forward": forward,
         "device": device,
+        "tune_peers": bool(tune_peers),
     }
     libraries = ["graphengine", "graphengine_user", *(p for p in ("pyg", "dgl") if p in vs)]
     results = {library: [] for library in libraries}
@@ -177,6 +182,7 @@ def _report(
         "step_s": ours,
         "epoch_s": ours * batches_per_epoch,
         "user_step_s": user,
+        "peers_allocator_tuned": config["tune_peers"],
         "step_s_by_library": {},
     }
     names = {"forward": first["forward"], "num_workers": "?"}
@@ -186,6 +192,8 @@ def _report(
     rows = []
     for library in results:
         label = LIBRARIES[library].format(**names)
+        if library in ("pyg", "dgl") and config["tune_peers"]:
+            label += ", allocator tuned"
         if library in errors:
             summary[library] = errors[library]
             rows.append([f"{label} (not run)", *["-"] * 5, errors[library]])
@@ -236,6 +244,8 @@ def process(config: dict) -> dict:
         if epochs:
             out["test_acc"] = _accuracy_graphengine(*shape, epochs, seed, device)
         return out
+    if config["tune_peers"]:
+        tune_host_allocator()
     try:
         if library == "pyg":
             out = _pyg_steps(*shape, config["batches"], seed, device)
