@@ -2,9 +2,13 @@
 
 #include <algorithm>
 #include <cstdlib>
+#include <iterator>
 #include <map>
 #include <mutex>
 #include <new>
+
+#include <pthread.h>
+#include <unistd.h>
 
 namespace graphengine {
 namespace {
@@ -13,10 +17,19 @@ constexpr size_t kPage = 4096;
 // Buffers come in size classes 2^e * (8 + m) / 8, m in [0, 8): at most 12.5% slack, so that
 // batches of slightly different sizes share buffers.
 constexpr int kClassSteps = 8;
-// Below this, torch's allocator is as fast; above, reuse saves the page faults.
-constexpr size_t kMinPooledBytes = size_t{4} << 20;
-// Freed buffers kept for reuse, at most; the rest go back to the system.
-constexpr size_t kMaxCachedBytes = size_t{2} << 30;
+// Freed buffers kept for reuse, at most: a quarter of the machine's memory, and 2 GiB at
+// least; the rest go back to the system.
+size_t max_cached_bytes() {
+  static const size_t limit = [] {
+    const long pages = sysconf(_SC_PHYS_PAGES);
+    const long page_size = sysconf(_SC_PAGESIZE);
+    const size_t quarter = pages > 0 && page_size > 0
+                               ? static_cast<size_t>(pages) * static_cast<size_t>(page_size) / 4
+                               : 0;
+    return std::max(quarter, size_t{2} << 30);
+  }();
+  return limit;
+}
 // A cached buffer serves a request of at least this fraction of its size.
 constexpr double kMinFill = 0.5;
 
@@ -43,6 +56,17 @@ class BufferPool {
         free_.erase(it);
         return buffer;
       }
+      // A miss: the largest cached buffer below the request is most likely the one this
+      // request outgrew. Freeing it before the new one is mapped keeps the resident memory
+      // at the working set, instead of growing by every buffer a batch outgrows.
+      if (it != free_.begin()) {
+        auto outgrown = std::prev(it);
+        if (static_cast<double>(outgrown->first) >= kMinFill * bytes) {
+          cached_bytes_ -= outgrown->first;
+          std::free(outgrown->second);
+          free_.erase(outgrown);
+        }
+      }
     }
     // Headroom, so that the next, slightly larger batch fits too.
     *capacity = size_class(bytes + bytes / kClassSteps);
@@ -57,28 +81,67 @@ class BufferPool {
 
   void release(void* buffer, size_t capacity) {
     std::lock_guard<std::mutex> lock(mutex_);
-    while (cached_bytes_ + capacity > kMaxCachedBytes && !free_.empty()) {
+    if (spans_ == 0 || capacity > max_cached_bytes()) {
+      std::free(buffer);
+      return;
+    }
+    while (cached_bytes_ + capacity > max_cached_bytes() && !free_.empty()) {
       auto smallest = free_.begin();
       cached_bytes_ -= smallest->first;
       std::free(smallest->second);
       free_.erase(smallest);
     }
-    if (capacity > kMaxCachedBytes) {
-      std::free(buffer);
-      return;
-    }
     free_.emplace(capacity, buffer);
     cached_bytes_ += capacity;
   }
+
+  void open_span() {
+    std::lock_guard<std::mutex> lock(mutex_);
+    ++spans_;
+  }
+
+  void close_span() {
+    std::lock_guard<std::mutex> lock(mutex_);
+    TORCH_CHECK(spans_ > 0, "the buffer pool has no open span to close");
+    if (--spans_ > 0) {
+      return;
+    }
+    for (const auto& [capacity, buffer] : free_) {
+      std::free(buffer);
+    }
+    free_.clear();
+    cached_bytes_ = 0;
+  }
+
+  int64_t spans() {
+    std::lock_guard<std::mutex> lock(mutex_);
+    return spans_;
+  }
+
+  size_t cached_bytes() {
+    std::lock_guard<std::mutex> lock(mutex_);
+    return cached_bytes_;
+  }
+
+  // fork() copies the mutex as the parent's other threads hold it: a child would deadlock on
+  // a mutex held while it forked. These keep it free across the fork.
+  void lock_for_fork() { mutex_.lock(); }
+  void unlock_after_fork() { mutex_.unlock(); }
 
  private:
   std::mutex mutex_;
   std::multimap<size_t, void*> free_;
   size_t cached_bytes_ = 0;
+  int64_t spans_ = 0;
 };
 
 BufferPool& pool() {
-  static BufferPool* instance = new BufferPool();  // never destroyed: tensors may outlive exit
+  static BufferPool* instance = [] {
+    auto* created = new BufferPool();  // never destroyed: tensors may outlive exit
+    pthread_atfork([] { pool().lock_for_fork(); }, [] { pool().unlock_after_fork(); },
+                   [] { pool().unlock_after_fork(); });
+    return created;
+  }();
   return *instance;
 }
 
@@ -87,6 +150,18 @@ struct Lease {
 };
 
 }  // namespace
+
+void* pool_acquire(size_t bytes, size_t* capacity) { return pool().acquire(bytes, capacity); }
+
+void pool_release(void* buffer, size_t capacity) { pool().release(buffer, capacity); }
+
+void pool_open_span() { pool().open_span(); }
+
+void pool_close_span() { pool().close_span(); }
+
+int64_t pool_spans() { return pool().spans(); }
+
+size_t pool_cached_bytes() { return pool().cached_bytes(); }
 
 at::Tensor pooled_empty(at::IntArrayRef sizes, const at::TensorOptions& options) {
   int64_t numel = 1;
@@ -98,12 +173,12 @@ at::Tensor pooled_empty(at::IntArrayRef sizes, const at::TensorOptions& options)
     return at::empty(sizes, options);
   }
   size_t capacity = 0;
-  void* buffer = pool().acquire(bytes, &capacity);
+  void* buffer = pool_acquire(bytes, &capacity);
   auto* lease = new Lease{capacity};
   return at::from_blob(
       buffer, sizes,
       [lease](void* data) {
-        pool().release(data, lease->capacity);
+        pool_release(data, lease->capacity);
         delete lease;
       },
       options);

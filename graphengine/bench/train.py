@@ -27,6 +27,7 @@ from __future__ import annotations
 import json
 import logging
 import math
+import resource
 import statistics
 import subprocess
 import sys
@@ -43,7 +44,7 @@ from graphengine.bench.report import print_report
 from graphengine.bench.sample import set_threads
 from graphengine.datasets import load_dataset
 from graphengine.loader import NeighborLoader
-from graphengine.runtime import tune_host_allocator
+from graphengine.runtime import set_host_memory_cache, tune_host_allocator
 from graphengine.train.trainer import Trainer
 
 log = logging.getLogger(__name__)
@@ -51,7 +52,8 @@ log = logging.getLogger(__name__)
 # The processes of a round, in order: key -> row label (graphengine's gets its forward mode).
 LIBRARIES = {
     "graphengine": "graphengine (pipelined, {forward})",
-    "graphengine_user": "graphengine (library user, glibc defaults)",
+    "graphengine_user": "graphengine (library user: its host cache, glibc defaults)",
+    "graphengine_uncached": "graphengine (library user, host cache off)",
     "pyg": "PyG NeighborLoader (num_workers={num_workers})",
     "dgl": "DGL 2.1 DataLoader + SAGEConv on blocks",
 }
@@ -101,7 +103,8 @@ def run(
         "device": device,
         "tune_peers": bool(tune_peers),
     }
-    libraries = ["graphengine", "graphengine_user", *(p for p in ("pyg", "dgl") if p in vs)]
+    ours = ["graphengine", "graphengine_user", "graphengine_uncached"]
+    libraries = [*ours, *(p for p in ("pyg", "dgl") if p in vs)]
     results = {library: [] for library in libraries}
     errors = {}
     for round_ in range(rounds):
@@ -109,7 +112,7 @@ def run(
             if library in errors:
                 continue
             # Accuracy once per model: the library user's trains the same one as graphengine's.
-            trains = round_ == 0 and library != "graphengine_user"
+            trains = round_ == 0 and library in ("graphengine", "pyg", "dgl")
             done = _run_process({**config, "library": library, "epochs": epochs if trains else 0})
             if "error" in done:
                 errors[library] = done["error"]
@@ -130,7 +133,7 @@ def run(
         waiting_share=stages["waiting"] / wall,
     )
     stage_rows = [
-        [f"  stage: {k}", v / batches, "", v / batches * batches_per_epoch, "", "", ""]
+        [f"  stage: {k}", v / batches, "", v / batches * batches_per_epoch, "", "", "", ""]
         for k, v in stages.items()
     ]
     headers = [
@@ -140,6 +143,7 @@ def run(
         "epoch s (extrapolated)",
         "graphengine vs it",
         "library user vs it",
+        "peak RSS GB (median)",
         "test acc",
     ]
     print_report(headers, rows + stage_rows, summary)
@@ -196,15 +200,17 @@ def _report(
             label += ", allocator tuned"
         if library in errors:
             summary[library] = errors[library]
-            rows.append([f"{label} (not run)", *["-"] * 5, errors[library]])
+            rows.append([f"{label} (not run)", *["-"] * 6, errors[library]])
             continue
         steps = [r["step_s"] for r in results[library]]
         median = medians[library]
+        peak_rss = statistics.median(r["peak_rss_gb"] for r in results[library])
         summary["step_s_by_library"][library] = {
             "median": median,
             "min": min(steps),
             "max": max(steps),
             "rounds": steps,
+            "peak_rss_gb": peak_rss,
         }
         accuracy = results[library][0].get("test_acc", "")
         if accuracy != "":
@@ -221,6 +227,7 @@ def _report(
                 median * batches_per_epoch,
                 f"{median / ours:.2f}x" if library != "graphengine" else "",
                 f"{median / user:.2f}x" if library in ("pyg", "dgl") else "",
+                peak_rss,
                 accuracy,
             ]
         )
@@ -237,27 +244,33 @@ def process(config: dict) -> dict:
     dataset = load_dataset(config["dataset"], root=config["root"])
     shape = (dataset, config["fanouts"], config["batch_size"], config["hidden"])
     seed = config["seed"]
-    if library in ("graphengine", "graphengine_user"):
+    if library.startswith("graphengine"):
         tuned = library == "graphengine" and tune_host_allocator()
+        set_host_memory_cache(library != "graphengine_uncached")
         out = _graphengine_steps(*shape, config["batches"], seed, config["forward"], device)
-        out["allocator_tuned"] = tuned
+        out.update(allocator_tuned=tuned, peak_rss_gb=_peak_rss_gb())
         if epochs:
             out["test_acc"] = _accuracy_graphengine(*shape, epochs, seed, device)
         return out
     if config["tune_peers"]:
         tune_host_allocator()
+    steps, accuracy = {
+        "pyg": (_pyg_steps, _accuracy_pyg),
+        "dgl": (train_dgl.steps, train_dgl.accuracy),
+    }[library]
     try:
-        if library == "pyg":
-            out = _pyg_steps(*shape, config["batches"], seed, device)
-            if epochs:
-                out["test_acc"] = _accuracy_pyg(*shape, epochs, seed, device)
-            return out
-        out = train_dgl.steps(*shape, config["batches"], seed, device)
+        out = steps(*shape, config["batches"], seed, device)
+        out["peak_rss_gb"] = _peak_rss_gb()
         if epochs:
-            out["test_acc"] = train_dgl.accuracy(*shape, epochs, seed, device)
+            out["test_acc"] = accuracy(*shape, epochs, seed, device)
         return out
     except Unavailable as error:
         return {"error": str(error)}
+
+
+def _peak_rss_gb() -> float:
+    """The process's peak resident memory so far, in GB (Linux reports ``ru_maxrss`` in KiB)."""
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024 / 1e9
 
 
 def _model(dataset, hidden, num_layers, seed) -> GraphSAGE:

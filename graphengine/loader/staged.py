@@ -11,6 +11,7 @@ import torch
 
 from graphengine.loader.pipeline import Pipeline, Stage, StageTimes
 from graphengine.loader.stages import CopyToDevice
+from graphengine.runtime import host_memory_cache
 
 
 class StagedLoader:
@@ -52,17 +53,22 @@ class StagedLoader:
         """Seconds spent per stage and ``waiting`` in the caller, in the current or last pass."""
         return self._times.snapshot()
 
+    # Both iterations run in a host_memory_cache span (graphengine.runtime): the batches and
+    # what the caller's training step allocates for them reuse the blocks of earlier steps
+    # instead of page-faulting fresh ones. The span ends with the pass (or its iterator).
     def _iterate_inline(self) -> Iterator[Any]:
         self._times = StageTimes(stage.name for stage in self._stages)
-        for request in self._seed_batches:
-            yield self._load(request, self._times)
+        with host_memory_cache():
+            for request in self._seed_batches:
+                yield self._load(request, self._times)
 
     def _iterate_pipelined(self) -> Iterator[Any]:
         batches = iter(self._pipeline)
         self._times = self._pipeline.times
         try:
-            for batch in batches:
-                yield self._handed_over(batch, self._times)
+            with host_memory_cache():
+                for batch in batches:
+                    yield self._handed_over(batch, self._times)
         finally:
             batches.close()  # stops the pipeline's threads when the caller leaves early
 

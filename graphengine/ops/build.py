@@ -97,6 +97,7 @@ def _compile(verbose: bool) -> str | None:
         csrc / "gather.cpp",
         csrc / "cpu" / "gather_kernel.cpp",
         csrc / "cpu" / "buffer_pool.cpp",
+        csrc / "cpu" / "host_cache.cpp",
         csrc / "cpu" / "thread_budget.cpp",
     ]
     if with_cuda():

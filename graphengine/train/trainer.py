@@ -22,6 +22,7 @@ from graphengine.loader.dist_neighbor_loader import DistNeighborLoader
 from graphengine.loader.hybrid_loader import HybridNeighborLoader
 from graphengine.nn.forward import SeedLogits
 from graphengine.parallel import HybridParallel, Strategy, strategy_for
+from graphengine.runtime import host_memory_cache
 from graphengine.train.checkpoint import check_trained_on, read_state, trained_on, write_state
 from graphengine.train.evaluate import Evaluator
 from graphengine.train.hetero import (
@@ -303,14 +304,16 @@ class Trainer:
         """
         check_schedule(epochs, eval_every)
         history = []
-        while self.epoch < epochs:
-            metrics = self.train_epoch()
-            if evaluation_due(self.epoch, epochs, eval_every):
-                metrics["val_acc"] = self.evaluate("val")
-            history.append(metrics)
-            self._record(metrics)
-            if on_epoch is not None and self.strategy.is_writer:
-                on_epoch(metrics)
+        # One span for all epochs: the blocks freed at the end of one epoch serve the next.
+        with host_memory_cache():
+            while self.epoch < epochs:
+                metrics = self.train_epoch()
+                if evaluation_due(self.epoch, epochs, eval_every):
+                    metrics["val_acc"] = self.evaluate("val")
+                history.append(metrics)
+                self._record(metrics)
+                if on_epoch is not None and self.strategy.is_writer:
+                    on_epoch(metrics)
         self.strategy.assemble_model(self._train_model)  # the user's model whole again
         return history
 
