@@ -23,6 +23,8 @@ import torch
 from torch_geometric.nn import GATConv, GATv2Conv, GCNConv, GINConv, SAGEConv
 from torch_geometric.nn.models.basic_gnn import BasicGNN
 
+from graphengine.nn.fused_sage import fuses, sage_mean
+
 # torch warns once per process that sparse CSR tensors are "in beta"; its CPU sparse.mm with a
 # reduction has been stable since 2.0 (PyG silences torch's scatter_reduce beta warning alike).
 warnings.filterwarnings("ignore", message="Sparse CSR tensor support is in beta")
@@ -158,18 +160,30 @@ def _adjacency(conv: torch.nn.Module, block: Block, x: torch.Tensor) -> torch.Te
     return block.csr(x.dtype) if on_csr else block.edge_index
 
 
-def block_forward(model: BasicGNN, x: torch.Tensor, blocks: Sequence[Block]) -> torch.Tensor:
+def block_forward(
+    model: BasicGNN, x: torch.Tensor, blocks: Sequence[Block], fused: bool = True
+) -> torch.Tensor:
     """``model``'s output for the last block's destinations (the seeds):
     ``[blocks[-1].num_dst, out_channels]``, from ``x`` ``[num_nodes, in_channels]``.
 
     The same as ``model(x, edge_index)[:num_seeds]`` (see :func:`supports_blocks`), with
-    dropout applied to the rows each layer computes.
+    dropout applied to the rows each layer computes. With ``fused``, GraphSAGE's mean layers
+    (and a ReLU after them) run as one autograd node each
+    (:mod:`graphengine.nn.fused_sage`), the same math in fewer passes over memory.
     """
     if len(blocks) != model.num_layers:
         raise ValueError(f"{model.num_layers} layers need as many blocks (got {len(blocks)})")
+    last = model.num_layers - 1
     for layer, (conv, block) in enumerate(zip(model.convs, blocks, strict=True)):
-        x = block_conv(conv, x, block)
-        if layer < model.num_layers - 1:
-            x = model.act(x) if model.act is not None else x
+        if fused and fuses(conv):
+            relu = layer < last and isinstance(model.act, torch.nn.ReLU)
+            x_src = x if x.shape[0] == block.num_src else x[: block.num_src]
+            x = sage_mean(conv, x_src, block, relu=relu)
+        else:
+            relu = False
+            x = block_conv(conv, x, block)
+        if layer < last:
+            if not relu and model.act is not None:
+                x = model.act(x)
             x = model.dropout(x)
     return x

@@ -1,0 +1,90 @@
+"""The fused GraphSAGE mean layer: gradients by finite differences, results and gradients
+against PyG's own SAGEConv on the same block."""
+
+import pytest
+import torch
+from torch_geometric.nn import GraphSAGE, SAGEConv
+
+from graphengine import NeighborLoader
+from graphengine.datasets import SyntheticSpec, generate
+from graphengine.nn.blocks import Block, block_conv, block_forward, to_blocks
+from graphengine.nn.fused_sage import FusedSageMean, _MeanAdjacency, fuses, sage_mean
+
+
+def random_block(num_src=40, num_dst=12, num_edges=90, seed=0) -> Block:
+    """A block with repeated edges and destinations without any (degree 0)."""
+    generator = torch.Generator().manual_seed(seed)
+    target = torch.randint(0, num_dst - 2, (num_edges,), generator=generator).sort().values
+    source = torch.randint(0, num_src, (num_edges,), generator=generator)
+    edge_index = torch.stack([source, target])
+    nodes = [num_dst, num_src - num_dst]
+    return to_blocks(edge_index, nodes, [num_edges])[0]
+
+
+def test_gradients_match_finite_differences():
+    block = random_block()
+    x = torch.randn(block.num_src, 5, dtype=torch.float64, requires_grad=True)
+    weight_l = torch.randn(3, 5, dtype=torch.float64, requires_grad=True)
+    bias = torch.randn(3, dtype=torch.float64, requires_grad=True)
+    weight_r = torch.randn(3, 5, dtype=torch.float64, requires_grad=True)
+    for relu in (False, True):
+        adjacency = _MeanAdjacency(block, torch.float64)
+        assert torch.autograd.gradcheck(
+            lambda *args, a=adjacency, r=relu: FusedSageMean.apply(*args, a, r),
+            (x, weight_l, bias, weight_r),
+        )
+
+
+@pytest.mark.parametrize("bias", [True, False], ids=["bias", "no-bias"])
+@pytest.mark.parametrize("relu", [True, False], ids=["relu", "linear"])
+def test_equals_pyg_sageconv_on_the_block(bias, relu):
+    torch.manual_seed(0)
+    block = random_block()
+    conv = SAGEConv(6, 4, bias=bias)
+    assert fuses(conv)
+    x = torch.randn(block.num_src, 6, requires_grad=True)
+    expected = block_conv(conv, x, block)
+    expected = expected.relu() if relu else expected
+    expected.square().sum().backward()
+    expected_grads = [x.grad.clone()] + [p.grad.clone() for p in conv.parameters()]
+    x.grad = None
+    conv.zero_grad()
+    got = sage_mean(conv, x, block, relu=relu)
+    got.square().sum().backward()
+    assert torch.allclose(got, expected, atol=1e-6)
+    grads = [x.grad] + [p.grad for p in conv.parameters()]
+    for grad, expected_grad in zip(grads, expected_grads, strict=True):
+        assert torch.allclose(grad, expected_grad, atol=1e-5)
+
+
+def test_layers_it_cannot_compute_run_as_pyg_does():
+    assert not fuses(SAGEConv(6, 4, aggr="max"))
+    assert not fuses(SAGEConv(6, 4, project=True))
+    assert not fuses(SAGEConv(6, 4, normalize=True))
+    assert not fuses(SAGEConv(6, 4, root_weight=False))
+    torch.manual_seed(0)
+    block = random_block()
+    model = GraphSAGE(6, 8, 1, 4, project=True)
+    x = torch.randn(block.num_src, 6)
+    expected = model.convs[0]((x, x[: block.num_dst]), block.edge_index)
+    assert torch.allclose(block_forward(model, x, [block]), expected, atol=1e-6)
+
+
+def test_dropout_and_other_activations_follow_the_fused_layer():
+    dataset = generate("t", SyntheticSpec(2000, 20_000, 6, 3, 1000, 200))
+    batch = next(iter(NeighborLoader(dataset, [5, 3], batch_size=32)))
+    blocks = to_blocks(batch.edge_index, batch.num_sampled_nodes, batch.num_sampled_edges)
+    for act in ("relu", "tanh"):
+        torch.manual_seed(0)
+        model = GraphSAGE(6, 8, 2, 3, act=act, dropout=0.5).train()
+        torch.manual_seed(1)
+        got = block_forward(model, batch.x, blocks, fused=True)
+        torch.manual_seed(1)
+        expected = block_forward(model, batch.x, blocks, fused=False)
+        assert torch.allclose(got, expected, atol=1e-6)
+
+
+def test_rejects_rows_that_are_not_the_block_sources():
+    block = random_block()
+    with pytest.raises(ValueError, match="must have the block's 40 source rows"):
+        sage_mean(SAGEConv(6, 4), torch.randn(39, 6), block)
