@@ -88,3 +88,17 @@ def test_rejects_rows_that_are_not_the_block_sources():
     block = random_block()
     with pytest.raises(ValueError, match="must have the block's 40 source rows"):
         sage_mean(SAGEConv(6, 4), torch.randn(39, 6), block)
+
+
+def test_autocast_computes_in_its_dtype_and_returns_float32_gradients():
+    torch.manual_seed(0)
+    block = random_block()
+    conv = SAGEConv(6, 4)
+    x = torch.randn(block.num_src, 6)
+    expected = block_conv(conv, x, block)
+    with torch.autocast("cpu", dtype=torch.bfloat16):
+        got = sage_mean(conv, x, block)
+    assert got.dtype == torch.bfloat16
+    assert torch.allclose(got.float(), expected, atol=0.05, rtol=0.02)
+    got.float().sum().backward()
+    assert all(p.grad.dtype == torch.float32 for p in conv.parameters())

@@ -50,6 +50,26 @@ def test_gnn_beats_mlp_on_synthetic_small(tmp_path):
     assert accuracy["sage"] > accuracy["mlp"] + 0.15, accuracy
 
 
+def test_bf16_steps_compute_in_bf16_and_learn_as_fp32_does(tmp_path):
+    dataset = load_dataset("synthetic-small", root=tmp_path)
+    accuracy, dtypes = {}, {}
+    for precision in ("fp32", "bf16"):
+        torch.manual_seed(0)
+        model = build_model("sage", dataset.num_features, 64, dataset.num_classes, 2)
+        trainer = Trainer(
+            model, dataset, fanouts=[10, 10], batch_size=256, progress=False, precision=precision
+        )
+        seen = dtypes.setdefault(precision, set())
+        trainer._train_model.register_forward_hook(lambda m, i, out, s=seen: s.add(out.dtype))
+        trainer.fit(4, eval_every=4)
+        accuracy[precision] = trainer.evaluate("test")
+        assert all(p.dtype == torch.float32 for p in model.parameters())
+    assert dtypes == {"fp32": {torch.float32}, "bf16": {torch.bfloat16}}
+    assert accuracy["bf16"] > accuracy["fp32"] - 0.02, accuracy
+    with pytest.raises(ValueError, match="'precision' must be one of"):
+        Trainer(model, dataset, precision="fp16")
+
+
 def test_resume_from_checkpoint_continues_identically(tmp_path):
     dataset = load_dataset("synthetic-small", root=tmp_path / "data")
 

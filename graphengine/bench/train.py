@@ -74,13 +74,15 @@ def run(
     device: str = "cpu",
     rounds: int = 1,
     tune_peers: bool = False,
+    precision: str = "fp32",
 ) -> dict:
     """Time each library's loop ``rounds`` times, each time in a fresh process, alternating
     (graphengine, graphengine as a library user, then the peers in ``vs``: ``"pyg"``,
     ``"dgl"``); print a table of median seconds a step and their ratios, graphengine's stage
     times (the mean over rounds), and a JSON line. ``tune_peers`` runs the peers with
     :func:`~graphengine.runtime.tune_host_allocator` too (both tuned), instead of glibc's
-    defaults (as their users run them)."""
+    defaults (as their users run them). ``precision`` is graphengine's (the Trainer's); the
+    peers train in float32."""
     check_peers(vs)
     if rounds < 1:
         raise ValueError(f"'rounds' must be at least 1 (got {rounds})")
@@ -102,6 +104,7 @@ def run(
         "forward": forward,
         "device": device,
         "tune_peers": bool(tune_peers),
+        "precision": precision,
     }
     ours = ["graphengine", "graphengine_user", "graphengine_uncached"]
     libraries = [*ours, *(p for p in ("pyg", "dgl") if p in vs)]
@@ -183,6 +186,7 @@ def _report(
         "rounds": rounds,
         "allocator_tuned": first["allocator_tuned"],
         "forward": first["forward"],
+        "precision": config["precision"],
         "step_s": ours,
         "epoch_s": ours * batches_per_epoch,
         "user_step_s": user,
@@ -198,6 +202,8 @@ def _report(
         label = LIBRARIES[library].format(**names)
         if library in ("pyg", "dgl") and config["tune_peers"]:
             label += ", allocator tuned"
+        if library.startswith("graphengine") and config["precision"] != "fp32":
+            label += f" [{config['precision']}]"
         if library in errors:
             summary[library] = errors[library]
             rows.append([f"{label} (not run)", *["-"] * 6, errors[library]])
@@ -247,10 +253,14 @@ def process(config: dict) -> dict:
     if library.startswith("graphengine"):
         tuned = library == "graphengine" and tune_host_allocator()
         set_host_memory_cache(library != "graphengine_uncached")
-        out = _graphengine_steps(*shape, config["batches"], seed, config["forward"], device)
+        out = _graphengine_steps(
+            *shape, config["batches"], seed, config["forward"], device, config["precision"]
+        )
         out.update(allocator_tuned=tuned, peak_rss_gb=_peak_rss_gb())
         if epochs:
-            out["test_acc"] = _accuracy_graphengine(*shape, epochs, seed, device)
+            out["test_acc"] = _accuracy_graphengine(
+                *shape, epochs, seed, device, config["precision"]
+            )
         return out
     if config["tune_peers"]:
         tune_host_allocator()
@@ -279,7 +289,7 @@ def _model(dataset, hidden, num_layers, seed) -> GraphSAGE:
 
 
 def _graphengine_steps(
-    dataset, fanouts, batch_size, hidden, batches, seed, forward, device
+    dataset, fanouts, batch_size, hidden, batches, seed, forward, device, precision="fp32"
 ) -> dict:
     """Times ``batches`` steps from the start of an iteration over exactly that many batches
     (after one warm-up step that compiles the kernels), so that every stage's time
@@ -295,6 +305,7 @@ def _graphengine_steps(
         eval_mode="sampled",
         forward=forward,
         device=device,
+        precision=precision,
     )
     seeds = np.random.default_rng(seed).permutation(np.asarray(dataset.train_idx))
     on_device = {"device": device, "pin_memory": device.type == "cuda"}
@@ -381,9 +392,20 @@ def _pyg_step(model, optimizer, batch) -> None:
     optimizer.step()
 
 
-def _accuracy_graphengine(dataset, fanouts, batch_size, hidden, epochs, seed, device) -> float:
+def _accuracy_graphengine(
+    dataset, fanouts, batch_size, hidden, epochs, seed, device, precision
+) -> float:
     model = _model(dataset, hidden, len(fanouts), seed)
-    trainer = Trainer(model, dataset, fanouts, batch_size, seed=seed, progress=False, device=device)
+    trainer = Trainer(
+        model,
+        dataset,
+        fanouts,
+        batch_size,
+        seed=seed,
+        progress=False,
+        device=device,
+        precision=precision,
+    )
     trainer.fit(epochs, eval_every=epochs)
     return trainer.evaluate("test")
 

@@ -43,19 +43,22 @@ def fuses(conv: torch.nn.Module) -> bool:
 def sage_mean(conv: SAGEConv, x: torch.Tensor, block: Block, relu: bool = False) -> torch.Tensor:
     """``conv((x[:num_src], x[:num_dst]), block)`` (then ReLU when ``relu``): ``x`` float
     ``[num_src, in_channels]`` to ``[num_dst, out_channels]``, for a ``conv`` that
-    :func:`fuses`."""
+    :func:`fuses`. Under ``torch.autocast`` it computes in the autocast dtype (``x`` and the
+    weights cast to it; their gradients come back in their own dtypes), as autocast runs
+    PyG's linear layers."""
     if x.shape[0] != block.num_src:
         raise ValueError(
             f"'x' must have the block's {block.num_src} source rows (got {x.shape[0]})"
         )
-    return FusedSageMean.apply(
-        x,
-        conv.lin_l.weight,
-        conv.lin_l.bias,
-        conv.lin_r.weight,
-        _MeanAdjacency(block, x.dtype),
-        relu,
-    )
+    weights = (conv.lin_l.weight, conv.lin_l.bias, conv.lin_r.weight)
+    device = x.device.type
+    if torch.is_autocast_enabled(device):
+        dtype = torch.get_autocast_dtype(device)
+        x = x.to(dtype)
+        weights = tuple(w.to(dtype) if w is not None else None for w in weights)
+        with torch.autocast(device, enabled=False):
+            return FusedSageMean.apply(x, *weights, _MeanAdjacency(block, dtype), relu)
+    return FusedSageMean.apply(x, *weights, _MeanAdjacency(block, x.dtype), relu)
 
 
 class _MeanAdjacency:
