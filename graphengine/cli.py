@@ -425,6 +425,15 @@ def _parser() -> argparse.ArgumentParser:
         "tuned), instead of glibc's defaults (as their users run them)",
     )
     train_bench.add_argument(
+        "--profile",
+        type=_at_least(0),
+        default=0,
+        metavar="STEPS",
+        help="also profile this many of graphengine's steps (compute only, in its first "
+        "process): seconds in dense matrix products, aggregation, elementwise passes and the "
+        "rest, and the step over its dense products",
+    )
+    train_bench.add_argument(
         "--precision",
         choices=("fp32", "bf16"),
         default="fp32",
@@ -1123,6 +1132,7 @@ def _bench_train(args) -> int:
         rounds=args.rounds,
         tune_peers=args.tune_peers,
         precision=args.precision,
+        profile=args.profile,
     )
     return 0
 

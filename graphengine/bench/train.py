@@ -42,9 +42,10 @@ from graphengine.bench import train_dgl
 from graphengine.bench.peers import Unavailable, check_peers, pyg_sampling
 from graphengine.bench.report import print_report
 from graphengine.bench.sample import set_threads
+from graphengine.bench.step_profile import CATEGORIES, profile_steps
 from graphengine.datasets import load_dataset
 from graphengine.loader import NeighborLoader
-from graphengine.runtime import set_host_memory_cache, tune_host_allocator
+from graphengine.runtime import host_memory_cache, set_host_memory_cache, tune_host_allocator
 from graphengine.train.trainer import Trainer
 
 log = logging.getLogger(__name__)
@@ -75,6 +76,7 @@ def run(
     rounds: int = 1,
     tune_peers: bool = False,
     precision: str = "fp32",
+    profile: int = 0,
 ) -> dict:
     """Time each library's loop ``rounds`` times, each time in a fresh process, alternating
     (graphengine, graphengine as a library user, then the peers in ``vs``: ``"pyg"``,
@@ -82,15 +84,18 @@ def run(
     times (the mean over rounds), and a JSON line. ``tune_peers`` runs the peers with
     :func:`~graphengine.runtime.tune_host_allocator` too (both tuned), instead of glibc's
     defaults (as their users run them). ``precision`` is graphengine's (the Trainer's); the
-    peers train in float32."""
+    peers train in float32. With ``profile`` steps, graphengine's first process also profiles
+    that many steps' compute (:mod:`graphengine.bench.step_profile`): seconds by category and
+    the median step over its dense matrix products (``step_over_dense``)."""
     check_peers(vs)
     if rounds < 1:
         raise ValueError(f"'rounds' must be at least 1 (got {rounds})")
     dataset = load_dataset(dataset_name, root=root)  # generated here once, not per process
     batches_per_epoch = math.ceil(len(dataset.train_idx) / batch_size)
-    if batches >= batches_per_epoch:
+    if batches + profile >= batches_per_epoch:
         raise ValueError(
-            f"'batches' must be below the {batches_per_epoch} batches of an epoch (one warms up)"
+            f"'batches' and 'profile' together must be below the {batches_per_epoch} batches "
+            "of an epoch (one warms up)"
         )
     config = {
         "dataset": dataset_name,
@@ -116,7 +121,14 @@ def run(
                 continue
             # Accuracy once per model: the library user's trains the same one as graphengine's.
             trains = round_ == 0 and library in ("graphengine", "pyg", "dgl")
-            done = _run_process({**config, "library": library, "epochs": epochs if trains else 0})
+            done = _run_process(
+                {
+                    **config,
+                    "library": library,
+                    "epochs": epochs if trains else 0,
+                    "profile": profile if round_ == 0 and library == "graphengine" else 0,
+                }
+            )
             if "error" in done:
                 errors[library] = done["error"]
                 log.warning("%s", done["error"])
@@ -149,8 +161,29 @@ def run(
         "peak RSS GB (median)",
         "test acc",
     ]
-    print_report(headers, rows + stage_rows, summary)
+    profile_rows = _profile_rows(ours[0].get("profile"), summary)
+    print_report(headers, rows + stage_rows + profile_rows, summary)
     return summary
+
+
+def _profile_rows(profile: dict | None, summary: dict) -> list[list]:
+    """Rows of the compute profile (seconds a step and share per category) and its summary
+    entry ``step_profile`` with ``step_over_dense``; none without a profile."""
+    if profile is None:
+        return []
+    dense = profile["dense_products_s"]
+    summary["step_profile"] = {**profile, "step_over_dense": summary["step_s"] / dense}
+    rows = [
+        [
+            f"  compute profile: {name}",
+            profile[f"{name}_s"],
+            f"{profile[f'{name}_s'] / profile['profiled_s']:.0%}",
+        ]
+        + [""] * 5
+        for name in CATEGORIES
+    ]
+    rows.append(["  step over its dense products", f"{summary['step_s'] / dense:.2f}x"] + [""] * 6)
+    return rows
 
 
 def _run_process(config: dict) -> dict:
@@ -254,9 +287,15 @@ def process(config: dict) -> dict:
         tuned = library == "graphengine" and tune_host_allocator()
         set_host_memory_cache(library != "graphengine_uncached")
         out = _graphengine_steps(
-            *shape, config["batches"], seed, config["forward"], device, config["precision"]
+            *shape,
+            config["batches"],
+            seed,
+            config["forward"],
+            device,
+            config["precision"],
+            config["profile"],
         )
-        out.update(allocator_tuned=tuned, peak_rss_gb=_peak_rss_gb())
+        out["allocator_tuned"] = tuned
         if epochs:
             out["test_acc"] = _accuracy_graphengine(
                 *shape, epochs, seed, device, config["precision"]
@@ -289,11 +328,22 @@ def _model(dataset, hidden, num_layers, seed) -> GraphSAGE:
 
 
 def _graphengine_steps(
-    dataset, fanouts, batch_size, hidden, batches, seed, forward, device, precision="fp32"
+    dataset,
+    fanouts,
+    batch_size,
+    hidden,
+    batches,
+    seed,
+    forward,
+    device,
+    precision="fp32",
+    profiled=0,
 ) -> dict:
     """Times ``batches`` steps from the start of an iteration over exactly that many batches
     (after one warm-up step that compiles the kernels), so that every stage's time
-    counts the same batches as the wall time."""
+    counts the same batches as the wall time. With ``profiled``, that many more steps run
+    under torch.profiler on batches loaded beforehand (the compute alone):
+    :func:`~graphengine.bench.step_profile.profile_steps`'s breakdown as ``profile``."""
     model = _model(dataset, hidden, len(fanouts), seed)
     trainer = Trainer(
         model,
@@ -332,12 +382,27 @@ def _graphengine_steps(
     wall = time.perf_counter() - start
     stages = loader.stage_times
     stages["compute"] = compute
-    return {
+    out = {
         "step_s": wall / batches,
         "wall": wall,
         "stages": stages,
         "forward": trainer.forward_mode,
+        "peak_rss_gb": _peak_rss_gb(),
     }
+    if profiled:
+        first = (batches + 1) * batch_size
+        extra = NeighborLoader(
+            dataset,
+            fanouts,
+            batch_size=batch_size,
+            input_nodes=seeds[first : first + profiled * batch_size],
+            seed=seed,
+            num_workers=0,
+            **on_device,
+        )
+        with host_memory_cache():
+            out["profile"] = profile_steps(trainer.step, list(extra))
+    return out
 
 
 def _pyg_loader(data, fanouts, batch_size, num_workers, input_nodes):
