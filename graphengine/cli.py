@@ -392,7 +392,13 @@ def _parser() -> argparse.ArgumentParser:
     modes.set_defaults(run=_bench_modes)
     train_bench = add_bench("train", "end-to-end training steps, vs PyG's and DGL's loops")
     _dataset_args(train_bench, default="synthetic-products")
-    train_bench.add_argument("--model", choices=["sage"], default="sage", help="the GNN")
+    train_bench.add_argument(
+        "--model",
+        choices=["sage", "gat", "gcn"],
+        default="sage",
+        help="the GNN: PyG's GraphSAGE, GAT (4 heads) or GCN, against DGL's SAGEConv, GATConv "
+        "or GraphConv",
+    )
     train_bench.add_argument("--fanouts", type=_fanouts, default=[15, 10, 5], help=FANOUTS_HELP)
     train_bench.add_argument(
         "--batch-size", type=_at_least(1), default=1024, help="seeds per batch"
@@ -1133,6 +1139,7 @@ def _bench_train(args) -> int:
         tune_peers=args.tune_peers,
         precision=args.precision,
         profile=args.profile,
+        model=args.model,
     )
     return 0
 

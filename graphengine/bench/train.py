@@ -1,22 +1,24 @@
 """``graphengine bench train``: end-to-end training throughput, against PyG's and DGL's loops.
 
-GraphSAGE (3 layers, hidden 256 by default) on fanouts 15,10,5 and batches of 1024: a
-fixed number of training steps (after one warm-up step) through graphengine's pipelined
-loader and the Trainer (layers run on blocks, :mod:`graphengine.nn.blocks`); with ``--vs
-pyg`` the same model through PyG's ``NeighborLoader`` (at its best ``num_workers`` of 0, 1,
-2) called as ``model(batch.x, batch.edge_index)``; with ``--vs dgl`` DGL's own loop
+PyG's GraphSAGE (or GAT with 4 heads, or GCN: ``--model``; 3 layers, hidden 256 by default)
+on fanouts 15,10,5 and batches of 1024: a fixed number of training steps (after one warm-up
+step) through graphengine's pipelined loader and the Trainer (layers run on blocks where the
+model allows, :mod:`graphengine.nn.blocks`); with ``--vs pyg`` the same model through PyG's
+``NeighborLoader`` (at its best ``num_workers`` of 0, 1, 2) called as ``model(batch.x,
+batch.edge_index)``; with ``--vs dgl`` DGL's own loop and layers
 (:mod:`graphengine.bench.train_dgl`). Every library runs in its own fresh Python process:
 glibc raises its mmap threshold as large blocks are freed, so a loop that runs after another
-in one process pays fewer page faults. Each of ``rounds`` rounds runs graphengine, then
-graphengine as a library user runs it, then each peer, one process each, and the report
-gives each its median seconds a step over the rounds, their range, and the ratios of
-medians. graphengine's first row runs with :func:`graphengine.runtime.tune_host_allocator`,
-as its CLI does; its "library user" row and the peers run with glibc's default settings
-(the peers too with it under ``--tune-peers``: both tuned).
-Epoch time is extrapolated from the median step to the full training split. With
-``--epochs E`` each library also trains E full epochs (in the first round, after its timed
-steps) and reports test accuracy by exact full-neighbor inference: the Trainer's for the
-PyG ``GraphSAGE`` both graphengine and PyG train, DGL's layer-wise one for DGL's model.
+in one process pays fewer page faults. Each of ``rounds`` rounds runs graphengine three ways
+(as its CLI runs it, with :func:`graphengine.runtime.tune_host_allocator`; as a library user's
+process, with glibc's defaults and graphengine's own host cache; the same with the host cache
+off), then each peer, one process each; the report gives each its median seconds a step over
+the rounds, their range, the ratios of medians and the peak resident memory after the timed
+steps. The peers run with glibc's defaults, as their users run them, or tuned as graphengine's
+CLI is under ``--tune-peers`` (both tuned). Epoch time is extrapolated from the median step
+to the full training split. With ``--epochs E`` each library also trains E full epochs (in
+the first round, after its timed steps) and reports test accuracy by exact full-neighbor
+inference: the Trainer's for the PyG model graphengine and PyG train, DGL's layer-wise one for
+DGL's model.
 
 ``python -m graphengine.bench.train CONFIG_JSON`` is one library's process: it prints one
 JSON line with its ``step_s`` (or an ``error`` saying why the library cannot run here).
@@ -36,7 +38,7 @@ import time
 import numpy as np
 import torch
 import torch.nn.functional as F
-from torch_geometric.nn import GraphSAGE
+from torch_geometric.nn import GAT, GCN, GraphSAGE
 
 from graphengine.bench import train_dgl
 from graphengine.bench.peers import Unavailable, check_peers, pyg_sampling
@@ -56,8 +58,12 @@ LIBRARIES = {
     "graphengine_user": "graphengine (library user: its host cache, glibc defaults)",
     "graphengine_uncached": "graphengine (library user, host cache off)",
     "pyg": "PyG NeighborLoader (num_workers={num_workers})",
-    "dgl": "DGL 2.1 DataLoader + SAGEConv on blocks",
+    "dgl": "DGL 2.1 DataLoader + {dgl_layer} on blocks",
 }
+
+
+# DGL's layer for each model of --model.
+DGL_LAYERS = {"sage": "SAGEConv", "gat": "GATConv", "gcn": "GraphConv"}
 
 
 def run(
@@ -77,6 +83,7 @@ def run(
     tune_peers: bool = False,
     precision: str = "fp32",
     profile: int = 0,
+    model: str = "sage",
 ) -> dict:
     """Time each library's loop ``rounds`` times, each time in a fresh process, alternating
     (graphengine, graphengine as a library user, then the peers in ``vs``: ``"pyg"``,
@@ -88,6 +95,8 @@ def run(
     that many steps' compute (:mod:`graphengine.bench.step_profile`): seconds by category and
     the median step over its dense matrix products (``step_over_dense``)."""
     check_peers(vs)
+    if model not in DGL_LAYERS:
+        raise ValueError(f"'model' must be one of {sorted(DGL_LAYERS)} (got {model!r})")
     if rounds < 1:
         raise ValueError(f"'rounds' must be at least 1 (got {rounds})")
     dataset = load_dataset(dataset_name, root=root)  # generated here once, not per process
@@ -110,6 +119,7 @@ def run(
         "device": device,
         "tune_peers": bool(tune_peers),
         "precision": precision,
+        "model": model,
     }
     ours = ["graphengine", "graphengine_user", "graphengine_uncached"]
     libraries = [*ours, *(p for p in ("pyg", "dgl") if p in vs)]
@@ -210,7 +220,7 @@ def _report(
     summary = {
         "bench": "train",
         "dataset": config["dataset"],
-        "model": f"sage-{len(config['fanouts'])}x{config['hidden']}",
+        "model": f"{config['model']}-{len(config['fanouts'])}x{config['hidden']}",
         "fanouts": config["fanouts"],
         "batch_size": config["batch_size"],
         "batches": config["batches"],
@@ -226,7 +236,11 @@ def _report(
         "peers_allocator_tuned": config["tune_peers"],
         "step_s_by_library": {},
     }
-    names = {"forward": first["forward"], "num_workers": "?"}
+    names = {
+        "forward": first["forward"],
+        "num_workers": "?",
+        "dgl_layer": DGL_LAYERS[config["model"]],
+    }
     if results.get("pyg"):
         names["num_workers"] = results["pyg"][0]["num_workers"]
         summary["pyg_num_workers"] = names["num_workers"]
@@ -281,7 +295,7 @@ def process(config: dict) -> dict:
     set_threads(config["threads"])
     device = torch.device(config["device"])
     dataset = load_dataset(config["dataset"], root=config["root"])
-    shape = (dataset, config["fanouts"], config["batch_size"], config["hidden"])
+    shape = (config["model"], dataset, config["fanouts"], config["batch_size"], config["hidden"])
     seed = config["seed"]
     if library.startswith("graphengine"):
         tuned = library == "graphengine" and tune_host_allocator()
@@ -322,12 +336,18 @@ def _peak_rss_gb() -> float:
     return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024 / 1e9
 
 
-def _model(dataset, hidden, num_layers, seed) -> GraphSAGE:
+def _model(kind, dataset, hidden, num_layers, seed) -> torch.nn.Module:
+    """PyG's model of ``kind`` (one of :data:`~graphengine.bench.train_dgl.MODELS`), seeded:
+    ``GraphSAGE``, ``GAT`` with 4 heads (as DGL's loop has), or ``GCN``."""
     torch.manual_seed(seed)
-    return GraphSAGE(dataset.num_features, hidden, num_layers, dataset.num_classes)
+    sizes = (dataset.num_features, hidden, num_layers, dataset.num_classes)
+    if kind == "gat":
+        return GAT(*sizes, heads=train_dgl.GAT_HEADS)
+    return {"sage": GraphSAGE, "gcn": GCN}[kind](*sizes)
 
 
 def _graphengine_steps(
+    kind,
     dataset,
     fanouts,
     batch_size,
@@ -344,7 +364,7 @@ def _graphengine_steps(
     counts the same batches as the wall time. With ``profiled``, that many more steps run
     under torch.profiler on batches loaded beforehand (the compute alone):
     :func:`~graphengine.bench.step_profile.profile_steps`'s breakdown as ``profile``."""
-    model = _model(dataset, hidden, len(fanouts), seed)
+    model = _model(kind, dataset, hidden, len(fanouts), seed)
     trainer = Trainer(
         model,
         dataset,
@@ -419,7 +439,7 @@ def _pyg_loader(data, fanouts, batch_size, num_workers, input_nodes):
     )
 
 
-def _pyg_steps(dataset, fanouts, batch_size, hidden, batches, seed, device) -> dict:
+def _pyg_steps(kind, dataset, fanouts, batch_size, hidden, batches, seed, device) -> dict:
     pyg_sampling()
     data = dataset.to_data()
     train = torch.from_numpy(np.array(dataset.train_idx))
@@ -436,7 +456,7 @@ def _pyg_steps(dataset, fanouts, batch_size, hidden, batches, seed, device) -> d
         log.info("PyG loading with num_workers=%d: %.3f s per batch", num_workers, seconds / probes)
         if best is None or seconds < best[1]:
             best = (num_workers, seconds)
-    model = _model(dataset, hidden, len(fanouts), seed).to(device)
+    model = _model(kind, dataset, hidden, len(fanouts), seed).to(device)
     optimizer = torch.optim.Adam(model.parameters(), lr=0.003)
     iterator = iter(_pyg_loader(data, fanouts, batch_size, best[0], train))
     next(iterator)
@@ -458,9 +478,9 @@ def _pyg_step(model, optimizer, batch) -> None:
 
 
 def _accuracy_graphengine(
-    dataset, fanouts, batch_size, hidden, epochs, seed, device, precision
+    kind, dataset, fanouts, batch_size, hidden, epochs, seed, device, precision
 ) -> float:
-    model = _model(dataset, hidden, len(fanouts), seed)
+    model = _model(kind, dataset, hidden, len(fanouts), seed)
     trainer = Trainer(
         model,
         dataset,
@@ -475,11 +495,11 @@ def _accuracy_graphengine(
     return trainer.evaluate("test")
 
 
-def _accuracy_pyg(dataset, fanouts, batch_size, hidden, epochs, seed, device) -> float:
+def _accuracy_pyg(kind, dataset, fanouts, batch_size, hidden, epochs, seed, device) -> float:
     """Trains through PyG's loader; tests with the Trainer's evaluation (exact full-neighbor
     inference, layer-wise on large graphs), the same as for graphengine's model."""
     data = dataset.to_data()
-    model = _model(dataset, hidden, len(fanouts), seed).to(device)
+    model = _model(kind, dataset, hidden, len(fanouts), seed).to(device)
     optimizer = torch.optim.Adam(model.parameters(), lr=0.003)
     loader = _pyg_loader(data, fanouts, batch_size, 0, data.train_mask)
     for _ in range(epochs):

@@ -1,14 +1,17 @@
-"""DGL 2.1's GraphSAGE training loop for ``graphengine bench train --vs dgl``, as its users
-write it.
+"""DGL 2.1's GraphSAGE, GAT and GCN training loops for ``graphengine bench train --vs dgl``,
+as its users write them.
 
 ``dgl.dataloading.DataLoader`` over the training nodes, shuffled, in the calling process
 (``num_workers=0``, DGL's default), with ``dgl.dataloading.NeighborSampler`` prefetching ``x``
-and ``y``; a model of ``dgl.nn.SAGEConv(..., 'mean')`` layers on the sampled blocks with the
-sizes of PyG's ``GraphSAGE`` in :mod:`graphengine.bench.train` (ReLU, then dropout, between
-layers); Adam (lr 0.003) and cross-entropy. Fanouts come first hop (the seeds' neighbors)
-first, as everywhere in graphengine, and go to DGL reversed (its list is by layer, input layer
-first). Test accuracy is exact full-neighbor inference, layer by layer over all nodes, as
-DGL's GraphSAGE example does it. DGL (benchmark only) is imported inside these functions
+and ``y``; a model of DGL's layers on the sampled blocks with the sizes of PyG's model in
+:mod:`graphengine.bench.train` (ReLU, then dropout, between layers): ``SAGEConv(..., 'mean')``;
+``GATConv`` with :data:`GAT_HEADS` heads of ``hidden / heads`` channels concatenated (one head
+in the last layer), like PyG's ``GAT(..., heads=4)``; ``GraphConv(norm='both')``. For GAT and
+GCN the graph gets a self loop on every node first, as DGL's GAT and GCN examples do (PyG's
+layers add them inside). Adam (lr 0.003) and cross-entropy. Fanouts come first hop (the seeds'
+neighbors) first, as everywhere in graphengine, and go to DGL reversed (its list is by layer,
+input layer first). Test accuracy is exact full-neighbor inference, layer by layer over all
+nodes, as DGL's GraphSAGE example does it. DGL (benchmark only) is imported inside these functions
 (:func:`graphengine.bench.peers.dgl_module`), never with graphengine; where it cannot run,
 :class:`graphengine.bench.peers.Unavailable` says why.
 """
@@ -24,15 +27,19 @@ import torch.nn.functional as F
 from graphengine.bench.peers import Unavailable, dgl_graph, dgl_module
 from graphengine.datasets.dataset import GraphDataset
 
+GAT_HEADS = 4
+MODELS = ("sage", "gat", "gcn")
 
-class DGLSage(torch.nn.Module):
-    """GraphSAGE on DGL blocks: ``num_layers`` ``dgl.nn.SAGEConv(..., 'mean')`` layers
-    ``in_channels -> hidden -> ... -> out_channels``, ReLU then dropout between layers (the
-    layout of PyG's ``GraphSAGE``, whose dropout defaults to 0)."""
+
+class DGLModel(torch.nn.Module):
+    """``num_layers`` DGL layers of ``kind`` (one of :data:`MODELS`) ``in_channels -> hidden
+    -> ... -> out_channels`` on blocks, ReLU then dropout between layers (the layout of PyG's
+    ``BasicGNN``, whose dropout defaults to 0)."""
 
     def __init__(
         self,
         dgl,
+        kind: str,
         in_channels: int,
         hidden: int,
         num_layers: int,
@@ -40,14 +47,20 @@ class DGLSage(torch.nn.Module):
         dropout: float = 0.0,
     ) -> None:
         super().__init__()
-        sizes = [in_channels] + [hidden] * (num_layers - 1) + [out_channels]
-        self.layers = torch.nn.ModuleList(dgl.nn.SAGEConv(a, b, "mean") for a, b in pairwise(sizes))
+        self.widths = [in_channels] + [hidden] * (num_layers - 1) + [out_channels]
+        self.layers = torch.nn.ModuleList(
+            _layer(dgl, kind, a, b, last=i == num_layers - 1)
+            for i, (a, b) in enumerate(pairwise(self.widths))
+        )
         self.dropout = torch.nn.Dropout(dropout)
 
     def layer(self, i: int, block, x: torch.Tensor) -> torch.Tensor:
-        """Layer ``i`` on ``block``: ``x`` ``[block.num_src_nodes(), in]`` float32 to
-        ``[block.num_dst_nodes(), out]`` float32 (ReLU and dropout after all but the last)."""
+        """Layer ``i`` on ``block``: ``x`` ``[block.num_src_nodes(), widths[i]]`` float32 to
+        ``[block.num_dst_nodes(), widths[i + 1]]`` float32 (ReLU and dropout after all but
+        the last)."""
         x = self.layers[i](block, x)
+        if x.dim() == 3:  # GAT's heads: concatenated, or averaged in the last layer
+            x = x.flatten(1) if i < len(self.layers) - 1 else x.mean(1)
         if i < len(self.layers) - 1:
             x = self.dropout(F.relu(x))
         return x
@@ -60,22 +73,35 @@ class DGLSage(torch.nn.Module):
         return x
 
 
+def _layer(dgl, kind: str, in_channels: int, out_channels: int, last: bool):
+    if kind == "sage":
+        return dgl.nn.SAGEConv(in_channels, out_channels, "mean")
+    if kind == "gcn":
+        return dgl.nn.GraphConv(in_channels, out_channels, norm="both", allow_zero_in_degree=True)
+    heads = 1 if last else GAT_HEADS
+    return dgl.nn.GATConv(in_channels, out_channels // heads, heads, allow_zero_in_degree=True)
+
+
 def _dgl(device: torch.device):
     if device.type != "cpu":
         raise Unavailable(f"DGL's loop runs on the CPU only here (got device '{device}')")
     return dgl_module()
 
 
-def _setup(dgl, dataset: GraphDataset, fanouts: list[int], hidden: int, seed: int):
-    """The DGL graph (``ndata`` ``x`` and ``y``), its neighbor sampler and a seeded model
-    with its Adam optimizer."""
+def _setup(dgl, kind: str, dataset: GraphDataset, fanouts: list[int], hidden: int, seed: int):
+    """The DGL graph (``ndata`` ``x`` and ``y``; self loops for GAT and GCN), its neighbor
+    sampler and a seeded model of ``kind`` with its Adam optimizer."""
+    if kind not in MODELS:
+        raise ValueError(f"'model' must be one of {MODELS} (got {kind!r})")
     dgl.seed(seed)
     g = dgl_graph(dgl, dataset.graph, {"x": dataset.x, "y": dataset.y})
+    if kind != "sage":
+        g = dgl.add_self_loop(dgl.remove_self_loop(g))
     sampler = dgl.dataloading.NeighborSampler(
         list(reversed(fanouts)), prefetch_node_feats=["x"], prefetch_labels=["y"]
     )
     torch.manual_seed(seed)
-    model = DGLSage(dgl, dataset.num_features, hidden, len(fanouts), dataset.num_classes)
+    model = DGLModel(dgl, kind, dataset.num_features, hidden, len(fanouts), dataset.num_classes)
     return g, sampler, model, torch.optim.Adam(model.parameters(), lr=0.003)
 
 
@@ -84,7 +110,7 @@ def _train_loader(dgl, g, sampler, dataset: GraphDataset, batch_size: int):
     return dgl.dataloading.DataLoader(g, train, sampler, batch_size=batch_size, shuffle=True)
 
 
-def _step(model: DGLSage, optimizer, blocks: list) -> None:
+def _step(model: DGLModel, optimizer, blocks: list) -> None:
     """A DGL user's training step on one batch's ``blocks``."""
     optimizer.zero_grad()
     out = model(blocks, blocks[0].srcdata["x"])
@@ -93,6 +119,7 @@ def _step(model: DGLSage, optimizer, blocks: list) -> None:
 
 
 def steps(
+    kind: str,
     dataset: GraphDataset,
     fanouts: list[int],
     batch_size: int,
@@ -104,7 +131,7 @@ def steps(
     """Seconds a step (``step_s``) over ``batches`` training steps, after one warm-up step,
     timed from the DataLoader's iterator as :func:`graphengine.bench.train` times PyG's."""
     dgl = _dgl(device)
-    g, sampler, model, optimizer = _setup(dgl, dataset, fanouts, hidden, seed)
+    g, sampler, model, optimizer = _setup(dgl, kind, dataset, fanouts, hidden, seed)
     model.train()
     iterator = iter(_train_loader(dgl, g, sampler, dataset, batch_size))
     _step(model, optimizer, next(iterator)[2])
@@ -115,6 +142,7 @@ def steps(
 
 
 def accuracy(
+    kind: str,
     dataset: GraphDataset,
     fanouts: list[int],
     batch_size: int,
@@ -126,7 +154,7 @@ def accuracy(
     """Test accuracy after ``epochs`` full epochs of DGL's loop, by exact full-neighbor
     inference."""
     dgl = _dgl(device)
-    g, sampler, model, optimizer = _setup(dgl, dataset, fanouts, hidden, seed)
+    g, sampler, model, optimizer = _setup(dgl, kind, dataset, fanouts, hidden, seed)
     loader = _train_loader(dgl, g, sampler, dataset, batch_size)
     model.train()
     for _ in range(epochs):
@@ -138,7 +166,7 @@ def accuracy(
 
 
 @torch.no_grad()
-def _inference(dgl, model: DGLSage, g, batch_size: int, nodes: torch.Tensor) -> torch.Tensor:
+def _inference(dgl, model: DGLModel, g, batch_size: int, nodes: torch.Tensor) -> torch.Tensor:
     """Logits ``[len(nodes), out_channels]`` float32 of ``nodes`` (int64), layer by layer:
     every layer but the last over all nodes, each with all its neighbors."""
     model.eval()
@@ -147,7 +175,7 @@ def _inference(dgl, model: DGLSage, g, batch_size: int, nodes: torch.Tensor) -> 
     last = len(model.layers) - 1
     for i in range(last + 1):
         targets = nodes if i == last else torch.arange(g.num_nodes())
-        out = torch.empty(g.num_nodes(), model.layers[i]._out_feats)
+        out = torch.empty(g.num_nodes(), model.widths[i + 1])
         loader = dgl.dataloading.DataLoader(g, targets, sampler, batch_size=batch_size)
         for input_nodes, output_nodes, blocks in loader:
             out[output_nodes] = model.layer(i, blocks[0], x[input_nodes])
