@@ -7,7 +7,13 @@ from torch_geometric.nn import GAT, GCN, GIN, GCNConv, GraphSAGE
 
 from graphengine import NeighborLoader
 from graphengine.datasets import SyntheticSpec, generate
-from graphengine.nn.blocks import block_conv, block_forward, supports_blocks, to_blocks
+from graphengine.nn.blocks import (
+    block_conv,
+    block_forward,
+    supports_blocks,
+    supports_layerwise,
+    to_blocks,
+)
 from graphengine.nn.forward import SeedLogits
 
 
@@ -74,8 +80,11 @@ def test_block_conv_slices_layers_that_are_not_bipartite(batch):
 
 
 def test_supports_blocks():
-    assert not supports_blocks(GCN(8, 16, 2, 3))
+    assert supports_blocks(GCN(8, 16, 2, 3))  # with the batch's degrees (gcn_blocks)
+    assert not supports_layerwise(GCN(8, 16, 2, 3))
+    assert not supports_blocks(GCN(8, 16, 2, 3, cached=True))
     assert supports_blocks(GCN(8, 16, 2, 3, normalize=False))
+    assert supports_layerwise(GCN(8, 16, 2, 3, normalize=False))
     assert not supports_blocks(GraphSAGE(8, 16, 2, 3, jk="cat"))
     assert not supports_blocks(GraphSAGE(8, 16, 2, 3, norm="batch_norm"))
     assert not supports_blocks(GraphSAGE(8, 16, 2, 3), num_hops=3)
@@ -85,7 +94,8 @@ def test_supports_blocks():
 def test_seed_logits_picks_blocks_then_trimming(batch):
     assert SeedLogits(GraphSAGE(8, 16, 3, 3), 3).mode == "blocks"
     assert SeedLogits(GraphSAGE(8, 16, 3, 3, norm="batch_norm"), 3).mode == "trim"
-    assert SeedLogits(GCN(8, 16, 3, 3), 3).mode == "whole"
+    assert SeedLogits(GCN(8, 16, 3, 3), 3).mode == "blocks"
+    assert SeedLogits(GCN(8, 16, 3, 3, improved=True), 3).mode == "whole"
     torch.manual_seed(0)
     model = GraphSAGE(8, 16, 3, 3, norm="batch_norm").eval()
     expected = model(batch.x, batch.edge_index)[: batch.batch_size]

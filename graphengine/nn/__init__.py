@@ -1,6 +1,13 @@
 """Running PyG models on batches: blocks, per-batch forward modes, layer-wise inference, models."""
 
-from graphengine.nn.blocks import Block, block_conv, block_forward, supports_blocks, to_blocks
+from graphengine.nn.blocks import (
+    Block,
+    block_conv,
+    block_forward,
+    supports_blocks,
+    supports_layerwise,
+    to_blocks,
+)
 from graphengine.nn.forward import FORWARDS, SeedLogits
 from graphengine.nn.inference import layerwise_inference
 from graphengine.nn.models import MODELS, build_model
@@ -15,5 +22,6 @@ __all__ = [
     "build_model",
     "layerwise_inference",
     "supports_blocks",
+    "supports_layerwise",
     "to_blocks",
 ]

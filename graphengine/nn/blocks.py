@@ -24,6 +24,7 @@ from torch_geometric.nn import GATConv, GATv2Conv, GCNConv, GINConv, SAGEConv
 from torch_geometric.nn.models.basic_gnn import BasicGNN
 
 from graphengine.nn.fused_sage import fuses, sage_mean
+from graphengine.nn.gcn_blocks import batch_degree_scale, fuses_gcn, gcn_block
 
 # torch warns once per process that sparse CSR tensors are "in beta"; its CPU sparse.mm with a
 # reduction has been stable since 2.0 (PyG silences torch's scatter_reduce beta warning alike).
@@ -117,23 +118,31 @@ def to_blocks(
 
 def normalizes_by_degree(model: torch.nn.Module) -> bool:
     """Whether ``model`` has a ``GCNConv`` that normalizes by node degrees: computed on a
-    subgraph, those degrees differ from the graph's, so neither trimming layers, blocks
-    nor layer-wise inference give the same results for it."""
+    subgraph, those degrees differ from the graph's, so neither trimming layers nor
+    layer-wise inference give the same results for it (blocks do, given the batch's degrees:
+    :mod:`graphengine.nn.gcn_blocks`)."""
     return any(isinstance(m, GCNConv) and m.normalize for m in model.modules())
 
 
 def supports_blocks(model: torch.nn.Module, num_hops: int | None = None) -> bool:
-    """Whether :func:`block_forward` (and layer-wise inference) give ``model``'s results:
-    a PyG ``BasicGNN`` (with ``num_hops`` layers, when given) without norms or jumping
-    knowledge (whose statistics or inputs would cover other nodes) that does not
-    normalize by degrees."""
+    """Whether :func:`block_forward` gives ``model``'s results on a sampled batch: a PyG
+    ``BasicGNN`` (with ``num_hops`` layers, when given) without norms or jumping knowledge
+    (whose statistics or inputs would cover other nodes), whose degree-normalizing layers
+    are ``GCNConv`` s that :func:`~graphengine.nn.gcn_blocks.fuses_gcn` computes."""
     return (
         isinstance(model, BasicGNN)
         and (num_hops is None or model.num_layers == num_hops)
         and model.jk_mode is None
         and all(isinstance(norm, torch.nn.Identity) for norm in model.norms)
-        and not normalizes_by_degree(model)
+        and all(fuses_gcn(m) for m in model.modules() if isinstance(m, GCNConv) and m.normalize)
     )
+
+
+def supports_layerwise(model: torch.nn.Module) -> bool:
+    """Whether layer-wise inference (each layer over all nodes, in chunks of blocks) gives
+    ``model``'s results: :func:`supports_blocks`, without degree normalization (a chunk's
+    sources do not bring their degrees)."""
+    return supports_blocks(model) and not normalizes_by_degree(model)
 
 
 def block_conv(conv: torch.nn.Module, x: torch.Tensor, block: Block) -> torch.Tensor:
@@ -166,21 +175,28 @@ def block_forward(
     """``model``'s output for the last block's destinations (the seeds):
     ``[blocks[-1].num_dst, out_channels]``, from ``x`` ``[num_nodes, in_channels]``.
 
-    The same as ``model(x, edge_index)[:num_seeds]`` (see :func:`supports_blocks`), with
-    dropout applied to the rows each layer computes. With ``fused``, GraphSAGE's mean layers
-    (and a ReLU after them) run as one autograd node each
-    (:mod:`graphengine.nn.fused_sage`), the same math in fewer passes over memory.
+    The same as ``model(x, edge_index)[:num_seeds]`` (see :func:`supports_blocks`; ``x`` the
+    whole batch's features, ``blocks`` all of the batch's), with dropout applied to the rows
+    each layer computes. GCN layers get the batch's degrees from ``blocks[0]``
+    (:mod:`graphengine.nn.gcn_blocks`). With ``fused``, GraphSAGE's mean layers (and a ReLU
+    after them) run as one autograd node each (:mod:`graphengine.nn.fused_sage`), the same
+    math in fewer passes over memory.
     """
     if len(blocks) != model.num_layers:
         raise ValueError(f"{model.num_layers} layers need as many blocks (got {len(blocks)})")
     last = model.num_layers - 1
+    scale = None  # GCN's batch degrees, once a GCN layer needs them
     for layer, (conv, block) in enumerate(zip(model.convs, blocks, strict=True)):
+        x_src = x if x.shape[0] == block.num_src else x[: block.num_src]
+        relu = False
         if fused and fuses(conv):
             relu = layer < last and isinstance(model.act, torch.nn.ReLU)
-            x_src = x if x.shape[0] == block.num_src else x[: block.num_src]
             x = sage_mean(conv, x_src, block, relu=relu)
+        elif fuses_gcn(conv):
+            if scale is None:
+                scale = batch_degree_scale(blocks[0], blocks[0].num_src)
+            x = gcn_block(conv, x_src, block, scale)
         else:
-            relu = False
             x = block_conv(conv, x, block)
         if layer < last:
             if not relu and model.act is not None:

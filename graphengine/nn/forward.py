@@ -25,12 +25,9 @@ class SeedLogits(torch.nn.Module):
             raise ValueError(f"'forward' must be one of {FORWARDS} (got {forward!r})")
         self.model = model
         allowed = ["whole"]
-        if (
-            isinstance(model, BasicGNN)
-            and model.num_layers == num_hops
-            and not normalizes_by_degree(model)
-        ):
-            allowed.insert(0, "trim")
+        if isinstance(model, BasicGNN) and model.num_layers == num_hops:
+            if not normalizes_by_degree(model):
+                allowed.insert(0, "trim")
             if supports_blocks(model):
                 allowed.insert(0, "blocks")
         if forward != "auto" and forward not in allowed:

@@ -95,8 +95,9 @@ class _MeanAdjacency:
         )
 
 
-def _aggregate(adjacency: torch.Tensor, x: torch.Tensor) -> torch.Tensor:
-    """``adjacency @ x`` (a weighted sum per row): torch's parallel CSR kernel on the CPU."""
+def weighted_sum(adjacency: torch.Tensor, x: torch.Tensor) -> torch.Tensor:
+    """``adjacency @ x`` for a sparse CSR ``adjacency`` (a weighted sum per row): torch's
+    parallel CSR kernel on the CPU (differentiable)."""
     if x.device.type == "cpu":
         return torch.sparse.mm(adjacency, x, "sum")
     return torch.sparse.mm(adjacency, x)
@@ -108,7 +109,7 @@ class FusedSageMean(torch.autograd.Function):
     @staticmethod
     def forward(ctx, x, weight_l, bias, weight_r, adjacency: _MeanAdjacency, relu: bool):
         num_dst = adjacency.block.num_dst
-        aggregated = _aggregate(adjacency.forward, x)
+        aggregated = weighted_sum(adjacency.forward, x)
         if bias is not None:
             out = torch.addmm(bias, aggregated, weight_l.t())
         else:
@@ -138,6 +139,6 @@ class FusedSageMean(torch.autograd.Function):
         if needs[3]:
             grad_weight_r = grad.t() @ x_dst
         if needs[0]:
-            grad_x = _aggregate(ctx.adjacency.transposed(), grad @ weight_l)
+            grad_x = weighted_sum(ctx.adjacency.transposed(), grad @ weight_l)
             grad_x[:num_dst].addmm_(grad, weight_r)
         return grad_x, grad_weight_l, grad_bias, grad_weight_r, None, None

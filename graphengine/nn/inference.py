@@ -15,7 +15,7 @@ from tqdm import tqdm
 from graphengine.data.feature_store import FeatureStore
 from graphengine.data.graph_store import Graph
 from graphengine.loader import NeighborLoader
-from graphengine.nn.blocks import block_conv, supports_blocks, to_blocks
+from graphengine.nn.blocks import block_conv, supports_layerwise, to_blocks
 
 
 @torch.no_grad()
@@ -30,13 +30,14 @@ def layerwise_inference(
     """The model's output for every node: float32 ``[num_nodes, out_channels]`` on the CPU.
 
     Args:
-        model: a PyG ``BasicGNN`` (see :func:`~graphengine.nn.supports_blocks`), in eval mode.
+        model: a PyG ``BasicGNN`` (see :func:`~graphengine.nn.blocks.supports_layerwise`), in
+            eval mode.
         graph: the CSC graph.
         x: ``[num_nodes, in_channels]`` input features (a CPU tensor; memory maps work).
         chunk_size: destination nodes per step.
         device: where each chunk's layer runs.
     """
-    if not supports_blocks(model):
+    if not supports_layerwise(model):
         raise ValueError(
             "layer-wise inference needs a PyG BasicGNN without norms, jumping knowledge or "
             f"degree-normalizing GCN layers (got {type(model).__name__})"

@@ -30,7 +30,7 @@ from torch_geometric.nn.models.basic_gnn import BasicGNN
 from graphengine.data.columns import FeatureColumns, column_ranges
 from graphengine.distributed.exchange import Exchange, ExchangeStats
 from graphengine.loader.hybrid_loader import HybridBatch
-from graphengine.nn.blocks import block_conv, to_blocks
+from graphengine.nn.blocks import block_conv, normalizes_by_degree, to_blocks
 from graphengine.nn.column_layers import finish_of, split_first_layer
 from graphengine.nn.forward import SeedLogits
 from graphengine.parallel.data_parallel import DataParallel
@@ -91,6 +91,14 @@ class HybridRest(torch.nn.Module):
         return x[: own.batch_size]
 
 
+def runs_whole(seed_logits: SeedLogits) -> bool:
+    """Whether hybrid batches of ``seed_logits``'s model run every layer on the whole batch:
+    its forward mode is ``'whole'``, or it normalizes by degree (GCN: the first layer's split
+    computes on the whole batch, whose degrees :mod:`graphengine.nn.gcn_blocks` does not
+    bring to the column shares)."""
+    return seed_logits.mode == "whole" or normalizes_by_degree(seed_logits.model)
+
+
 class HybridSeedLogits(torch.nn.Module):
     """A PyG ``BasicGNN`` run hybrid-parallel on :class:`HybridBatch` es: this worker's
     columns of the first layer (its own parameters), the rest under DDP (the model's).
@@ -113,7 +121,7 @@ class HybridSeedLogits(torch.nn.Module):
         first = model.convs[0]
         self.start, self.stop = strategy.column_range(model.in_channels)
         self.columns = split_first_layer(first, self.start, self.stop)
-        rest = HybridRest(model, seed_logits.mode == "whole")
+        rest = HybridRest(model, runs_whole(seed_logits))
         # DDP refuses a module without parameters (one bias-free layer): nothing to average.
         has_parameters = next(rest.parameters(), None) is not None
         self.rest = strategy.replicate(rest) if has_parameters else rest

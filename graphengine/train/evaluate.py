@@ -20,7 +20,7 @@ from graphengine.datasets.hetero import HeteroGraphDataset
 from graphengine.distributed.data import DistData
 from graphengine.loader import NeighborLoader
 from graphengine.loader.dist_neighbor_loader import DistNeighborLoader
-from graphengine.nn.blocks import supports_blocks
+from graphengine.nn.blocks import supports_layerwise
 from graphengine.nn.forward import SeedLogits
 from graphengine.nn.inference import layerwise_inference
 from graphengine.parallel.base import SingleProcess, Strategy
@@ -49,7 +49,7 @@ def resolve_eval_mode(
                 "graph yet; use 'sampled' (or 'auto')"
             )
         return "sampled"
-    if mode == "layerwise" and not supports_blocks(model):
+    if mode == "layerwise" and not supports_layerwise(model):
         raise ValueError(
             "'eval_mode' 'layerwise' needs a PyG BasicGNN without norms, jumping knowledge "
             f"or degree-normalizing GCN layers (got {type(model).__name__})"
@@ -58,7 +58,7 @@ def resolve_eval_mode(
         return mode
     if dataset.graph.num_edges <= FULL_EVAL_MAX_EDGES:
         return "full"
-    return "layerwise" if supports_blocks(model) else "sampled"
+    return "layerwise" if supports_layerwise(model) else "sampled"
 
 
 class Evaluator:

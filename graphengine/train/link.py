@@ -20,7 +20,7 @@ from tqdm import tqdm
 from graphengine.data.graph_store import Graph
 from graphengine.datasets.dataset import GraphDataset
 from graphengine.loader.link_neighbor_loader import LinkNeighborLoader
-from graphengine.nn.blocks import supports_blocks
+from graphengine.nn.blocks import supports_layerwise
 from graphengine.nn.inference import layerwise_inference
 from graphengine.train.evaluate import FULL_EVAL_MAX_EDGES
 from graphengine.train.link_metrics import ranking_metrics, roc_auc
@@ -296,14 +296,14 @@ def _as_data(dataset: GraphDataset | Data) -> Data:
 
 def _eval_mode(mode: str, encoder: torch.nn.Module, num_edges: int) -> str:
     """``mode`` checked against ``encoder``; ``'auto'`` becomes full up to 5M edges."""
-    if mode == "layerwise" and not supports_blocks(encoder):
+    if mode == "layerwise" and not supports_layerwise(encoder):
         raise ValueError(
             "'eval_mode' 'layerwise' needs a PyG BasicGNN encoder without norms, jumping "
             f"knowledge or degree-normalizing GCN layers (got {type(encoder).__name__})"
         )
     if mode != "auto":
         return mode
-    if num_edges <= FULL_EVAL_MAX_EDGES or not supports_blocks(encoder):
+    if num_edges <= FULL_EVAL_MAX_EDGES or not supports_layerwise(encoder):
         return "full"
     return "layerwise"
 

@@ -22,6 +22,7 @@ from graphengine.loader.dist_neighbor_loader import DistNeighborLoader
 from graphengine.loader.hybrid_loader import HybridNeighborLoader
 from graphengine.nn.forward import SeedLogits
 from graphengine.parallel import HybridParallel, Strategy, strategy_for
+from graphengine.parallel.hybrid import runs_whole
 from graphengine.runtime import host_memory_cache
 from graphengine.train.checkpoint import check_trained_on, read_state, trained_on, write_state
 from graphengine.train.evaluate import Evaluator
@@ -60,8 +61,9 @@ class Trainer:
             per hop run layer by layer on the batch's blocks, each layer computing only
             the nodes the next one reads (:mod:`graphengine.nn.blocks`); with norms or
             jumping knowledge, they get the per-hop counts to trim finished layers
-            instead (``trim_to_layer``). Neither applies to a degree-normalizing
-            ``GCNConv``, whose normalization counts the edges they drop. For a
+            instead (``trim_to_layer``), which a degree-normalizing ``GCNConv`` does not
+            allow (its normalization counts the edges trimming drops); on blocks it gets
+            the batch's degrees (:mod:`graphengine.nn.gcn_blocks`). For a
             heterogeneous dataset, a module called as ``model(x_dict, edge_index_dict)``
             returning a dict of ``[num_nodes[t], num_classes]`` logits per node type (e.g.
             :func:`~graphengine.nn.models.build_model` with ``metadata``), its weights
@@ -252,7 +254,7 @@ class Trainer:
             shuffle=shuffle,
             seed=self.seed if shuffle else self.seed + 1,
             split_seeds=shuffle,
-            whole=self._seed_logits.mode == "whole",
+            whole=runs_whole(self._seed_logits),
             num_workers=self.num_workers,
             device=self.device,
         )

@@ -1,0 +1,84 @@
+"""PyG's ``GCNConv`` on blocks, with the degrees of the whole batch: PyG's results, DGL's cost.
+
+Run on a sampled batch as PyG runs it (``model(x, edge_index)``), a GCN layer computes every
+batch node from its in-edges in the batch and one self loop, each edge ``j -> i`` weighted
+``1 / sqrt(deg(j) deg(i))`` with ``deg`` the batch in-degree plus one; every layer runs on
+all nodes. Each layer's outputs for the nodes the next layer reads only need their own
+in-edges, which that layer's block holds in full (:func:`~graphengine.nn.blocks.to_blocks`),
+and the batch degrees, which the first block holds (the last hop's nodes have no in-edges in
+the batch). So with those degrees given, each layer runs on its block only and gives PyG's
+outputs for those nodes, as DGL's ``GraphConv`` on blocks runs (DGL normalizes by the
+block's own degrees instead, another estimator). Linear first where that is cheaper, as
+DGL's layer chooses (here by the products' sizes: a batch has far more sources than
+destinations).
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+import torch
+from torch_geometric.nn import GCNConv
+
+from graphengine.nn.fused_sage import weighted_sum
+
+if TYPE_CHECKING:  # blocks.py runs these layers
+    from graphengine.nn.blocks import Block
+
+
+def fuses_gcn(conv: torch.nn.Module) -> bool:
+    """Whether ``conv`` is a PyG ``GCNConv`` :func:`gcn_block` computes: normalized, with self
+    loops of weight 1 (not ``improved``), not ``cached``, summing."""
+    return (
+        isinstance(conv, GCNConv)
+        and conv.normalize
+        and bool(conv.add_self_loops)
+        and not conv.improved
+        and not conv.cached
+        and conv.aggr == "add"
+    )
+
+
+def batch_degree_scale(first: Block, num_nodes: int) -> torch.Tensor:
+    """``deg ** -0.5`` for each of the batch's ``num_nodes`` nodes (float32
+    ``[num_nodes]``): ``deg`` counts a node's in-edges in the batch that are not self loops,
+    plus one (PyG's ``gcn_norm`` replaces self loops by one of weight 1). ``first`` is the
+    first layer's block, which holds every in-edge of the batch."""
+    source, target = first.edge_index
+    degree = torch.ones(num_nodes, dtype=torch.float32, device=source.device)
+    counts = first.rowptr[1:] - first.rowptr[:-1]
+    loops = source == target
+    if bool(loops.any()):
+        counts = counts - torch.bincount(target[loops], minlength=first.num_dst)
+    degree[: first.num_dst] += counts
+    return degree.rsqrt_()
+
+
+def gcn_block(conv: GCNConv, x: torch.Tensor, block: Block, scale: torch.Tensor) -> torch.Tensor:
+    """PyG's ``conv(x_batch, edge_index_batch)`` for the block's destinations:
+    ``x`` ``[num_src, in_channels]`` to ``[num_dst, out_channels]``, with ``scale`` from
+    :func:`batch_degree_scale`. Differentiable by autograd."""
+    source, target = block.edge_index
+    weights = scale[source].to(x.dtype) * scale[target].to(x.dtype)
+    weights = weights.masked_fill_(source == target, 0.0)
+    adjacency = torch.sparse_csr_tensor(
+        block.rowptr,
+        source,
+        weights,
+        size=(block.num_dst, block.num_src),
+        check_invariants=False,  # to_blocks checked them
+    )
+    self_weight = scale[: block.num_dst].to(x.dtype).square().unsqueeze(1)
+    weight = conv.lin.weight
+    in_channels, out_channels = weight.shape[1], weight.shape[0]
+    num_edges = source.numel()
+    linear_first = block.num_src * in_channels * out_channels + num_edges * out_channels
+    aggregate_first = num_edges * in_channels + block.num_dst * in_channels * out_channels
+    if linear_first < aggregate_first:
+        h = x @ weight.t()
+        out = torch.addcmul(weighted_sum(adjacency, h), h[: block.num_dst], self_weight)
+        return out + conv.bias if conv.bias is not None else out
+    aggregated = torch.addcmul(weighted_sum(adjacency, x), x[: block.num_dst], self_weight)
+    if conv.bias is not None:
+        return torch.addmm(conv.bias, aggregated, weight.t())
+    return aggregated @ weight.t()
