@@ -1,6 +1,7 @@
 #include "buffer_pool.h"
 
 #include <algorithm>
+#include <atomic>
 #include <cstdlib>
 #include <iterator>
 #include <map>
@@ -70,6 +71,7 @@ class BufferPool {
     }
     // Headroom, so that the next, slightly larger batch fits too.
     *capacity = size_class(bytes + bytes / kClassSteps);
+    fresh_bytes_.fetch_add(*capacity, std::memory_order_relaxed);
     void* buffer = nullptr;
     // Page-aligned, small pages: asking for huge pages here made fresh buffers 10x slower
     // to fault in (the kernel compacts memory first).
@@ -113,6 +115,8 @@ class BufferPool {
     cached_bytes_ = 0;
   }
 
+  size_t fresh_bytes() const { return fresh_bytes_.load(std::memory_order_relaxed); }
+
   int64_t spans() {
     std::lock_guard<std::mutex> lock(mutex_);
     return spans_;
@@ -133,6 +137,7 @@ class BufferPool {
   std::multimap<size_t, void*> free_;
   size_t cached_bytes_ = 0;
   int64_t spans_ = 0;
+  std::atomic<size_t> fresh_bytes_{0};
 };
 
 BufferPool& pool() {
@@ -162,6 +167,8 @@ void pool_close_span() { pool().close_span(); }
 int64_t pool_spans() { return pool().spans(); }
 
 size_t pool_cached_bytes() { return pool().cached_bytes(); }
+
+size_t pool_fresh_bytes() { return pool().fresh_bytes(); }
 
 at::Tensor pooled_empty(at::IntArrayRef sizes, const at::TensorOptions& options) {
   int64_t numel = 1;

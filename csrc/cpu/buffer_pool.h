@@ -38,4 +38,7 @@ int64_t pool_spans();
 // Bytes of the buffers cached for reuse.
 size_t pool_cached_bytes();
 
+// Bytes of the buffers the pool has taken from the system so far (misses).
+size_t pool_fresh_bytes();
+
 }  // namespace graphengine

@@ -111,7 +111,8 @@ bool host_cache_open() {
 void host_cache_close() { pool_close_span(); }
 
 std::vector<int64_t> host_cache_state() {
-  return {pool_spans(), static_cast<int64_t>(pool_cached_bytes())};
+  return {pool_spans(), static_cast<int64_t>(pool_cached_bytes()),
+          static_cast<int64_t>(pool_fresh_bytes())};
 }
 
 }  // namespace

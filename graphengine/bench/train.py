@@ -359,10 +359,10 @@ def _graphengine_steps(
     precision="fp32",
     profiled=0,
 ) -> dict:
-    """Times ``batches`` steps from the start of an iteration over exactly that many batches
-    (after one warm-up step that compiles the kernels), so that every stage's time
-    counts the same batches as the wall time. With ``profiled``, that many more steps run
-    under torch.profiler on batches loaded beforehand (the compute alone):
+    """Times ``batches`` steps of a pass, after its first step (which compiles the kernels
+    and warms the pass's host cache, as each peer's first step does in its timed pass);
+    stage times are those spent while the timed steps ran. With ``profiled``, that many more
+    steps run under torch.profiler on batches loaded beforehand (the compute alone):
     :func:`~graphengine.bench.step_profile.profile_steps`'s breakdown as ``profile``."""
     model = _model(kind, dataset, hidden, len(fanouts), seed)
     trainer = Trainer(
@@ -379,28 +379,27 @@ def _graphengine_steps(
     )
     seeds = np.random.default_rng(seed).permutation(np.asarray(dataset.train_idx))
     on_device = {"device": device, "pin_memory": device.type == "cuda"}
-    warm_up = NeighborLoader(
-        dataset, fanouts, batch_size=batch_size, input_nodes=seeds[:batch_size], **on_device
-    )
-    trainer.model.train()
-    trainer.step(next(iter(warm_up)))
     loader = NeighborLoader(
         dataset,
         fanouts,
         batch_size=batch_size,
-        input_nodes=seeds[batch_size : (batches + 1) * batch_size],
+        input_nodes=seeds[: (batches + 1) * batch_size],
         seed=seed,
         num_workers=1,
         **on_device,
     )
+    trainer.model.train()
+    passing = iter(loader)
+    trainer.step(next(passing))  # in the timed pass, as the peers warm up in theirs
+    warmed = loader.stage_times
     compute = 0.0
     start = time.perf_counter()
-    for batch in loader:
+    for batch in passing:
         step_start = time.perf_counter()
         trainer.step(batch)
         compute += time.perf_counter() - step_start
     wall = time.perf_counter() - start
-    stages = loader.stage_times
+    stages = {name: seconds - warmed.get(name, 0.0) for name, seconds in loader.stage_times.items()}
     stages["compute"] = compute
     out = {
         "step_s": wall / batches,
