@@ -5,8 +5,8 @@ as its users write them.
 (``num_workers=0``, DGL's default), with ``dgl.dataloading.NeighborSampler`` prefetching ``x``
 and ``y``; a model of DGL's layers on the sampled blocks with the sizes of PyG's model in
 :mod:`graphengine.bench.train` (ReLU, then dropout, between layers): ``SAGEConv(..., 'mean')``;
-``GATConv`` with :data:`GAT_HEADS` heads of ``hidden / heads`` channels concatenated (one head
-in the last layer), like PyG's ``GAT(..., heads=4)``; ``GraphConv(norm='both')``. For GAT and
+``GATConv`` with :data:`GAT_HEADS` heads of ``hidden / heads`` channels concatenated (in the
+last layer averaged), like PyG's ``GAT(..., heads=4)``; ``GraphConv(norm='both')``. For GAT and
 GCN the graph gets a self loop on every node first, as DGL's GAT and GCN examples do (PyG's
 layers add them inside). Adam (lr 0.003) and cross-entropy. Fanouts come first hop (the seeds'
 neighbors) first, as everywhere in graphengine, and go to DGL reversed (its list is by layer,
@@ -78,8 +78,11 @@ def _layer(dgl, kind: str, in_channels: int, out_channels: int, last: bool):
         return dgl.nn.SAGEConv(in_channels, out_channels, "mean")
     if kind == "gcn":
         return dgl.nn.GraphConv(in_channels, out_channels, norm="both", allow_zero_in_degree=True)
-    heads = 1 if last else GAT_HEADS
-    return dgl.nn.GATConv(in_channels, out_channels // heads, heads, allow_zero_in_degree=True)
+    if last:  # PyG's GAT averages its heads in the last layer
+        return dgl.nn.GATConv(in_channels, out_channels, GAT_HEADS, allow_zero_in_degree=True)
+    return dgl.nn.GATConv(
+        in_channels, out_channels // GAT_HEADS, GAT_HEADS, allow_zero_in_degree=True
+    )
 
 
 def _dgl(device: torch.device):
