@@ -346,6 +346,24 @@ def _model(kind, dataset, hidden, num_layers, seed) -> torch.nn.Module:
     return {"sage": GraphSAGE, "gcn": GCN}[kind](*sizes)
 
 
+def _trainer(
+    kind, dataset, fanouts, batch_size, hidden, seed, device, precision, **options
+) -> Trainer:
+    """A Trainer of a fresh, seeded model of ``kind`` (``options``: more Trainer arguments)."""
+    model = _model(kind, dataset, hidden, len(fanouts), seed)
+    return Trainer(
+        model,
+        dataset,
+        fanouts,
+        batch_size,
+        seed=seed,
+        progress=False,
+        device=device,
+        precision=precision,
+        **options,
+    )
+
+
 def _graphengine_steps(
     kind,
     dataset,
@@ -364,18 +382,17 @@ def _graphengine_steps(
     stage times are those spent while the timed steps ran. With ``profiled``, that many more
     steps run under torch.profiler on batches loaded beforehand (the compute alone):
     :func:`~graphengine.bench.step_profile.profile_steps`'s breakdown as ``profile``."""
-    model = _model(kind, dataset, hidden, len(fanouts), seed)
-    trainer = Trainer(
-        model,
+    trainer = _trainer(
+        kind,
         dataset,
         fanouts,
         batch_size,
-        seed=seed,
-        progress=False,
+        hidden,
+        seed,
+        device,
+        precision,
         eval_mode="sampled",
         forward=forward,
-        device=device,
-        precision=precision,
     )
     seeds = np.random.default_rng(seed).permutation(np.asarray(dataset.train_idx))
     on_device = {"device": device, "pin_memory": device.type == "cuda"}
@@ -479,17 +496,7 @@ def _pyg_step(model, optimizer, batch) -> None:
 def _accuracy_graphengine(
     kind, dataset, fanouts, batch_size, hidden, epochs, seed, device, precision
 ) -> float:
-    model = _model(kind, dataset, hidden, len(fanouts), seed)
-    trainer = Trainer(
-        model,
-        dataset,
-        fanouts,
-        batch_size,
-        seed=seed,
-        progress=False,
-        device=device,
-        precision=precision,
-    )
+    trainer = _trainer(kind, dataset, fanouts, batch_size, hidden, seed, device, precision)
     trainer.fit(epochs, eval_every=epochs)
     return trainer.evaluate("test")
 
