@@ -132,8 +132,11 @@ def test_two_workers_match_one_worker_with_the_same_global_batch(tmp_path):
         out = model(batch.x, batch.edge_index)[: batch.batch_size]
         F.cross_entropy(out, batch.y[: batch.batch_size]).backward()
         optimizer.step()
+    # The Trainer's fused GraphSAGE layer sums in another order than PyG's whole-batch
+    # forward: over an epoch of Adam steps the weights drift apart by rounding (5e-5 measured);
+    # a DDP error (a missing average, a wrong half) moves them by the order of lr.
     for name, value in model.state_dict().items():
-        assert torch.allclose(value, ddp_state[name], atol=1e-5), name
+        assert torch.allclose(value, ddp_state[name], atol=3e-4), name
 
 
 def test_every_rank_takes_part_in_sampled_evaluation(tmp_path):

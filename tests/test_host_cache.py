@@ -137,3 +137,22 @@ def test_a_loader_pass_is_a_span_and_its_batches_are_exact(cache_on):
         next(passes)
         del passes  # leaving a pass early ends its span too
         assert host_memory_cache_state() == (0, 0)
+
+
+def test_a_forked_child_allocates_and_frees_inside_a_span(cache_on):
+    context = torch.multiprocessing.get_context("fork")
+    with host_memory_cache():
+        block = torch.ones(BIG)
+        child = context.Process(target=_allocate_and_exit, daemon=True)
+        child.start()
+        child.join(timeout=60)
+        del block
+    assert child.exitcode == 0
+
+
+def _allocate_and_exit() -> None:
+    # One thread: GNU OpenMP's pool does not survive a fork (a torch limit, not the cache's).
+    torch.set_num_threads(1)
+    tensors = [torch.empty(BIG).fill_(float(i)) for i in range(3)]
+    assert all(float(t[0]) == i and float(t[-1]) == i for i, t in enumerate(tensors))
+    del tensors

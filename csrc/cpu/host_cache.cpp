@@ -19,6 +19,8 @@
 #include <mutex>
 #include <unordered_map>
 
+#include <pthread.h>
+
 #include "buffer_pool.h"
 
 namespace graphengine {
@@ -50,6 +52,11 @@ class HostCacheAllocator final : public c10::Allocator {
   void copy_data(void* dest, const void* src, std::size_t count) const override {
     default_copy_data(dest, src, count);
   }
+
+  // fork() copies the mutex as another thread may hold it; these keep it free across the
+  // fork (as the pool does its own, buffer_pool.cpp).
+  void lock_for_fork() { leases_mutex_.lock(); }
+  void unlock_after_fork() { leases_mutex_.unlock(); }
 
  private:
   static bool give_back(void* buffer) {
@@ -94,6 +101,9 @@ bool install() {
   if (HostCacheAllocator::instance_ == nullptr) {
     // Never destroyed: tensors from it may outlive everything else.
     HostCacheAllocator::instance_ = new HostCacheAllocator(c10::GetCPUAllocator());
+    pthread_atfork([] { HostCacheAllocator::instance_->lock_for_fork(); },
+                   [] { HostCacheAllocator::instance_->unlock_after_fork(); },
+                   [] { HostCacheAllocator::instance_->unlock_after_fork(); });
     c10::SetCPUAllocator(HostCacheAllocator::instance_, /*priority=*/0);
   }
   return c10::GetCPUAllocator() == HostCacheAllocator::instance_;
