@@ -63,7 +63,7 @@ def sage_mean(conv: SAGEConv, x: torch.Tensor, block: Block, relu: bool = False)
 
 class _MeanAdjacency:
     """A block's mean aggregation as CSR products: ``forward`` ``[num_dst, num_src]`` with
-    values ``1 / in-degree``, and its transpose (built on first use, for the backward)."""
+    values ``1 / in-degree``, and its transpose (:meth:`transposed`, built by the backward)."""
 
     def __init__(self, block: Block, dtype: torch.dtype):
         self.block = block
