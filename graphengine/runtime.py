@@ -101,14 +101,10 @@ def host_memory_cache() -> Iterator[bool]:
             torch.ops.graphengine.host_cache_close()
 
 
-def host_memory_cache_state() -> tuple[int, int]:
-    """``(open spans, bytes cached for reuse)`` of the host cache; ``(0, 0)`` before any."""
-    return host_memory_cache_counters()[:2]
-
-
-def host_memory_cache_counters() -> tuple[int, int, int]:
-    """``(open spans, bytes cached for reuse, bytes taken from the system so far)``: the last
-    grows with every request no cached buffer served (a step that reuses grows it by 0)."""
+def host_memory_cache_state() -> tuple[int, int, int]:
+    """``(open spans, bytes cached for reuse, bytes taken from the system so far)`` of the host
+    cache; the last grows with every request no cached buffer served (a step that reuses
+    grows it by 0). ``(0, 0, 0)`` before the extension is loaded."""
     if ops.library_path() is None:
         return 0, 0, 0
     spans, cached, fresh = torch.ops.graphengine.host_cache_state()

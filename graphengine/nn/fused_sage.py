@@ -67,9 +67,9 @@ class _MeanAdjacency:
 
     def __init__(self, block: Block, dtype: torch.dtype):
         self.block = block
-        degree = (block.rowptr[1:] - block.rowptr[:-1]).clamp_(min=1)
-        self.scale = (1.0 / degree.to(dtype)).repeat_interleave(
-            block.rowptr[1:] - block.rowptr[:-1], output_size=block.edge_index.shape[1]
+        degree = block.rowptr[1:] - block.rowptr[:-1]
+        self.scale = (1.0 / degree.clamp(min=1).to(dtype)).repeat_interleave(
+            degree, output_size=block.edge_index.shape[1]
         )
         self.forward = torch.sparse_csr_tensor(
             block.rowptr,
