@@ -1,4 +1,5 @@
-// Operator schemas of the graphengine extension and the argument checks all backends share.
+// Operator schemas of the graphengine extension and the gathers' argument checks all backends
+// share.
 #include "gather.h"
 
 #include <torch/library.h>
@@ -65,4 +66,12 @@ TORCH_LIBRARY(graphengine, m) {
   m.def(
       "cached_gather(Tensor src, Tensor index, Tensor cache, Tensor slot_of, Tensor? out=None) "
       "-> Tensor");
+  m.def(
+      "gat_attention(Tensor h, Tensor att_src, Tensor att_dst, Tensor rowptr, Tensor col, "
+      "float negative_slope, bool self_loops, Tensor? dropout=None) "
+      "-> (Tensor, Tensor, Tensor, Tensor)");
+  m.def(
+      "gat_attention_backward(Tensor grad_out, Tensor h, Tensor att_src, Tensor att_dst, "
+      "Tensor alpha, Tensor score_src, Tensor score_dst, Tensor rowptr, Tensor col, "
+      "float negative_slope, bool self_loops, Tensor? dropout=None) -> (Tensor, Tensor, Tensor)");
 }

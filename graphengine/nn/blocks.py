@@ -24,6 +24,7 @@ from torch_geometric.nn import GATConv, GATv2Conv, GCNConv, GINConv, SAGEConv
 from torch_geometric.nn.models.basic_gnn import BasicGNN
 
 from graphengine.nn.fused_sage import fuses, sage_mean
+from graphengine.nn.gat_blocks import fuses_gat, gat_block
 from graphengine.nn.gcn_blocks import batch_degree_scale, fuses_gcn, gcn_block
 
 # torch warns once per process that sparse CSR tensors are "in beta"; its CPU sparse.mm with a
@@ -179,8 +180,9 @@ def block_forward(
     whole batch's features, ``blocks`` all of the batch's), with dropout applied to the rows
     each layer computes. GCN layers get the batch's degrees from ``blocks[0]``
     (:mod:`graphengine.nn.gcn_blocks`). With ``fused``, GraphSAGE's mean layers (and a ReLU
-    after them) run as one autograd node each (:mod:`graphengine.nn.fused_sage`), the same
-    math in fewer passes over memory.
+    after them) run as one autograd node each (:mod:`graphengine.nn.fused_sage`) and GAT's
+    attention without per-edge messages on the CPU (:mod:`graphengine.nn.gat_blocks`): the
+    same math in fewer passes over memory (GAT's attention dropout draws its own masks).
     """
     if len(blocks) != model.num_layers:
         raise ValueError(f"{model.num_layers} layers need as many blocks (got {len(blocks)})")
@@ -192,6 +194,8 @@ def block_forward(
         if fused and fuses(conv):
             relu = layer < last and isinstance(model.act, torch.nn.ReLU)
             x = sage_mean(conv, x_src, block, relu=relu)
+        elif fused and fuses_gat(conv, x_src):
+            x = gat_block(conv, x_src, block)
         elif fuses_gcn(conv):
             if scale is None:
                 scale = batch_degree_scale(blocks[0], blocks[0].num_src)

@@ -16,6 +16,7 @@ from graphengine.data.feature_store import FeatureStore
 from graphengine.data.graph_store import Graph
 from graphengine.loader import NeighborLoader
 from graphengine.nn.blocks import block_conv, supports_layerwise, to_blocks
+from graphengine.nn.gat_blocks import fuses_gat, gat_block
 
 
 @torch.no_grad()
@@ -55,7 +56,10 @@ def layerwise_inference(
             h = batch.h.to(device, torch.float32)
             edge_index = batch.edge_index.to(device)
             (block,) = to_blocks(edge_index, batch.num_sampled_nodes, batch.num_sampled_edges)
-            out = block_conv(conv, h, block)
+            if fuses_gat(conv, h):
+                out = gat_block(conv, h[: block.num_src], block)
+            else:
+                out = block_conv(conv, h, block)
             if layer < model.num_layers - 1:
                 out = model.act(out) if model.act is not None else out
             outputs.append(out.cpu())

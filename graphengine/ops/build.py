@@ -99,6 +99,7 @@ def _compile(verbose: bool) -> str | None:
         csrc / "cpu" / "buffer_pool.cpp",
         csrc / "cpu" / "host_cache.cpp",
         csrc / "cpu" / "thread_budget.cpp",
+        csrc / "cpu" / "gat_kernel.cpp",
     ]
     if with_cuda():
         sources.append(csrc / "cuda" / "gather_kernel.cu")
@@ -123,8 +124,8 @@ def _compile(verbose: bool) -> str | None:
 def _register_fakes() -> None:
     """Shape functions, so that the ops trace under ``torch.compile`` and ``FakeTensorMode``.
 
-    Like the kernels, the result is ``out`` when given, else a new tensor on ``index``'s device
-    (the CUDA kernels gather into the GPU of the ids, also from a pinned CPU ``src``).
+    Like the kernels, a gather's result is ``out`` when given, else a new tensor on ``index``'s
+    device (the CUDA kernels gather into the GPU of the ids, also from a pinned CPU ``src``).
     """
 
     def fake_gather(src, index, out=None):
@@ -135,5 +136,21 @@ def _register_fakes() -> None:
     def fake_cached(src, index, cache, slot_of, out=None):
         return fake_gather(src, index, out)
 
+    def fake_attention(h, att_src, att_dst, rowptr, col, negative_slope, self_loops, dropout=None):
+        num_src, heads, channels = h.shape
+        num_dst = rowptr.shape[0] - 1
+        slots = col.shape[0] + (num_dst if self_loops else 0)
+        return (
+            att_src.new_empty((num_dst, heads, channels)),
+            att_src.new_empty((slots, heads)),
+            att_src.new_empty((num_src, heads)),
+            att_src.new_empty((num_dst, heads)),
+        )
+
+    def fake_attention_backward(grad_out, h, att_src, att_dst, *rest):
+        return torch.empty_like(h), torch.empty_like(att_src), torch.empty_like(att_dst)
+
     torch.library.register_fake("graphengine::gather_rows", fake_gather)
     torch.library.register_fake("graphengine::cached_gather", fake_cached)
+    torch.library.register_fake("graphengine::gat_attention", fake_attention)
+    torch.library.register_fake("graphengine::gat_attention_backward", fake_attention_backward)
