@@ -12,7 +12,9 @@ import json
 import logging
 import math
 import os
+import resource
 import sys
+import time
 from pathlib import Path
 
 import torch
@@ -20,7 +22,8 @@ import torch
 from graphengine import distributed
 from graphengine.data.partition import METHODS as PARTITION_METHODS
 from graphengine.datasets import CATALOG
-from graphengine.datasets.catalog import is_heterogeneous
+from graphengine.datasets.catalog import PAPERS_SCALE, is_heterogeneous
+from graphengine.datasets.papers import MAX_SCALE, store_name
 from graphengine.nn.decoders import DECODERS
 from graphengine.nn.forward import FORWARDS
 from graphengine.parallel.select import PARALLEL_MODES
@@ -80,8 +83,13 @@ class _Formatter(argparse.RawDescriptionHelpFormatter):
 def main(argv: list[str] | None = None) -> int:
     """Run ``graphengine <argv>`` (default: ``sys.argv[1:]``); returns the exit code."""
     argv = sys.argv[1:] if argv is None else list(argv)
-    args = _parser().parse_args(_join_negative_values(argv))
+    parser = _parser()
+    args = parser.parse_args(_join_negative_values(argv))
     args.argv = argv
+    if getattr(args, "scale", None) is not None:
+        if args.dataset != "synthetic-papers":
+            parser.error(f"--scale sizes --dataset synthetic-papers (got {args.dataset!r})")
+        args.dataset = store_name(args.scale)  # what every command and child process opens
     logging.basicConfig(level=logging.INFO, format="%(levelname)s %(name)s: %(message)s")
     try:
         return args.run(args)
@@ -314,6 +322,18 @@ def _parser() -> argparse.ArgumentParser:
     )
     partition.set_defaults(run=_partition)
 
+    generate = commands.add_parser(
+        "generate",
+        help="write a synthetic dataset to the data root without training",
+        description="Generate a synthetic catalog dataset (synthetic-papers straight to disk, "
+        "in chunks) and print where it is, its size, the seconds and the peak memory taken.",
+        formatter_class=_Formatter,
+    )
+    generate.add_argument("dataset", help="a synthetic catalog name")
+    generate.add_argument("--root", help="data root (default: $GRAPHENGINE_DATA or datasets/)")
+    generate.add_argument("--scale", type=_papers_scale, help="synthetic-papers: 2^S nodes")
+    generate.set_defaults(run=_generate)
+
     datasets = commands.add_parser(
         "datasets",
         help="list the catalog, what is on disk and the .npz files in the root",
@@ -544,6 +564,22 @@ def _dataset_args(parser: argparse.ArgumentParser, default: str = "synthetic-sma
         help=f"a catalog name ({', '.join(CATALOG)}) or the path of a gnn-benchmark .npz file",
     )
     parser.add_argument("--root", help="data root (default: $GRAPHENGINE_DATA or datasets/)")
+    parser.add_argument(
+        "--scale",
+        type=_papers_scale,
+        help=f"synthetic-papers' size: 2^S nodes (default {PAPERS_SCALE}); its store is "
+        "generated on first use (disk: about 600 bytes a node)",
+    )
+
+
+def _papers_scale(text: str) -> int:
+    try:
+        scale = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected an integer (got {text!r})") from None
+    if not 10 <= scale <= MAX_SCALE:
+        raise argparse.ArgumentTypeError(f"must be in [10, {MAX_SCALE}] (got {scale})")
+    return scale
 
 
 def _ints(text: str) -> list[int]:
@@ -1002,6 +1038,39 @@ def _partition(args) -> int:
     return 0
 
 
+def _generate(args) -> int:
+    from graphengine.bench.report import print_report
+    from graphengine.datasets import (
+        default_root,
+        is_heterogeneous,
+        load_dataset,
+        load_hetero_dataset,
+    )
+    from graphengine.datasets.catalog import SYNTHETIC, load_papers, papers_scale
+
+    root = Path(args.root) if args.root else default_root()
+    scale = papers_scale(args.dataset)
+    if scale is None and args.dataset not in SYNTHETIC and not is_heterogeneous(args.dataset):
+        synthetic = [n for n, e in CATALOG.items() if e.kind.startswith("synthetic")]
+        raise ValueError(f"generate makes a synthetic dataset ({synthetic}); got {args.dataset!r}")
+    start = time.perf_counter()
+    if scale is not None:
+        dataset = load_papers(root, scale, progress=True)
+    elif is_heterogeneous(args.dataset):
+        dataset = load_hetero_dataset(args.dataset, root)
+    else:
+        dataset = load_dataset(args.dataset, root)
+    seconds = time.perf_counter() - start
+    path = root / (store_name(scale) if scale is not None else args.dataset)
+    size = sum(f.stat().st_size for f in path.rglob("*") if f.is_file())
+    peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 2**20
+    rows = [[args.dataset, str(path), f"{size / 1e9:.2f}", f"{seconds:.1f}", f"{peak:.2f}"]]
+    summary = {"dataset": args.dataset, "path": str(path), "bytes": size, "seconds": seconds}
+    summary |= {"peak_rss_gb": peak, "repr": repr(dataset)}
+    print_report(["dataset", "path", "GB on disk", "seconds", "peak RSS GB"], rows, summary)
+    return 0
+
+
 def _datasets(args) -> int:
     from graphengine.bench.report import print_report
     from graphengine.datasets import default_root, is_available
@@ -1014,6 +1083,8 @@ def _datasets(args) -> int:
     known = {entry.location(root) for entry in CATALOG.values()}
     files = sorted(p for p in root.glob("*.npz") if p not in known) if root.is_dir() else []
     rows += [[str(p), "npz file", "yes", "load with --dataset PATH"] for p in files]
+    papers = sorted(p.name for p in root.glob("synthetic-papers-s*")) if root.is_dir() else []
+    rows += [[name, "synthetic-papers", "yes", "--dataset " + name] for name in papers]
     summary = {
         "root": str(root),
         "on_disk": [r[0] for r in rows if r[2] == "yes" and r[1] != "npz file"],

@@ -5,17 +5,20 @@ from __future__ import annotations
 import dataclasses
 import logging
 import os
+import re
 from dataclasses import dataclass
 from pathlib import Path
 
 from graphengine.datasets import npz, planetoid
 from graphengine.datasets.dataset import GraphDataset
 from graphengine.datasets.hetero import HeteroGraphDataset, HeteroSpec, generate_hetero
+from graphengine.datasets.papers import PapersSpec, store_name, write_papers
 from graphengine.datasets.synthetic import SyntheticSpec, generate
 
 log = logging.getLogger(__name__)
 
 ROOT_ENV = "GRAPHENGINE_DATA"
+PAPERS_SCALE = 20  # synthetic-papers' default size: 2^20 nodes
 
 SYNTHETIC = {
     "synthetic-small": SyntheticSpec(
@@ -69,7 +72,10 @@ class CatalogEntry:
     description: str
 
     def location(self, root: Path) -> Path:
-        """Where this dataset's files are (or will be cached) under ``root``."""
+        """Where this dataset's files are (or will be cached) under ``root``
+        (``synthetic-papers``: at its default scale)."""
+        if self.kind == "synthetic-papers":
+            return root / store_name(PAPERS_SCALE)
         if self.kind in ("synthetic", "synthetic-hetero"):
             return root / self.name
         if self.kind == "planetoid":
@@ -95,6 +101,12 @@ CATALOG = {
         "synthetic-hetero-s",
         "synthetic-hetero",
         "heterogeneous: 2K papers (4 classes), 1.2K authors, 100 institutions: for tests",
+    ),
+    "synthetic-papers": CatalogEntry(
+        "synthetic-papers",
+        "synthetic-papers",
+        "2^S nodes (--scale S, default 20), ~14 in-edges a node, 128 features, 172 classes, "
+        "1.1% train: ogbn-papers100M-like, written to disk in chunks (larger than memory)",
     ),
     "cora": CatalogEntry("cora", "planetoid", "Planetoid Cora, public split"),
     "citeseer": CatalogEntry("citeseer", "planetoid", "Planetoid CiteSeer, public split"),
@@ -123,6 +135,7 @@ def load_dataset(
     root: str | Path | None = None,
     mmap: bool = True,
     num_features: int | None = None,
+    scale: int | None = None,
 ) -> GraphDataset:
     """Open a catalog dataset by name, or a gnn-benchmark ``.npz`` file by path.
 
@@ -130,12 +143,16 @@ def load_dataset(
     datasets are read in place from the files the user put under ``root``.
     ``num_features`` generates a synthetic dataset with that many feature columns instead
     (the same graph, other features and splits), named and cached as ``NAME-xF``.
+    ``scale`` sizes ``synthetic-papers`` (``2^scale`` nodes; default :data:`PAPERS_SCALE`),
+    which is also opened by its cache's name ``synthetic-papers-sS``; it is generated
+    straight to disk (see :mod:`graphengine.datasets.papers`) and always memory-mapped.
 
     Heterogeneous datasets (:func:`is_heterogeneous`) open with :func:`load_hetero_dataset`.
 
     Raises:
-        ValueError: an unknown name, a heterogeneous dataset, or ``num_features`` for a
-            dataset that is not synthetic.
+        ValueError: an unknown name, a heterogeneous dataset, ``num_features`` for a
+            dataset that is not synthetic, or ``scale`` for one that is not
+            ``synthetic-papers``.
         FileNotFoundError: the dataset's files are not under ``root``.
     """
     root = Path(root) if root is not None else default_root()
@@ -145,6 +162,13 @@ def load_dataset(
             f"with load_hetero_dataset({name!r}); of the commands, only 'graphengine train' "
             "takes it"
         )
+    named_scale = papers_scale(name)
+    if scale is not None and named_scale is None:
+        raise ValueError(f"'scale' sizes synthetic-papers only (got it for {name!r})")
+    if named_scale is not None:
+        if num_features is not None:
+            raise ValueError("synthetic-papers has 128 features; 'num_features' is not for it")
+        return load_papers(root, named_scale if scale is None else scale)
     if num_features is not None:
         return _with_features(name, root, mmap, num_features)
     if name.endswith(".npz"):
@@ -167,6 +191,32 @@ def load_dataset(
     dataset = generate(name, SYNTHETIC[name])
     dataset.save(cache)
     return GraphDataset.load(cache, mmap=mmap)
+
+
+def papers_scale(name: str) -> int | None:
+    """The scale ``name`` gives ``synthetic-papers`` (:data:`PAPERS_SCALE` for the bare name,
+    ``S`` for ``synthetic-papers-sS``), or ``None`` for another dataset."""
+    if name == "synthetic-papers":
+        return PAPERS_SCALE
+    match = re.fullmatch(r"synthetic-papers-s(\d+)", name)
+    return int(match.group(1)) if match else None
+
+
+def load_papers(root: Path, scale: int, progress: bool = False) -> GraphDataset:
+    """``synthetic-papers`` of ``2^scale`` nodes under ``root``, generated on first use."""
+    spec = PapersSpec(scale)
+    cache = root / store_name(scale)
+    try:
+        return GraphDataset.load(cache)
+    except FileNotFoundError:
+        pass
+    log.info(
+        "generating synthetic-papers at scale %d under %s (about %.1f GB)",
+        scale,
+        cache,
+        spec.disk_bytes() / 1e9,
+    )
+    return write_papers(spec, cache, progress=progress)
 
 
 def is_heterogeneous(name: str) -> bool:

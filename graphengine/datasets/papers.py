@@ -1,0 +1,214 @@
+"""``synthetic-papers``: a citation-like graph of ``2^scale`` nodes, written to disk in chunks.
+
+Made for graphs larger than memory (ogbn-papers100M: 111M nodes, 1.6B edges, 128 float32
+features, about 1.4% of the nodes labelled), so nothing of the size of the edges or features is
+ever held in memory: the generator walks the destinations in chunks of :data:`CHUNK_NODES`,
+draws each chunk's in-edges and features, and appends them to the store's files. Memory holds
+the per-node arrays the draws need (about 30 bytes a node: weights, classes, the order by class,
+the CSC pointers) and one chunk.
+
+The model is the one of :mod:`graphengine.datasets.synthetic` (degree-weighted random graph,
+planted skewed classes, features ``centroid[class] + noise``), made streamable: node ``v``'s
+in-degree is Poisson with mean ``mean_degree * w_v / mean(w)`` for a log-normal weight ``w_v``
+(papers' long-tailed citation counts), and each of its in-edges comes from a source drawn by
+weight, from ``v``'s class with probability ``homophily``. The graph is directed (a paper's
+in-neighbors are its citers); self loops and repeated edges are dropped. Each chunk's draws come
+from its own seed, so the data depend only on the spec.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import shutil
+from dataclasses import asdict, dataclass
+from pathlib import Path
+
+import numpy as np
+from tqdm import tqdm
+
+from graphengine.data.format import write_manifest
+from graphengine.data.graph_store import FORMAT as GRAPH_FORMAT
+from graphengine.data.graph_store import FORMAT_VERSION as GRAPH_FORMAT_VERSION
+from graphengine.datasets.dataset import FORMAT, FORMAT_VERSION, GraphDataset
+from graphengine.datasets.synthetic import _draw
+
+log = logging.getLogger(__name__)
+
+CHUNK_NODES = 2**17  # destinations per chunk: part of the model (each chunk has its own seed)
+MAX_SCALE = 30
+_SPEC_FILE = "spec.json"
+
+
+@dataclass(frozen=True)
+class PapersSpec:
+    """One ``synthetic-papers`` graph: ``2^scale`` nodes; the fractions are of all nodes."""
+
+    scale: int
+    num_features: int = 128
+    num_classes: int = 172
+    mean_degree: float = 14.5
+    degree_sigma: float = 1.2
+    homophily: float = 0.7
+    noise: float = 4.0
+    train_fraction: float = 0.011
+    val_fraction: float = 0.0011
+    test_fraction: float = 0.0019
+    seed: int = 0
+
+    def __post_init__(self):
+        if isinstance(self.scale, bool) or not isinstance(self.scale, int):
+            raise ValueError(f"'scale' must be an int (got {self.scale!r})")
+        if not 10 <= self.scale <= MAX_SCALE:
+            raise ValueError(f"'scale' must be in [10, {MAX_SCALE}] (got {self.scale})")
+
+    @property
+    def num_nodes(self) -> int:
+        return 2**self.scale
+
+    def disk_bytes(self) -> int:
+        """About how many bytes the store takes (the edges are drawn, so not exactly), and the
+        most it needs while being written (the edges are copied once at the end)."""
+        n = self.num_nodes
+        index_bytes = 4 if n <= np.iinfo(np.int32).max else 8
+        edges = int(n * self.mean_degree * index_bytes)
+        splits = int(n * (self.train_fraction + self.val_fraction + self.test_fraction)) * 8
+        return (n + 1) * 8 + edges + n * self.num_features * 4 + n * 8 + splits
+
+
+def store_name(scale: int) -> str:
+    """The folder under the data root of the ``synthetic-papers`` graph of ``scale``."""
+    return f"synthetic-papers-s{scale}"
+
+
+def write_papers(spec: PapersSpec, path: str | Path, progress: bool = False) -> GraphDataset:
+    """Generate ``spec``'s graph into ``path`` (the layout :meth:`GraphDataset.load` opens) and
+    open it memory-mapped. The manifests are written last, so an interrupted run leaves a
+    folder that does not open and is generated again.
+
+    Raises ``OSError`` when the disk lacks :meth:`PapersSpec.disk_bytes` (checked first).
+    """
+    path = Path(path)
+    (path / "graph").mkdir(parents=True, exist_ok=True)
+    free = shutil.disk_usage(path).free
+    if free < spec.disk_bytes() * 1.1:
+        raise OSError(
+            f"synthetic-papers at scale {spec.scale} needs about {spec.disk_bytes() / 1e9:.1f} GB "
+            f"on disk; '{path}' has {free / 1e9:.1f} GB free"
+        )
+    n, c = spec.num_nodes, spec.num_classes
+    rng = np.random.default_rng([spec.seed, 2**32])  # the per-node draws; chunks use [seed, k]
+    class_weight = 1.0 / np.arange(1, c + 1) ** 0.7
+    y = rng.choice(c, size=n, p=class_weight / class_weight.sum()).astype(np.int16)
+    weight = np.exp(rng.normal(0.0, spec.degree_sigma, size=n)).astype(np.float32)
+    weight *= np.float32(1.0 / weight.mean())
+    by_class = np.argsort(y, kind="stable").astype(np.int64)
+    cum_weight = np.cumsum(weight[by_class], dtype=np.float64)
+    class_end = np.searchsorted(y[by_class], np.arange(c + 1), side="left")
+    class_lo = np.where(class_end[:-1] > 0, cum_weight[class_end[:-1] - 1], 0.0)
+    class_hi = cum_weight[np.maximum(class_end[1:] - 1, 0)]
+    centroid = rng.normal(size=(c, spec.num_features)).astype(np.float32)
+    index_dtype = np.dtype(np.int32 if n <= np.iinfo(np.int32).max else np.int64)
+
+    indptr = np.zeros(n + 1, dtype=np.int64)
+    raw_indices = path / "graph" / "indices.raw"
+    with (
+        open(raw_indices, "wb") as edges_file,
+        _NpyWriter(path / "x.npy", np.float32, (n, spec.num_features)) as features,
+    ):
+        chunks = range(0, n, CHUNK_NODES)
+        for k, start in enumerate(tqdm(chunks, desc="synthetic-papers", disable=not progress)):
+            end = min(start + CHUNK_NODES, n)
+            chunk_rng = np.random.default_rng([spec.seed, k])
+            targets, sources = _chunk_edges(
+                chunk_rng, spec, start, end, weight, y, by_class, cum_weight, class_lo, class_hi
+            )
+            indptr[start + 1 : end + 1] = np.cumsum(np.bincount(targets, minlength=end - start))
+            indptr[start + 1 : end + 1] += indptr[start]
+            edges_file.write(sources.astype(index_dtype).tobytes())
+            x = chunk_rng.standard_normal(size=(end - start, spec.num_features), dtype=np.float32)
+            x *= np.float32(spec.noise)
+            x += centroid[y[start:end]]
+            features.write(x.tobytes())
+    num_edges = int(indptr[-1])
+    with (
+        open(raw_indices, "rb") as source,
+        _NpyWriter(path / "graph" / "indices.npy", index_dtype, (num_edges,)) as target,
+    ):
+        shutil.copyfileobj(source, target, 2**22)
+    raw_indices.unlink()
+    np.save(path / "graph" / "indptr.npy", indptr)
+    write_manifest(
+        path / "graph" / "graph.json",
+        GRAPH_FORMAT,
+        GRAPH_FORMAT_VERSION,
+        {
+            "num_nodes": n,
+            "num_edges": num_edges,
+            "arrays": {"indptr": "int64", "indices": str(index_dtype)},
+        },
+    )
+
+    order = rng.permutation(n)
+    bounds = np.cumsum(
+        [int(n * f) for f in (spec.train_fraction, spec.val_fraction, spec.test_fraction)]
+    )
+    splits = {
+        "train_idx": np.sort(order[: bounds[0]]),
+        "val_idx": np.sort(order[bounds[0] : bounds[1]]),
+        "test_idx": np.sort(order[bounds[1] : bounds[2]]),
+    }
+    arrays = {"y": y.astype(np.int64), **splits}
+    for key, array in arrays.items():
+        np.save(path / f"{key}.npy", array)
+    listing = {key: [str(a.dtype), list(a.shape)] for key, a in arrays.items()}
+    listing["x"] = ["float32", [n, spec.num_features]]
+    (path / _SPEC_FILE).write_text(json.dumps(asdict(spec), indent=2) + "\n")
+    write_manifest(
+        path / "dataset.json",
+        FORMAT,
+        FORMAT_VERSION,
+        {"name": "synthetic-papers", "num_classes": c, "arrays": listing},
+    )
+    return GraphDataset.load(path)
+
+
+def _chunk_edges(rng, spec, start, end, weight, y, by_class, cum_weight, class_lo, class_hi):
+    """The in-edges of destinations ``[start, end)``: int64 ``(targets - start, sources)``,
+    sorted by target, then source; no self loops, no repeats."""
+    degree = rng.poisson(spec.mean_degree * weight[start:end])
+    targets = np.repeat(np.arange(end - start, dtype=np.int64), degree)
+    count = targets.shape[0]
+    same = rng.random(count) < spec.homophily
+    target_class = y[start + targets]
+    lo = np.where(same, class_lo[target_class], 0.0)
+    hi = np.where(same, class_hi[target_class], cum_weight[-1])
+    sources = by_class[_draw(rng, cum_weight, lo, hi, count)]
+    n = np.int64(cum_weight.shape[0])
+    kept = sources != start + targets
+    return np.divmod(np.unique(targets[kept] * n + sources[kept]), n)
+
+
+class _NpyWriter:
+    """A ``.npy`` file of ``dtype`` and ``shape`` written sequentially: the header, then the
+    caller's raw bytes (``write``), C order; on closing, checks that exactly the array's bytes
+    were written."""
+
+    def __init__(self, path: Path, dtype, shape: tuple[int, ...]):
+        self.path, self.dtype, self.shape = path, np.dtype(dtype), shape
+        self.expected = int(np.prod(shape)) * self.dtype.itemsize
+
+    def __enter__(self):
+        self.file = open(self.path, "wb")
+        header = {"descr": np.lib.format.dtype_to_descr(self.dtype), "fortran_order": False}
+        np.lib.format.write_array_header_1_0(self.file, {**header, "shape": self.shape})
+        self.start = self.file.tell()
+        return self.file
+
+    def __exit__(self, kind, error, trace):
+        written = self.file.tell() - self.start
+        self.file.close()
+        if kind is None and written != self.expected:
+            raise RuntimeError(
+                f"'{self.path}': wrote {written} bytes of data, expected {self.expected}"
+            )
