@@ -13,6 +13,7 @@ import logging
 import math
 import os
 import resource
+import shutil
 import sys
 import time
 from pathlib import Path
@@ -23,6 +24,7 @@ from graphengine import distributed
 from graphengine.data.partition import METHODS as PARTITION_METHODS
 from graphengine.datasets import CATALOG
 from graphengine.datasets.catalog import PAPERS_SCALE, is_heterogeneous
+from graphengine.datasets.ogb import OGB
 from graphengine.datasets.papers import MAX_SCALE, store_name
 from graphengine.nn.decoders import DECODERS
 from graphengine.nn.forward import FORWARDS
@@ -333,6 +335,19 @@ def _parser() -> argparse.ArgumentParser:
     generate.add_argument("--root", help="data root (default: $GRAPHENGINE_DATA or datasets/)")
     generate.add_argument("--scale", type=_papers_scale, help="synthetic-papers: 2^S nodes")
     generate.set_defaults(run=_generate)
+
+    convert = commands.add_parser(
+        "convert",
+        help="convert an OGB dataset's files (as the ogb package lays them out) once",
+        description="Convert ogbn-arxiv, ogbn-products or ogbn-papers100M from <root>/ogbn_<name>/ "
+        "(raw/ and split/, as the ogb package leaves them) into graphengine's memory-mapped "
+        "store <root>/<name>/, streaming (bounded memory); print the seconds and peak memory.",
+        formatter_class=_Formatter,
+    )
+    convert.add_argument("dataset", choices=sorted(OGB), help="the OGB dataset")
+    convert.add_argument("--root", help="data root (default: $GRAPHENGINE_DATA or datasets/)")
+    convert.add_argument("--force", action="store_true", help="convert again over a store")
+    convert.set_defaults(run=_convert)
 
     datasets = commands.add_parser(
         "datasets",
@@ -1038,8 +1053,35 @@ def _partition(args) -> int:
     return 0
 
 
-def _generate(args) -> int:
+def _convert(args) -> int:
+    from graphengine.datasets import default_root
+    from graphengine.datasets.catalog import load_ogb
+
+    root = Path(args.root) if args.root else default_root()
+    store = CATALOG[args.dataset].location(root)
+    if store.exists() and not args.force:
+        raise ValueError(f"'{store}' exists; pass --force to convert {args.dataset} again")
+    if store.exists():
+        shutil.rmtree(store)
+    start = time.perf_counter()
+    dataset = load_ogb(args.dataset, root, progress=True)
+    _report_store(args.dataset, store, dataset, time.perf_counter() - start)
+    return 0
+
+
+def _report_store(name: str, path: Path, dataset, seconds: float) -> None:
+    """The table and JSON line of ``generate`` and ``convert``."""
     from graphengine.bench.report import print_report
+
+    size = sum(f.stat().st_size for f in path.rglob("*") if f.is_file())
+    peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 2**20
+    rows = [[name, str(path), f"{size / 1e9:.2f}", f"{seconds:.1f}", f"{peak:.2f}"]]
+    summary = {"dataset": name, "path": str(path), "bytes": size, "seconds": seconds}
+    summary |= {"peak_rss_gb": peak, "repr": repr(dataset)}
+    print_report(["dataset", "path", "GB on disk", "seconds", "peak RSS GB"], rows, summary)
+
+
+def _generate(args) -> int:
     from graphengine.datasets import (
         default_root,
         is_heterogeneous,
@@ -1060,14 +1102,8 @@ def _generate(args) -> int:
         dataset = load_hetero_dataset(args.dataset, root)
     else:
         dataset = load_dataset(args.dataset, root)
-    seconds = time.perf_counter() - start
     path = root / (store_name(scale) if scale is not None else args.dataset)
-    size = sum(f.stat().st_size for f in path.rglob("*") if f.is_file())
-    peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 2**20
-    rows = [[args.dataset, str(path), f"{size / 1e9:.2f}", f"{seconds:.1f}", f"{peak:.2f}"]]
-    summary = {"dataset": args.dataset, "path": str(path), "bytes": size, "seconds": seconds}
-    summary |= {"peak_rss_gb": peak, "repr": repr(dataset)}
-    print_report(["dataset", "path", "GB on disk", "seconds", "peak RSS GB"], rows, summary)
+    _report_store(args.dataset, path, dataset, time.perf_counter() - start)
     return 0
 
 

@@ -72,3 +72,28 @@ def load_arrays(
         for key, (dtype, shape) in manifest["arrays"].items()
     }
     return manifest, arrays
+
+
+class NpyWriter:
+    """A ``.npy`` file of ``dtype`` and ``shape`` written sequentially: the header, then the
+    caller's raw bytes (``write``), C order; on closing, checks that exactly the array's bytes
+    were written."""
+
+    def __init__(self, path: Path, dtype, shape: tuple[int, ...]):
+        self.path, self.dtype, self.shape = path, np.dtype(dtype), shape
+        self.expected = int(np.prod(shape)) * self.dtype.itemsize
+
+    def __enter__(self):
+        self.file = open(self.path, "wb")
+        header = {"descr": np.lib.format.dtype_to_descr(self.dtype), "fortran_order": False}
+        np.lib.format.write_array_header_1_0(self.file, {**header, "shape": self.shape})
+        self.start = self.file.tell()
+        return self.file
+
+    def __exit__(self, kind, error, trace):
+        written = self.file.tell() - self.start
+        self.file.close()
+        if kind is None and written != self.expected:
+            raise RuntimeError(
+                f"'{self.path}': wrote {written} bytes of data, expected {self.expected}"
+            )

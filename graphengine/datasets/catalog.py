@@ -12,6 +12,7 @@ from pathlib import Path
 from graphengine.datasets import npz, planetoid
 from graphengine.datasets.dataset import GraphDataset
 from graphengine.datasets.hetero import HeteroGraphDataset, HeteroSpec, generate_hetero
+from graphengine.datasets.ogb import OGB, convert_ogb
 from graphengine.datasets.papers import PapersSpec, store_name, write_papers
 from graphengine.datasets.synthetic import SyntheticSpec, generate
 
@@ -80,6 +81,8 @@ class CatalogEntry:
             return root / self.name
         if self.kind == "planetoid":
             return root / planetoid.NAMES[self.name] / "raw"
+        if self.kind == "ogb":
+            return root / self.name  # converted from root / OGB[name].folder
         return root / npz.FILES[self.name]
 
 
@@ -107,6 +110,15 @@ CATALOG = {
         "synthetic-papers",
         "2^S nodes (--scale S, default 20), ~14 in-edges a node, 128 features, 172 classes, "
         "1.1% train: ogbn-papers100M-like, written to disk in chunks (larger than memory)",
+    ),
+    "ogbn-arxiv": CatalogEntry(
+        "ogbn-arxiv", "ogb", "OGB arxiv: 169K papers, 1.2M citations (directed), 128 features"
+    ),
+    "ogbn-products": CatalogEntry(
+        "ogbn-products", "ogb", "OGB products: 2.4M nodes, 124M edges (both ways), 100 features"
+    ),
+    "ogbn-papers100M": CatalogEntry(
+        "ogbn-papers100M", "ogb", "OGB papers100M: 111M papers, 1.6B citations, 128 features"
     ),
     "cora": CatalogEntry("cora", "planetoid", "Planetoid Cora, public split"),
     "citeseer": CatalogEntry("citeseer", "planetoid", "Planetoid CiteSeer, public split"),
@@ -140,7 +152,9 @@ def load_dataset(
     """Open a catalog dataset by name, or a gnn-benchmark ``.npz`` file by path.
 
     Synthetic datasets are generated on first use and cached under ``root``; real
-    datasets are read in place from the files the user put under ``root``.
+    datasets are read in place from the files the user put under ``root``, OGB's converted
+    once into a store beside them (``ogbn-arxiv``, ``ogbn-products``, ``ogbn-papers100M``:
+    :mod:`graphengine.datasets.ogb`).
     ``num_features`` generates a synthetic dataset with that many feature columns instead
     (the same graph, other features and splits), named and cached as ``NAME-xF``.
     ``scale`` sizes ``synthetic-papers`` (``2^scale`` nodes; default :data:`PAPERS_SCALE`),
@@ -182,6 +196,8 @@ def load_dataset(
         return planetoid.load_planetoid(name, root)
     if entry.kind == "npz":
         return npz.load_npz(entry.location(root), name=name)
+    if entry.kind == "ogb":
+        return load_ogb(name, root)
     cache = entry.location(root)
     try:
         return GraphDataset.load(cache, mmap=mmap)
@@ -191,6 +207,17 @@ def load_dataset(
     dataset = generate(name, SYNTHETIC[name])
     dataset.save(cache)
     return GraphDataset.load(cache, mmap=mmap)
+
+
+def load_ogb(name: str, root: Path, progress: bool = False) -> GraphDataset:
+    """OGB dataset ``name`` from its store under ``root``, converted from the ``ogb``
+    package's files there on first use (:func:`~graphengine.datasets.ogb.convert_ogb`)."""
+    try:
+        return GraphDataset.load(CATALOG[name].location(root))
+    except FileNotFoundError:
+        pass
+    log.info("converting %s from %s", name, root / OGB[name].folder)
+    return convert_ogb(name, root, progress=progress)
 
 
 def papers_scale(name: str) -> int | None:

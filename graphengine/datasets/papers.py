@@ -27,7 +27,7 @@ from pathlib import Path
 import numpy as np
 from tqdm import tqdm
 
-from graphengine.data.format import write_manifest
+from graphengine.data.format import NpyWriter, write_manifest
 from graphengine.data.graph_store import FORMAT as GRAPH_FORMAT
 from graphengine.data.graph_store import FORMAT_VERSION as GRAPH_FORMAT_VERSION
 from graphengine.datasets.dataset import FORMAT, FORMAT_VERSION, GraphDataset
@@ -114,7 +114,7 @@ def write_papers(spec: PapersSpec, path: str | Path, progress: bool = False) -> 
     raw_indices = path / "graph" / "indices.raw"
     with (
         open(raw_indices, "wb") as edges_file,
-        _NpyWriter(path / "x.npy", np.float32, (n, spec.num_features)) as features,
+        NpyWriter(path / "x.npy", np.float32, (n, spec.num_features)) as features,
     ):
         chunks = range(0, n, CHUNK_NODES)
         for k, start in enumerate(tqdm(chunks, desc="synthetic-papers", disable=not progress)):
@@ -133,7 +133,7 @@ def write_papers(spec: PapersSpec, path: str | Path, progress: bool = False) -> 
     num_edges = int(indptr[-1])
     with (
         open(raw_indices, "rb") as source,
-        _NpyWriter(path / "graph" / "indices.npy", index_dtype, (num_edges,)) as target,
+        NpyWriter(path / "graph" / "indices.npy", index_dtype, (num_edges,)) as target,
     ):
         shutil.copyfileobj(source, target, 2**22)
     raw_indices.unlink()
@@ -187,28 +187,3 @@ def _chunk_edges(rng, spec, start, end, weight, y, by_class, cum_weight, class_l
     n = np.int64(cum_weight.shape[0])
     kept = sources != start + targets
     return np.divmod(np.unique(targets[kept] * n + sources[kept]), n)
-
-
-class _NpyWriter:
-    """A ``.npy`` file of ``dtype`` and ``shape`` written sequentially: the header, then the
-    caller's raw bytes (``write``), C order; on closing, checks that exactly the array's bytes
-    were written."""
-
-    def __init__(self, path: Path, dtype, shape: tuple[int, ...]):
-        self.path, self.dtype, self.shape = path, np.dtype(dtype), shape
-        self.expected = int(np.prod(shape)) * self.dtype.itemsize
-
-    def __enter__(self):
-        self.file = open(self.path, "wb")
-        header = {"descr": np.lib.format.dtype_to_descr(self.dtype), "fortran_order": False}
-        np.lib.format.write_array_header_1_0(self.file, {**header, "shape": self.shape})
-        self.start = self.file.tell()
-        return self.file
-
-    def __exit__(self, kind, error, trace):
-        written = self.file.tell() - self.start
-        self.file.close()
-        if kind is None and written != self.expected:
-            raise RuntimeError(
-                f"'{self.path}': wrote {written} bytes of data, expected {self.expected}"
-            )

@@ -1,0 +1,343 @@
+"""OGB node-property datasets from the files the ``ogb`` package leaves on disk, converted once.
+
+``PygNodePropPredDataset(name, root)`` keeps ``<root>/ogbn_<name>/raw/`` (``edge.csv.gz``,
+``node-feat.csv.gz``, ``node-label.csv.gz``, ``num-node-list.csv.gz``; for papers100M the
+binary ``data.npz`` and ``node-label.npz``) and ``<root>/ogbn_<name>/split/<scheme>/{train,
+valid,test}.csv.gz``. :func:`convert_ogb` turns them into graphengine's dataset layout under
+``<root>/<name>/`` (CSC graph, ``x.npy``, ``y.npy``, splits), which then opens memory-mapped.
+
+Nothing is held whole: the CSV files are read in blocks of :data:`BLOCK_BYTES`, parsed by
+NumPy; the CSC is built in two passes over the edges (in-degrees, then each edge written at its
+destination's next free slot of the memory-mapped ``indices.npy``), so memory holds the
+per-node counts (24 bytes a node) and one block. The graph is the one OGB's loaders build: for
+ogbn-products its ``add_inverse_edge`` (each edge, then all edges reversed); arxiv and
+papers100M stay directed. Edges into a node keep that order. Unlabelled nodes (papers100M's
+NaN labels) get label -1.
+"""
+
+from __future__ import annotations
+
+import gzip
+import itertools
+import logging
+import warnings
+import zipfile
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+from tqdm import tqdm
+
+from graphengine.data.format import NpyWriter, write_manifest
+from graphengine.data.graph_store import FORMAT as GRAPH_FORMAT
+from graphengine.data.graph_store import FORMAT_VERSION as GRAPH_FORMAT_VERSION
+from graphengine.datasets.dataset import FORMAT, FORMAT_VERSION, GraphDataset
+
+log = logging.getLogger(__name__)
+
+BLOCK_BYTES = 2**26
+_WHERE = (
+    "get them with the ogb package (`pip install ogb`; PygNodePropPredDataset(name={name!r}, "
+    "root=ROOT) downloads and unpacks them) or from https://ogb.stanford.edu/docs/nodeprop/"
+)
+
+
+@dataclass(frozen=True)
+class OgbInfo:
+    """What graphengine needs to know of one OGB node-property dataset."""
+
+    folder: str  # under the root, as the ogb package names it
+    split: str  # the split scheme's folder
+    num_classes: int
+    add_inverse_edge: bool
+    binary: bool  # data.npz and node-label.npz instead of CSV files
+
+
+OGB = {
+    "ogbn-arxiv": OgbInfo("ogbn_arxiv", "time", 40, add_inverse_edge=False, binary=False),
+    "ogbn-products": OgbInfo(
+        "ogbn_products", "sales_ranking", 47, add_inverse_edge=True, binary=False
+    ),
+    "ogbn-papers100M": OgbInfo("ogbn_papers100M", "time", 172, add_inverse_edge=False, binary=True),
+}
+
+
+def raw_files(name: str, root: Path) -> list[Path]:
+    """The OGB files :func:`convert_ogb` reads for ``name`` under ``root``."""
+    info = OGB[name]
+    raw, split = root / info.folder / "raw", root / info.folder / "split" / info.split
+    if info.binary:
+        files = [raw / "data.npz", raw / "node-label.npz"]
+    else:
+        names = ("num-node-list", "edge", "node-feat", "node-label")
+        files = [raw / f"{n}.csv.gz" for n in names]
+    return files + [split / f"{s}.csv.gz" for s in ("train", "valid", "test")]
+
+
+def convert_ogb(name: str, root: str | Path, progress: bool = False) -> GraphDataset:
+    """Convert OGB dataset ``name`` (a key of :data:`OGB`) from its files under ``root`` into
+    ``root / name`` and open it memory-mapped. The manifests are written last: an interrupted
+    conversion leaves a store that does not open.
+
+    Raises:
+        FileNotFoundError: a file is missing (its expected path, and where to get it).
+        ValueError: a malformed or truncated file (the file, and the line for CSV files), or
+            node ids outside ``[0, num_nodes)``.
+    """
+    if name not in OGB:
+        raise ValueError(f"unknown OGB dataset {name!r}: expected one of {sorted(OGB)}")
+    root = Path(root)
+    files = raw_files(name, root)
+    missing = [str(f) for f in files if not f.is_file()]
+    if missing:
+        raise FileNotFoundError(
+            f"{name}: missing {', '.join(missing)}; " + _WHERE.format(name=name)
+        )
+    info, out = OGB[name], root / name
+    (out / "graph").mkdir(parents=True, exist_ok=True)
+    source = _BinarySource(files[0]) if info.binary else _CsvSource(files[:3])
+    num_nodes = source.num_nodes()
+    log.info("%s: %d nodes; building the CSC", name, num_nodes)
+    num_edges = _write_csc(source, num_nodes, info.add_inverse_edge, out / "graph", progress)
+    log.info("%s: %d edges; writing the features", name, num_edges)
+    num_features = source.write_features(out / "x.npy", num_nodes)
+    labels = _read_labels(files[1] if info.binary else files[3], info.binary, num_nodes)
+    splits = {
+        key: _ids(read_csv(path, np.int64, 1)[:, 0], num_nodes, path)
+        for key, path in zip(("train_idx", "val_idx", "test_idx"), files[-3:], strict=True)
+    }
+    arrays = {"y": labels, **splits}
+    for key, array in arrays.items():
+        np.save(out / f"{key}.npy", array)
+    listing = {key: [str(a.dtype), list(a.shape)] for key, a in arrays.items()}
+    listing["x"] = ["float32", [num_nodes, num_features]]
+    write_manifest(
+        out / "dataset.json",
+        FORMAT,
+        FORMAT_VERSION,
+        {"name": name, "num_classes": info.num_classes, "arrays": listing},
+    )
+    return GraphDataset.load(out)
+
+
+def _write_csc(source, num_nodes: int, add_inverse_edge: bool, out: Path, progress) -> int:
+    """The CSC of the source's edges (then, with ``add_inverse_edge``, all of them reversed),
+    in two passes: in-degrees, then each edge at its destination's next free slot."""
+    directions = (False, True) if add_inverse_edge else (False,)
+    degree = np.zeros(num_nodes, dtype=np.int64)
+    for reverse in directions:
+        for src, dst in source.edges(progress, "counting edges"):
+            if not reverse:
+                _ids(src, num_nodes, source.path)
+                _ids(dst, num_nodes, source.path)
+            degree += np.bincount(src if reverse else dst, minlength=num_nodes)
+    indptr = np.zeros(num_nodes + 1, dtype=np.int64)
+    np.cumsum(degree, out=indptr[1:])
+    num_edges = int(indptr[-1])
+    dtype = np.int32 if num_nodes <= np.iinfo(np.int32).max else np.int64
+    indices = np.lib.format.open_memmap(out / "indices.npy", "w+", dtype, (num_edges,))
+    free = indptr[:-1].copy()  # each destination's next slot
+    for reverse in directions:
+        for src, dst in source.edges(progress, "writing edges"):
+            if reverse:
+                src, dst = dst, src
+            order = np.argsort(dst, kind="stable")
+            dst, src = dst[order], src[order]
+            starts = np.flatnonzero(np.r_[True, dst[1:] != dst[:-1]])
+            counts = np.diff(np.r_[starts, dst.shape[0]])
+            rank = np.arange(dst.shape[0]) - np.repeat(starts, counts)
+            indices[free[dst] + rank] = src
+            free[dst[starts]] += counts
+    indices.flush()
+    del indices
+    np.save(out / "indptr.npy", indptr)
+    write_manifest(
+        out / "graph.json",
+        GRAPH_FORMAT,
+        GRAPH_FORMAT_VERSION,
+        {
+            "num_nodes": num_nodes,
+            "num_edges": num_edges,
+            "arrays": {"indptr": "int64", "indices": np.dtype(dtype).name},
+        },
+    )
+    return num_edges
+
+
+def _ids(ids: np.ndarray, num_nodes: int, path: Path) -> np.ndarray:
+    if ids.size and (ids.min() < 0 or ids.max() >= num_nodes):
+        bad = ids[(ids < 0) | (ids >= num_nodes)][0]
+        raise ValueError(f"'{path}' holds node id {bad}, outside [0, {num_nodes})")
+    return ids
+
+
+class _CsvSource:
+    """``num-node-list.csv.gz``, ``edge.csv.gz`` and ``node-feat.csv.gz``."""
+
+    def __init__(self, files: list[Path]):
+        self.node_list, self.edge_file, self.feature_file = files
+        self.path = self.edge_file
+
+    def num_nodes(self) -> int:
+        counts = read_csv(self.node_list, np.int64, 1)
+        if counts.shape[0] != 1:
+            raise ValueError(f"'{self.node_list}' must hold one count (got {counts.shape[0]})")
+        return int(counts[0, 0])
+
+    def edges(self, progress: bool, what: str) -> Iterator[tuple[np.ndarray, np.ndarray]]:
+        for block in tqdm(csv_blocks(self.edge_file, np.int64, 2), desc=what, disable=not progress):
+            yield block[:, 0], block[:, 1]
+
+    def write_features(self, path: Path, num_nodes: int) -> int:
+        blocks = csv_blocks(self.feature_file, np.float32, None)
+        first = next(blocks, np.zeros((0, 0), np.float32))
+        rows = 0
+        with NpyWriter(path, np.float32, (num_nodes, first.shape[1])) as out:
+            for block in itertools.chain([first], blocks):
+                rows += block.shape[0]
+                if rows > num_nodes:
+                    raise ValueError(f"'{self.feature_file}' has more than {num_nodes} rows")
+                out.write(block.tobytes())
+            if rows != num_nodes:
+                raise ValueError(f"'{self.feature_file}' has {rows} rows, expected {num_nodes}")
+        return first.shape[1]
+
+
+class _BinarySource:
+    """papers100M's ``data.npz``: ``num_nodes_list``, ``edge_index`` int ``[2, E]``,
+    ``node_feat`` ``[N, F]``, read from the archive in blocks."""
+
+    def __init__(self, path: Path):
+        self.path = path
+
+    def _member(self, key: str):
+        """The open ``key.npy`` member, its shape and dtype (after the header)."""
+        archive = zipfile.ZipFile(self.path)
+        try:
+            member = archive.open(f"{key}.npy")
+        except KeyError:
+            raise ValueError(f"'{self.path}' has no array {key!r}") from None
+        if np.lib.format.read_magic(member) == (1, 0):
+            shape, fortran, dtype = np.lib.format.read_array_header_1_0(member)
+        else:
+            shape, fortran, dtype = np.lib.format.read_array_header_2_0(member)
+        if fortran:
+            raise ValueError(f"'{self.path}': {key!r} is in Fortran order; expected C order")
+        return member, shape, dtype
+
+    def num_nodes(self) -> int:
+        member, _, _ = self._member("num_nodes_list")
+        counts = np.frombuffer(member.read(), dtype=np.int64)
+        return int(counts.sum())
+
+    def edges(self, progress: bool, what: str) -> Iterator[tuple[np.ndarray, np.ndarray]]:
+        sources, shape, dtype = self._member("edge_index")
+        targets, _, _ = self._member("edge_index")
+        if len(shape) != 2 or shape[0] != 2:
+            raise ValueError(f"'{self.path}': edge_index must be [2, E] (got {shape})")
+        num_edges, step = shape[1], BLOCK_BYTES // dtype.itemsize
+        _skip(targets, num_edges * dtype.itemsize)
+        for start in tqdm(range(0, num_edges, step), desc=what, disable=not progress):
+            count = min(step, num_edges - start)
+            yield (_read(sources, dtype, count, self.path), _read(targets, dtype, count, self.path))
+
+    def write_features(self, path: Path, num_nodes: int) -> int:
+        member, shape, dtype = self._member("node_feat")
+        if len(shape) != 2 or shape[0] != num_nodes:
+            raise ValueError(f"'{self.path}': node_feat must be [{num_nodes}, F] (got {shape})")
+        rows_per_block = max(1, BLOCK_BYTES // (shape[1] * dtype.itemsize))
+        with NpyWriter(path, np.float32, shape) as out:
+            for start in range(0, num_nodes, rows_per_block):
+                count = min(rows_per_block, num_nodes - start) * shape[1]
+                out.write(_read(member, dtype, count, self.path).astype(np.float32).tobytes())
+        return shape[1]
+
+
+def _read(stream, dtype: np.dtype, count: int, path: Path) -> np.ndarray:
+    data = stream.read(count * dtype.itemsize)
+    if len(data) != count * dtype.itemsize:
+        raise ValueError(f"'{path}' is truncated")
+    return np.frombuffer(data, dtype=dtype).astype(np.int64 if dtype.kind in "iu" else dtype)
+
+
+def _skip(stream, size: int) -> None:
+    while size > 0:
+        data = stream.read(min(size, BLOCK_BYTES))
+        if not data:
+            raise ValueError("an archive member is truncated")
+        size -= len(data)
+
+
+def _read_labels(path: Path, binary: bool, num_nodes: int) -> np.ndarray:
+    """int64 ``[num_nodes]`` labels, -1 where OGB has NaN (unlabelled)."""
+    if binary:
+        with np.load(path) as archive:
+            values = np.asarray(archive["node_label"]).reshape(-1)
+    else:
+        values = read_csv(path, np.float64, 1)[:, 0]
+    if values.shape[0] != num_nodes:
+        raise ValueError(f"'{path}' has {values.shape[0]} labels, expected {num_nodes}")
+    labels = np.full(num_nodes, -1, dtype=np.int64)
+    known = ~np.isnan(values)
+    labels[known] = values[known].astype(np.int64)
+    return labels
+
+
+def read_csv(path: Path, dtype, columns: int | None) -> np.ndarray:
+    """The whole of a small CSV file (see :func:`csv_blocks`)."""
+    blocks = list(csv_blocks(path, dtype, columns))
+    width = columns if columns is not None else (blocks[0].shape[1] if blocks else 0)
+    return np.concatenate(blocks) if blocks else np.zeros((0, width), dtype)
+
+
+def csv_blocks(path: Path, dtype, columns: int | None) -> Iterator[np.ndarray]:
+    """A gzip-compressed CSV file without header, ``[rows, columns]`` blocks of ``dtype``
+    (``columns=None``: as many as the first line has) of about :data:`BLOCK_BYTES` of text
+    each. Raises ``ValueError`` naming the file and the line of a row that does not parse or
+    has another number of values (a truncated file ends in such a row, or fails to
+    decompress)."""
+    line, rest = 0, b""
+    try:
+        with gzip.open(path, "rb") as stream:
+            while True:
+                data = stream.read(BLOCK_BYTES)
+                text = rest + data
+                cut = text.rfind(b"\n") + 1 if data else len(text)
+                block, rest = text[:cut], text[cut:]
+                if block.strip():
+                    if columns is None:
+                        columns = block[: block.find(b"\n")].count(b",") + 1
+                    yield _parse(block, dtype, columns, path, line)
+                    line += block.count(b"\n")
+                if not data:
+                    return
+    except (OSError, EOFError) as error:
+        raise ValueError(f"'{path}' is corrupt or truncated ({error})") from None
+
+
+def _parse(block: bytes, dtype, columns: int, path: Path, first_line: int) -> np.ndarray:
+    """``block``'s rows (whole lines) as a ``[rows, columns]`` array of ``dtype``."""
+    rows = block.count(b"\n") + (0 if block.endswith(b"\n") else 1)
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")  # older NumPy warns where it stops parsing
+            values = np.fromstring(block.replace(b"\n", b","), dtype=dtype, sep=",")
+    except ValueError:  # NumPy 2.3+ raises there instead
+        values = None
+    if values is not None and values.shape[0] == rows * columns:
+        return values.reshape(rows, columns)
+    kind = np.dtype(dtype).name
+    parse_one = int if np.dtype(dtype).kind in "iu" else float
+    for offset, text in enumerate(block.split(b"\n")[:rows]):
+        fields = text.split(b",")
+        try:
+            ok = len(fields) == columns and all(parse_one(f) is not None for f in fields)
+        except ValueError:
+            ok = False
+        if not ok:
+            raise ValueError(
+                f"'{path}', line {first_line + offset + 1}: expected {columns} {kind} values "
+                f"separated by commas (got {text[:80].decode(errors='replace')!r})"
+            )
+    raise ValueError(f"'{path}', lines {first_line + 1}-{first_line + rows}: do not parse")
