@@ -45,6 +45,7 @@ from graphengine.bench.peers import Unavailable, check_peers, pyg_sampling
 from graphengine.bench.report import print_report
 from graphengine.bench.sample import set_threads
 from graphengine.bench.step_profile import CATEGORIES, profile_steps
+from graphengine.data.disk_io import IoCounters
 from graphengine.datasets import load_dataset
 from graphengine.loader import NeighborLoader
 from graphengine.runtime import host_memory_cache, set_host_memory_cache, tune_host_allocator
@@ -84,6 +85,9 @@ def run(
     precision: str = "fp32",
     profile: int = 0,
     model: str = "sage",
+    access: str | None = None,
+    feature_cache: int | str | None = None,
+    variants: str = "all",
 ) -> dict:
     """Time each library's loop ``rounds`` times, each time in a fresh process, alternating
     (graphengine, graphengine as a library user, then the peers in ``vs``: ``"pyg"``,
@@ -93,7 +97,14 @@ def run(
     defaults (as their users run them). ``precision`` is graphengine's (the Trainer's); the
     peers train in float32. With ``profile`` steps, graphengine's first process also profiles
     that many steps' compute (:mod:`graphengine.bench.step_profile`): seconds by category and
-    the median step over its dense matrix products (``step_over_dense``)."""
+    the median step over its dense matrix products (``step_over_dense``).
+
+    For a store read from disk: ``access`` advises the kernel how graphengine's processes read
+    the memory maps (:meth:`~graphengine.datasets.GraphDataset.advise`), ``feature_cache``
+    keeps hot feature rows in memory (the Trainer's), and each graphengine row reports the
+    bytes read from disk and the major page faults a step (``io_per_step``) and the cache's
+    hit rate. ``variants="cli"`` runs graphengine as its CLI runs it only (no library-user
+    rows)."""
     check_peers(vs)
     if model not in DGL_LAYERS:
         raise ValueError(f"'model' must be one of {sorted(DGL_LAYERS)} (got {model!r})")
@@ -121,7 +132,12 @@ def run(
         "precision": precision,
         "model": model,
     }
+    if variants not in ("all", "cli"):
+        raise ValueError(f"'variants' must be 'all' or 'cli' (got {variants!r})")
+    config |= {"access": access, "feature_cache": feature_cache}
     ours = ["graphengine", "graphengine_user", "graphengine_uncached"]
+    if variants == "cli":
+        ours = ours[:1]
     libraries = [*ours, *(p for p in ("pyg", "dgl") if p in vs)]
     results = {library: [] for library in libraries}
     errors = {}
@@ -172,8 +188,31 @@ def run(
         "test acc",
     ]
     profile_rows = _profile_rows(ours[0].get("profile"), summary)
-    print_report(headers, rows + stage_rows + profile_rows, summary)
+    disk_rows = _disk_rows(ours, summary)
+    print_report(headers, rows + stage_rows + disk_rows + profile_rows, summary)
     return summary
+
+
+def _disk_rows(ours: list[dict], summary: dict) -> list[list]:
+    """Rows of graphengine's reads from disk a step (the mean over rounds) and its feature
+    cache's hit rate; both into ``summary``."""
+    per_step = [r["io_per_step"] for r in ours]
+    io = {
+        key: statistics.mean(step[key] for step in per_step)
+        if all(step[key] is not None for step in per_step)
+        else None
+        for key in per_step[0]
+    }
+    summary["io_per_step"] = io
+    rows = [["  disk: major faults/step", io["major_faults"], "", "", "", "", "", ""]]
+    if io["read_bytes"] is not None:
+        rows.append(["  disk: MB read/step", io["read_bytes"] / 1e6, "", "", "", "", "", ""])
+    cache = ours[0].get("feature_cache")
+    if cache is not None:
+        summary["feature_cache"] = cache
+        label = f"  feature cache ({cache['rows']} rows, {cache['policy']}): hit rate"
+        rows.append([label, cache["hit_rate"], "", "", "", "", "", ""])
+    return rows
 
 
 def _profile_rows(profile: dict | None, summary: dict) -> list[list]:
@@ -296,6 +335,8 @@ def process(config: dict) -> dict:
     device = torch.device(config["device"])
     dataset = load_dataset(config["dataset"], root=config["root"])
     shape = (config["model"], dataset, config["fanouts"], config["batch_size"], config["hidden"])
+    if config["access"] is not None and library.startswith("graphengine"):
+        dataset.advise(config["access"])
     seed = config["seed"]
     if library.startswith("graphengine"):
         tuned = library == "graphengine" and tune_host_allocator()
@@ -308,6 +349,7 @@ def process(config: dict) -> dict:
             device,
             config["precision"],
             config["profile"],
+            config["feature_cache"],
         )
         out["allocator_tuned"] = tuned
         if epochs:
@@ -376,12 +418,15 @@ def _graphengine_steps(
     device,
     precision="fp32",
     profiled=0,
+    feature_cache=None,
 ) -> dict:
     """Times ``batches`` steps of a pass, after its first step (which compiles the kernels
     and warms the pass's host cache, as each peer's first step does in its timed pass);
     stage times are those spent while the timed steps ran. With ``profiled``, that many more
     steps run under torch.profiler on batches loaded beforehand (the compute alone):
-    :func:`~graphengine.bench.step_profile.profile_steps`'s breakdown as ``profile``."""
+    :func:`~graphengine.bench.step_profile.profile_steps`'s breakdown as ``profile``. The
+    timed steps' disk reads and page faults, a step, are ``io_per_step``; with a
+    ``feature_cache``, its counts are ``feature_cache``."""
     trainer = _trainer(
         kind,
         dataset,
@@ -393,11 +438,13 @@ def _graphengine_steps(
         precision,
         eval_mode="sampled",
         forward=forward,
+        feature_cache=feature_cache,
     )
     seeds = np.random.default_rng(seed).permutation(np.asarray(dataset.train_idx))
     on_device = {"device": device, "pin_memory": device.type == "cuda"}
+    store = trainer.feature_store
     loader = NeighborLoader(
-        dataset,
+        (store, dataset.graph) if store is not None else dataset,
         fanouts,
         batch_size=batch_size,
         input_nodes=seeds[: (batches + 1) * batch_size],
@@ -410,12 +457,16 @@ def _graphengine_steps(
     trainer.step(next(passing))  # in the timed pass, as the peers warm up in theirs
     warmed = loader.stage_times
     compute = 0.0
+    if store is not None:
+        trainer.feature_cache_metrics()  # the timed steps' counts from here
+    io_start = IoCounters.now()
     start = time.perf_counter()
     for batch in passing:
         step_start = time.perf_counter()
         trainer.step(batch)
         compute += time.perf_counter() - step_start
     wall = time.perf_counter() - start
+    io = IoCounters.now().since(io_start)
     stages = {name: seconds - warmed.get(name, 0.0) for name, seconds in loader.stage_times.items()}
     stages["compute"] = compute
     out = {
@@ -424,7 +475,10 @@ def _graphengine_steps(
         "stages": stages,
         "forward": trainer.forward_mode,
         "peak_rss_gb": _peak_rss_gb(),
+        "io_per_step": {k: v / batches if v is not None else None for k, v in io.items()},
     }
+    if store is not None:
+        out["feature_cache"] = trainer.feature_cache_metrics()
     if profiled:
         first = (batches + 1) * batch_size
         extra = NeighborLoader(

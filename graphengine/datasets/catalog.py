@@ -149,7 +149,8 @@ def load_dataset(
     num_features: int | None = None,
     scale: int | None = None,
 ) -> GraphDataset:
-    """Open a catalog dataset by name, or a gnn-benchmark ``.npz`` file by path.
+    """Open a catalog dataset by name, a gnn-benchmark ``.npz`` file by path, or the folder of
+    a graphengine store (``dataset.json``; e.g. one ``graphengine reorder`` wrote).
 
     Synthetic datasets are generated on first use and cached under ``root``; real
     datasets are read in place from the files the user put under ``root``, OGB's converted
@@ -187,6 +188,8 @@ def load_dataset(
         return _with_features(name, root, mmap, num_features)
     if name.endswith(".npz"):
         return npz.load_npz(name)
+    if (Path(name) / "dataset.json").is_file():  # a store's folder, e.g. a reordered one
+        return GraphDataset.load(name, mmap=mmap)
     if name not in CATALOG:
         raise ValueError(
             f"unknown dataset {name!r}: expected one of {sorted(CATALOG)} or a path to a .npz file"

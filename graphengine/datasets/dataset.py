@@ -10,6 +10,7 @@ import numpy as np
 import torch
 from torch_geometric.data import Data
 
+from graphengine.data.disk_io import advise
 from graphengine.data.format import load_arrays, save_arrays
 from graphengine.data.graph_store import Graph
 from samplers import check_node_ids
@@ -64,6 +65,14 @@ class GraphDataset:
         if name not in SPLITS:
             raise ValueError(f"'split' must be one of {SPLITS} (got {name!r})")
         return getattr(self, f"{name}_idx")
+
+    def advise(self, access: str) -> list[str]:
+        """Tell the kernel how the memory-mapped arrays that batches read at random (``x``,
+        the graph's ``indices`` and ``indptr``) will be read: ``"normal"``, ``"random"`` (no
+        read-ahead) or ``"sequential"`` (:func:`graphengine.data.disk_io.advise`). Returns the
+        names of those that are memory-mapped and were advised."""
+        arrays = {"x": self.x, "indices": self.graph.indices, "indptr": self.graph.indptr}
+        return [name for name, array in arrays.items() if advise(array, access)]
 
     def normalize_features(self) -> GraphDataset:
         """A copy whose feature rows each sum to one (all-zero rows stay zero), as PyG's

@@ -187,8 +187,13 @@ class DistFeatures:
             y.index_copy_(0, index, rows[1])
 
 
-def cache_rows(size: int | float | str | None, row_bytes: int, num_remote_nodes: int) -> int:
-    """How many remote rows a cache of ``size`` holds.
+def cache_rows(
+    size: int | float | str | None,
+    row_bytes: int,
+    num_remote_nodes: int,
+    name: str = "remote_cache",
+) -> int:
+    """How many remote rows a cache of ``size`` holds (``name``: the option, for errors).
 
     ``size`` is a number of rows (int), a share of the remote nodes (``"5%"``), or bytes
     (``"64MB"``, ``"1GiB"``, ``"4096B"``); ``None`` or 0 is no cache. Never more than the
@@ -200,14 +205,14 @@ def cache_rows(size: int | float | str | None, row_bytes: int, num_remote_nodes:
     if size is None:
         return 0
     if isinstance(size, bool):
-        raise ValueError(f"'remote_cache' must be rows, a share ('5%') or bytes (got {size!r})")
+        raise ValueError(f"'{name}' must be rows, a share ('5%') or bytes (got {size!r})")
     if isinstance(size, (int, np.integer)):
         rows = int(size)
     else:
         match = _SIZE.match(str(size))
         if match is None:
             raise ValueError(
-                f"'remote_cache' must be rows (1000), a share of the remote nodes ('5%') or "
+                f"'{name}' must be rows (1000), a share of the nodes ('5%') or "
                 f"bytes ('64MB', '1GiB') (got {size!r})"
             )
         value, unit = float(match.group(1)), (match.group(2) or "").lower()
@@ -218,7 +223,7 @@ def cache_rows(size: int | float | str | None, row_bytes: int, num_remote_nodes:
         else:
             rows = int(value)
     if rows < 0:
-        raise ValueError(f"'remote_cache' must not be negative (got {size!r})")
+        raise ValueError(f"'{name}' must not be negative (got {size!r})")
     return min(rows, num_remote_nodes)
 
 

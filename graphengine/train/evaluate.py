@@ -28,14 +28,18 @@ from graphengine.train.hetero import hetero_eval_mode, seed_store
 
 # Full-graph evaluation needs the whole graph's activations in memory at once.
 FULL_EVAL_MAX_EDGES = 5_000_000
+SAMPLED_EVAL_SHARE = 0.1
 EVAL_MODES = ("auto", "full", "layerwise", "sampled")
 
 
 def resolve_eval_mode(
     mode: str, dataset: GraphDataset | DistData | HeteroGraphDataset, model: torch.nn.Module
 ) -> str:
-    """``mode`` checked against ``model``; ``'auto'`` becomes ``'full'`` below 5M edges, else
-    ``'layerwise'`` when the model allows it, else ``'sampled'``. A partitioned graph is
+    """``mode`` checked against ``model``; ``'auto'`` becomes ``'full'`` below 5M edges; else
+    ``'sampled'`` when the validation and test nodes are under :data:`SAMPLED_EVAL_SHARE` of
+    the graph (layer-wise would compute every node, and hold a hidden layer for all of them:
+    papers100M labels 1.4% of its 111M nodes), else ``'layerwise'`` when the model allows it,
+    else ``'sampled'``. A partitioned graph is
     evaluated ``'sampled'``, each worker on its part's nodes; a heterogeneous graph
     ``'sampled'`` too (``'full'`` and ``'layerwise'`` are refused)."""
     if mode not in EVAL_MODES:
@@ -58,6 +62,9 @@ def resolve_eval_mode(
         return mode
     if dataset.graph.num_edges <= FULL_EVAL_MAX_EDGES:
         return "full"
+    evaluated = len(dataset.val_idx) + len(dataset.test_idx)
+    if evaluated < SAMPLED_EVAL_SHARE * dataset.num_nodes:
+        return "sampled"
     return "layerwise" if supports_layerwise(model) else "sampled"
 
 

@@ -14,9 +14,12 @@ import torch.nn.functional as F
 from torch_geometric.data import HeteroData
 from tqdm import tqdm
 
+from graphengine.data.disk_io import IoCounters
+from graphengine.data.feature_store import FeatureStore
 from graphengine.datasets.dataset import GraphDataset
 from graphengine.datasets.hetero import HeteroGraphDataset
 from graphengine.distributed.data import DistData
+from graphengine.distributed.features import cache_rows
 from graphengine.loader import LaborLoader, NeighborLoader
 from graphengine.loader.dist_neighbor_loader import DistNeighborLoader
 from graphengine.loader.hybrid_loader import HybridNeighborLoader
@@ -82,7 +85,8 @@ class Trainer:
         eval_mode: ``'full'`` (the model on the whole graph at once), ``'layerwise'``
             (each layer over all nodes in chunks, for PyG ``BasicGNN`` models),
             ``'sampled'`` (mini-batches with ``fanouts``) or ``'auto'`` (full below 5M
-            edges, else layer-wise when the model allows, else sampled; always sampled for
+            edges; else sampled when the validation and test nodes are under 10% of the
+            graph, else layer-wise when the model allows, else sampled; always sampled for
             a heterogeneous dataset, which refuses ``'full'`` and ``'layerwise'``).
         num_workers: sampling threads of the loaders (0: load in the training thread).
         forward: how the model runs on a batch (see :class:`~graphengine.nn.SeedLogits`);
@@ -111,6 +115,16 @@ class Trainer:
             bfloat16 (matrix products and GraphSAGE's fused layers in bf16, the loss and the
             weights, their gradients and Adam's state in float32); AVX-512 BF16 or AMX
             CPUs, and GPUs, run it faster. Evaluation computes in float32.
+        feature_cache: for a :class:`~graphengine.datasets.GraphDataset` trained by the
+            :class:`NeighborLoader` on the CPU, a host cache of its highest in-degree
+            nodes' feature rows, read by the training batches (from a memory-mapped store
+            larger than memory, the rows that most batches read stay in memory whatever
+            the page cache evicts): rows, a share of the nodes (``"5%"``) or bytes
+            (``"2GiB"``). Its hit rate is in each epoch's metrics (``feature_cache``).
+
+    Each epoch's metrics also hold ``io``: the process's major and minor page faults and the
+    bytes it read from disk during the epoch (``read_bytes``; ``None`` where the platform
+    does not say).
     """
 
     def __init__(
@@ -135,6 +149,7 @@ class Trainer:
         parallel: str = "data",
         sampler: str | SubgraphSampling = "neighbor",
         precision: str = "fp32",
+        feature_cache: int | str | None = None,
     ):
         if precision not in PRECISIONS:
             raise ValueError(f"'precision' must be one of {PRECISIONS} (got {precision!r})")
@@ -198,6 +213,7 @@ class Trainer:
         self.metrics_path = Path(metrics_path) if metrics_path is not None else None
         self.progress = progress
         self.epoch = 0
+        self.feature_store: FeatureStore | None = None  # with a feature cache
         if hybrid:
             if remote_cache is not None:
                 raise ValueError("'remote_cache' needs a partitioned graph (a DistData)")
@@ -226,7 +242,7 @@ class Trainer:
                 raise ValueError("'remote_cache' needs a partitioned graph (a DistData)")
             loader = LaborLoader if self.sampler == "labor" else NeighborLoader
             self.train_loader = loader(
-                dataset,
+                self._cached_features(dataset, feature_cache),
                 self.fanouts,
                 batch_size=self.worker_batch_size,
                 input_nodes=dataset.train_idx,
@@ -238,8 +254,43 @@ class Trainer:
                 rank=self.strategy.rank,
                 world_size=self.strategy.world_size,
             )
+        if feature_cache is not None and self.feature_store is None:
+            raise ValueError(
+                "'feature_cache' caches a GraphDataset's features for the NeighborLoader or "
+                "LaborLoader on the CPU"
+            )
         if self.checkpoint is not None and self._every_rank_has_checkpoint():
             self.load_checkpoint(self.checkpoint)
+
+    def _cached_features(self, dataset, size: int | str | None):
+        """``dataset``, or with ``size``, its graph and a feature store whose ``x`` rows of
+        the highest in-degree nodes are cached in memory (``self.feature_store``)."""
+        if size is None or not isinstance(dataset, GraphDataset) or self.device.type != "cpu":
+            return dataset
+        x = dataset.x
+        rows = cache_rows(size, x.shape[1] * x.dtype.itemsize, dataset.num_nodes, "feature_cache")
+        store = FeatureStore({"x": x, "y": dataset.y})
+        store.enable_cache(
+            "x", rows * x.shape[1] * x.dtype.itemsize, dataset.graph.in_degree(), "cpu"
+        )
+        self.feature_store = store
+        self._cache_counts = (0, 0)
+        return store, dataset.graph
+
+    def feature_cache_metrics(self) -> dict:
+        """The feature cache's rows and this epoch's lookups, hits and hit rate."""
+        stats = self.feature_store.cache_stats("x")
+        hits = stats["hits"] - self._cache_counts[0]
+        lookups = stats["lookups"] - self._cache_counts[1]
+        self._cache_counts = (stats["hits"], stats["lookups"])
+        return {
+            "rows": stats["rows"],
+            "bytes": stats["rows"] * self.dataset.x.shape[1] * self.dataset.x.dtype.itemsize,
+            "policy": "in-degree",
+            "lookups": lookups,
+            "hits": hits,
+            "hit_rate": hits / lookups if lookups else 0.0,
+        }
 
     def _hybrid_loader(self, nodes, shuffle: bool = False) -> HybridNeighborLoader:
         """Hybrid batches: of the training nodes (``shuffle``: all workers pass them, each
@@ -345,6 +396,7 @@ class Trainer:
             leave=False,
         )
         compute = 0.0
+        io_start = IoCounters.now()
         for batch in batches:
             step_start = time.perf_counter()
             loss, right, size = self.step(batch)
@@ -372,6 +424,9 @@ class Trainer:
         if isinstance(self.train_loader, DistNeighborLoader):
             metrics["partition"] = self._partition_metrics()
         metrics["traffic"] = self._traffic_metrics(feature_bytes)
+        metrics["io"] = IoCounters.now().since(io_start)
+        if self.feature_store is not None:
+            metrics["feature_cache"] = self.feature_cache_metrics()
         return metrics
 
     def _traffic_metrics(self, feature_bytes: int) -> dict:
