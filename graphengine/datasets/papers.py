@@ -20,7 +20,10 @@ from __future__ import annotations
 
 import json
 import logging
+import os
 import shutil
+from collections import deque
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
@@ -37,6 +40,7 @@ log = logging.getLogger(__name__)
 
 CHUNK_NODES = 2**17  # destinations per chunk: part of the model (each chunk has its own seed)
 MAX_SCALE = 30
+_WORKERS = 4  # chunks drawn at once (at most the CPUs)
 _SPEC_FILE = "spec.json"
 
 
@@ -110,25 +114,43 @@ def write_papers(spec: PapersSpec, path: str | Path, progress: bool = False) -> 
     centroid = rng.normal(size=(c, spec.num_features)).astype(np.float32)
     index_dtype = np.dtype(np.int32 if n <= np.iinfo(np.int32).max else np.int64)
 
+    tables = _NodeTables(y, weight, by_class, cum_weight, class_lo, class_hi)
+
+    def chunk(k: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """Chunk ``k``'s in-degrees, sources (``index_dtype``) and features, from its seed."""
+        start, end = k * CHUNK_NODES, min((k + 1) * CHUNK_NODES, n)
+        chunk_rng = np.random.default_rng([spec.seed, k])
+        targets, sources = _chunk_edges(chunk_rng, spec, start, end, tables)
+        x = chunk_rng.standard_normal(size=(end - start, spec.num_features), dtype=np.float32)
+        x *= np.float32(spec.noise)
+        x += centroid[y[start:end]]
+        return np.bincount(targets, minlength=end - start), sources.astype(index_dtype), x
+
     indptr = np.zeros(n + 1, dtype=np.int64)
     raw_indices = path / "graph" / "indices.raw"
+    num_chunks = -(-n // CHUNK_NODES)
+    workers = max(1, min(_WORKERS, os.cpu_count() or 1))
     with (
         open(raw_indices, "wb") as edges_file,
         NpyWriter(path / "x.npy", np.float32, (n, spec.num_features)) as features,
+        ThreadPoolExecutor(workers) as pool,  # NumPy's sorts and draws release the GIL
     ):
-        chunks = range(0, n, CHUNK_NODES)
-        for k, start in enumerate(tqdm(chunks, desc="synthetic-papers", disable=not progress)):
-            end = min(start + CHUNK_NODES, n)
-            chunk_rng = np.random.default_rng([spec.seed, k])
-            targets, sources = _chunk_edges(
-                chunk_rng, spec, start, end, weight, y, by_class, cum_weight, class_lo, class_hi
-            )
-            indptr[start + 1 : end + 1] = np.cumsum(np.bincount(targets, minlength=end - start))
-            indptr[start + 1 : end + 1] += indptr[start]
-            edges_file.write(sources.astype(index_dtype).tobytes())
-            x = chunk_rng.standard_normal(size=(end - start, spec.num_features), dtype=np.float32)
-            x *= np.float32(spec.noise)
-            x += centroid[y[start:end]]
+
+        def in_order():
+            """The chunks' results in order, ``workers`` drawn ahead."""
+            pending: deque = deque()
+            for k in range(num_chunks):
+                pending.append(pool.submit(chunk, k))
+                if len(pending) > workers:
+                    yield pending.popleft().result()
+            while pending:
+                yield pending.popleft().result()
+
+        results = tqdm(in_order(), "synthetic-papers", num_chunks, disable=not progress)
+        for k, (degree, sources, x) in enumerate(results):
+            first, last = k * CHUNK_NODES, k * CHUNK_NODES + degree.shape[0]
+            indptr[first + 1 : last + 1] = indptr[first] + np.cumsum(degree)
+            edges_file.write(sources.tobytes())
             features.write(x.tobytes())
     num_edges = int(indptr[-1])
     with (
@@ -173,17 +195,30 @@ def write_papers(spec: PapersSpec, path: str | Path, progress: bool = False) -> 
     return GraphDataset.load(path)
 
 
-def _chunk_edges(rng, spec, start, end, weight, y, by_class, cum_weight, class_lo, class_hi):
+@dataclass(frozen=True)
+class _NodeTables:
+    """The per-node arrays every chunk's edge draws read (see :func:`write_papers`)."""
+
+    y: np.ndarray  # int16 [n] classes
+    weight: np.ndarray  # float32 [n], mean 1
+    by_class: np.ndarray  # int64 [n]: node ids sorted by class
+    cum_weight: np.ndarray  # float64 [n]: cumulative weights in that order
+    class_lo: np.ndarray  # float64 [classes]: each class's range of cum_weight
+    class_hi: np.ndarray
+
+
+def _chunk_edges(rng, spec: PapersSpec, start: int, end: int, tables: _NodeTables):
     """The in-edges of destinations ``[start, end)``: int64 ``(targets - start, sources)``,
     sorted by target, then source; no self loops, no repeats."""
-    degree = rng.poisson(spec.mean_degree * weight[start:end])
+    degree = rng.poisson(spec.mean_degree * tables.weight[start:end])
     targets = np.repeat(np.arange(end - start, dtype=np.int64), degree)
     count = targets.shape[0]
     same = rng.random(count) < spec.homophily
-    target_class = y[start + targets]
-    lo = np.where(same, class_lo[target_class], 0.0)
-    hi = np.where(same, class_hi[target_class], cum_weight[-1])
-    sources = by_class[_draw(rng, cum_weight, lo, hi, count)]
+    target_class = tables.y[start + targets]
+    cum_weight = tables.cum_weight
+    lo = np.where(same, tables.class_lo[target_class], 0.0)
+    hi = np.where(same, tables.class_hi[target_class], cum_weight[-1])
+    sources = tables.by_class[_draw(rng, cum_weight, lo, hi, count)]
     n = np.int64(cum_weight.shape[0])
     kept = sources != start + targets
     return np.divmod(np.unique(targets[kept] * n + sources[kept]), n)
