@@ -9,7 +9,7 @@ import pytest
 import torch
 from torch_geometric.nn import GraphSAGE
 
-from graphengine import NeighborLoader
+from graphengine import NeighborLoader, ops
 from graphengine.data.disk_io import IoCounters, advise
 from graphengine.data.reorder import original_ids, reorder_dataset
 from graphengine.datasets import GraphDataset, SyntheticSpec, generate, load_dataset
@@ -141,3 +141,26 @@ def test_degree_order_gives_the_same_model_outputs_mapped_back(store, tmp_path):
     assert load_dataset(str(tmp_path / "degree")).num_nodes == original.num_nodes
     with pytest.raises(ValueError, match=r"'order' must be one of \('degree',\)"):
         reorder_dataset(original, tmp_path / "bfs", order="bfs")
+
+
+def test_random_access_prefetches_each_gathers_rows(store):
+    dataset = GraphDataset.load(store)
+    assert dataset.advise("random") and dataset.access == "random"
+    features = dataset.feature_store()
+    plain = GraphDataset.load(store, mmap=False).feature_store()
+    assert not plain.prefetch_("x")  # in memory: nothing to read
+    ids = torch.from_numpy(np.random.default_rng(0).choice(dataset.num_nodes, 300, replace=False))
+    fd = os.open(store / "x.npy", os.O_RDONLY)
+    os.posix_fadvise(fd, 0, 0, os.POSIX_FADV_DONTNEED)
+    os.close(fd)
+    before = IoCounters.now()
+    rows = features.gather("x", ids)
+    read = IoCounters.now().since(before)
+    assert torch.equal(rows, plain.gather("x", ids))
+    if read["read_bytes"]:  # where the page cache could be dropped: the rows' pages, no more
+        assert read["read_bytes"] <= 300 * 2 * 4096
+    # One range per run of adjacent pages (the rows' addresses: 512 bytes each).
+    table = torch.from_numpy(np.asarray(dataset.x))
+    start = table.data_ptr() + ids.numpy().astype(np.int64) * 512
+    pages = np.unique(np.concatenate([start // 4096, (start + 511) // 4096]))
+    assert ops.prefetch_rows(table, ids) == 1 + int((np.diff(pages) > 1).sum())

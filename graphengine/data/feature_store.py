@@ -55,6 +55,7 @@ class FeatureStore(PyGFeatureStore):
         self._tables: dict[tuple[Group, str], torch.Tensor] = {}
         self._caches: dict[tuple[Group, str], RowCache] = {}
         self._mapped: dict[tuple[Group, str], np.memmap] = {}
+        self._prefetched: set[tuple[Group, str]] = set()
         if tables is not None and not isinstance(tables, Mapping):
             raise TypeError(f"'tables' must be a mapping of key -> table (got {_kind(tables)})")
         for key, value in (tables or {}).items():
@@ -186,6 +187,9 @@ class FeatureStore(PyGFeatureStore):
         if two_d.shape[1] > 1 and two_d.stride(1) != 1:
             raise ValueError(f"table {_name(key)} rows are not contiguous; store a contiguous copy")
         cached = self._caches.get(key)
+        if key in self._prefetched:
+            on_cpu = cached is not None and cached.slot_of.device.type == "cpu"
+            ops.prefetch_rows(two_d, ids, cached.slot_of if on_cpu else None)
         if cached is None:
             result = ops.gather_rows(two_d, ids, out_2d)
         else:
@@ -256,6 +260,7 @@ class FeatureStore(PyGFeatureStore):
         pinning.unpin(table)
         self._caches.pop(normal, None)
         self._mapped.pop(normal, None)
+        self._prefetched.discard(normal)
         return True
 
     def __delitem__(self, key) -> None:
@@ -285,6 +290,7 @@ class FeatureStore(PyGFeatureStore):
             pinning.unpin(old)
             self._caches.pop(key, None)
             self._mapped.pop(key, None)
+            self._prefetched.discard(key)
         self._tables[key] = tensor
         if isinstance(value, np.memmap):
             self._mapped[key] = value
@@ -347,6 +353,20 @@ class FeatureStore(PyGFeatureStore):
         for key, tensor in list(self._tables.items()):
             self._tables[key] = pinning.pin(tensor, key in self._mapped, f"table {_name(key)}")
         return self
+
+    def prefetch_(self, key: Key) -> bool:
+        """Before each gather from memory-mapped table ``key``, ask the kernel to read the
+        gathered rows' pages at once (:func:`graphengine.ops.prefetch_rows`; rows in a cache
+        on the CPU skipped): for a table on disk read at random, with read-ahead off
+        (``madvise(MADV_RANDOM)``, ``GraphDataset.advise``), the reads then queue
+        together instead of one per fault. Returns ``False`` (nothing changed) for a table
+        that is not memory-mapped."""
+        normal = _key(key)
+        self._table(normal)
+        if normal not in self._mapped:
+            return False
+        self._prefetched.add(normal)
+        return True
 
     def enable_cache(
         self,

@@ -11,6 +11,7 @@ import torch
 from torch_geometric.data import Data
 
 from graphengine.data.disk_io import advise
+from graphengine.data.feature_store import FeatureStore
 from graphengine.data.format import load_arrays, save_arrays
 from graphengine.data.graph_store import Graph
 from samplers import check_node_ids
@@ -32,6 +33,8 @@ class GraphDataset:
         y: int64 ``[num_nodes]`` class labels in ``[0, num_classes)``.
         train_idx, val_idx, test_idx: int64 node ids of each split.
         num_classes: number of classes.
+        access: how batches read the memory maps (:meth:`advise`); ``"random"`` also makes
+            :meth:`feature_store` prefetch each gather's rows.
     """
 
     name: str
@@ -42,6 +45,7 @@ class GraphDataset:
     val_idx: np.ndarray
     test_idx: np.ndarray
     num_classes: int
+    access: str = "normal"
 
     def __post_init__(self):
         n = self.graph.num_nodes
@@ -72,7 +76,19 @@ class GraphDataset:
         read-ahead) or ``"sequential"`` (:func:`graphengine.data.disk_io.advise`). Returns the
         names of those that are memory-mapped and were advised."""
         arrays = {"x": self.x, "indices": self.graph.indices, "indptr": self.graph.indptr}
-        return [name for name, array in arrays.items() if advise(array, access)]
+        advised = [name for name, array in arrays.items() if advise(array, access)]
+        self.access = access
+        return advised
+
+    def feature_store(self) -> FeatureStore:
+        """``x`` and ``y`` as the :class:`~graphengine.data.feature_store.FeatureStore` loaders
+        gather from; after ``advise("random")``, a memory-mapped ``x`` has each gather's rows
+        read ahead of it in one go (:meth:`FeatureStore.prefetch_`), which turning read-ahead
+        off needs to read a batch from disk quickly."""
+        store = FeatureStore({"x": self.x, "y": self.y})
+        if self.access == "random":
+            store.prefetch_("x")
+        return store
 
     def normalize_features(self) -> GraphDataset:
         """A copy whose feature rows each sum to one (all-zero rows stay zero), as PyG's

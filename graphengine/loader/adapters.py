@@ -20,8 +20,8 @@ def graph_and_gather(
     """The graph store and gathering stage of a ``Data``, a ``GraphDataset`` or a
     ``(FeatureStore, Graph)`` pair, for batches that go to ``device``."""
     if isinstance(data, GraphDataset):
-        store = FeatureStore({"x": data.x, "y": data.y})
-        return data.graph, GatherFeatures(store, pin_memory=pin_memory, device=device)
+        gather = GatherFeatures(data.feature_store(), pin_memory=pin_memory, device=device)
+        return data.graph, gather
     if isinstance(data, tuple) and len(data) == 2 and isinstance(data[1], Graph):
         store, graph = data
         if not isinstance(store, FeatureStore):

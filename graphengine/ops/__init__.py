@@ -42,6 +42,7 @@ __all__ = [
     "gather_rows",
     "get_backend",
     "library_path",
+    "prefetch_rows",
     "set_backend",
     "set_intraop_threads",
     "sources_dir",
@@ -196,6 +197,20 @@ def set_intraop_threads(num_threads: int) -> bool:
     if not build_extension():
         return False
     return bool(torch.ops.graphengine.set_intraop_threads(num_threads))
+
+
+def prefetch_rows(
+    src: torch.Tensor, index: torch.Tensor, slot_of: torch.Tensor | None = None
+) -> int:
+    """Ask the kernel to read rows ``index`` of a memory-mapped CPU ``src`` ``[num_rows,
+    num_cols]`` from disk now, asynchronously (``madvise(MADV_WILLNEED)`` on the pages they
+    cover, adjacent rows merged), so that a gather that follows finds them in the page cache
+    instead of waiting for one read per fault. Rows with ``slot_of[id] >= 0`` (cached
+    elsewhere) and ids out of range are skipped. A hint: returns how many ranges were advised,
+    0 without the extension. ``index`` int32 or int64 ``[n]``."""
+    if not _use_extension(None) or src.device.type != "cpu":
+        return 0
+    return int(torch.ops.graphengine.prefetch_rows(src, index.contiguous(), slot_of))
 
 
 def check_index(index: torch.Tensor, num_rows: int) -> None:

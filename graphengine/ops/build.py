@@ -100,6 +100,7 @@ def _compile(verbose: bool) -> str | None:
         csrc / "cpu" / "host_cache.cpp",
         csrc / "cpu" / "thread_budget.cpp",
         csrc / "cpu" / "gat_kernel.cpp",
+        csrc / "cpu" / "disk_prefetch.cpp",
     ]
     if with_cuda():
         sources.append(csrc / "cuda" / "gather_kernel.cu")
@@ -150,6 +151,10 @@ def _register_fakes() -> None:
     def fake_attention_backward(grad_out, h, att_src, att_dst, *rest):
         return torch.empty_like(h), torch.empty_like(att_src), torch.empty_like(att_dst)
 
+    def fake_prefetch(src, index, slot_of=None):
+        return 0
+
+    torch.library.register_fake("graphengine::prefetch_rows", fake_prefetch)
     torch.library.register_fake("graphengine::gather_rows", fake_gather)
     torch.library.register_fake("graphengine::cached_gather", fake_cached)
     torch.library.register_fake("graphengine::gat_attention", fake_attention)

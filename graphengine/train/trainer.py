@@ -269,7 +269,7 @@ class Trainer:
             return dataset
         x = dataset.x
         rows = cache_rows(size, x.shape[1] * x.dtype.itemsize, dataset.num_nodes, "feature_cache")
-        store = FeatureStore({"x": x, "y": dataset.y})
+        store = dataset.feature_store()
         store.enable_cache(
             "x", rows * x.shape[1] * x.dtype.itemsize, dataset.graph.in_degree(), "cpu"
         )
