@@ -9,10 +9,10 @@ valid,test}.csv.gz``. :func:`convert_ogb` turns them into graphengine's dataset 
 Nothing is held whole: the CSV files are read in blocks of :data:`BLOCK_BYTES`, parsed by
 NumPy; the CSC is built in two passes over the edges (in-degrees, then each edge written at its
 destination's next free slot of the memory-mapped ``indices.npy``), so memory holds the
-per-node counts (24 bytes a node) and one block. The graph is the one OGB's loaders build: for
-ogbn-products its ``add_inverse_edge`` (each edge, then all edges reversed); arxiv and
-papers100M stay directed. Edges into a node keep that order. Unlabelled nodes (papers100M's
-NaN labels) get label -1.
+per-node counts and slots (about 32 bytes a node) and one block. The graph is the one OGB's
+loaders build: for ogbn-products its ``add_inverse_edge`` (each edge, then all edges
+reversed); arxiv and papers100M stay directed. Edges into a node keep that order. Unlabelled
+nodes (papers100M's NaN labels) get label -1.
 """
 
 from __future__ import annotations
@@ -122,33 +122,27 @@ def convert_ogb(name: str, root: str | Path, progress: bool = False) -> GraphDat
 
 
 def _write_csc(source, num_nodes: int, add_inverse_edge: bool, out: Path, progress) -> int:
-    """The CSC of the source's edges (then, with ``add_inverse_edge``, all of them reversed),
-    in two passes: in-degrees, then each edge at its destination's next free slot."""
-    directions = (False, True) if add_inverse_edge else (False,)
-    degree = np.zeros(num_nodes, dtype=np.int64)
-    for reverse in directions:
-        for src, dst in source.edges(progress, "counting edges"):
-            if not reverse:
-                _ids(src, num_nodes, source.path)
-                _ids(dst, num_nodes, source.path)
-            degree += np.bincount(src if reverse else dst, minlength=num_nodes)
+    """The CSC of the source's edges (then, with ``add_inverse_edge``, all of them reversed,
+    as OGB appends them), in two passes over the edges: in-degrees, then each edge at its
+    destination's next free slot (reversed edges after all of a node's own)."""
+    own = np.zeros(num_nodes, dtype=np.int64)  # in-edges of each node, then reversed ones
+    reversed_ = np.zeros(num_nodes, dtype=np.int64)
+    for src, dst in source.edges(progress, "counting edges"):
+        _ids(src, num_nodes, source.path)
+        _ids(dst, num_nodes, source.path)
+        own += np.bincount(dst, minlength=num_nodes)
+        if add_inverse_edge:
+            reversed_ += np.bincount(src, minlength=num_nodes)
     indptr = np.zeros(num_nodes + 1, dtype=np.int64)
-    np.cumsum(degree, out=indptr[1:])
+    np.cumsum(own + reversed_, out=indptr[1:])
     num_edges = int(indptr[-1])
     dtype = np.int32 if num_nodes <= np.iinfo(np.int32).max else np.int64
     indices = np.lib.format.open_memmap(out / "indices.npy", "w+", dtype, (num_edges,))
-    free = indptr[:-1].copy()  # each destination's next slot
-    for reverse in directions:
-        for src, dst in source.edges(progress, "writing edges"):
-            if reverse:
-                src, dst = dst, src
-            order = np.argsort(dst, kind="stable")
-            dst, src = dst[order], src[order]
-            starts = np.flatnonzero(np.r_[True, dst[1:] != dst[:-1]])
-            counts = np.diff(np.r_[starts, dst.shape[0]])
-            rank = np.arange(dst.shape[0]) - np.repeat(starts, counts)
-            indices[free[dst] + rank] = src
-            free[dst[starts]] += counts
+    free = {False: indptr[:-1].copy(), True: indptr[:-1] + own}  # each run's next slot
+    del own, reversed_
+    for src, dst in source.edges(progress, "writing edges"):
+        for reverse in (False, True) if add_inverse_edge else (False,):
+            _place(indices, free[reverse], dst if reverse else src, src if reverse else dst)
     indices.flush()
     del indices
     np.save(out / "indptr.npy", indptr)
@@ -163,6 +157,18 @@ def _write_csc(source, num_nodes: int, add_inverse_edge: bool, out: Path, progre
         },
     )
     return num_edges
+
+
+def _place(indices: np.ndarray, free: np.ndarray, src: np.ndarray, dst: np.ndarray) -> None:
+    """Write ``src`` at the next free slots of their ``dst`` (in block order), advancing
+    ``free``."""
+    order = np.argsort(dst, kind="stable")
+    dst, src = dst[order], src[order]
+    starts = np.flatnonzero(np.r_[True, dst[1:] != dst[:-1]])
+    counts = np.diff(np.r_[starts, dst.shape[0]])
+    rank = np.arange(dst.shape[0]) - np.repeat(starts, counts)
+    indices[free[dst] + rank] = src
+    free[dst[starts]] += counts
 
 
 def _ids(ids: np.ndarray, num_nodes: int, path: Path) -> np.ndarray:
