@@ -579,6 +579,14 @@ def _parser() -> argparse.ArgumentParser:
         "--simulated-batches", type=_at_least(1), default=200, help="global batches simulated"
     )
     part_bench.set_defaults(run=_bench_partition)
+    convert_bench = add_bench("convert", "graphengine convert on OGB-format files of products size")
+    convert_bench.add_argument(
+        "--root", help="where the OGB-format files go (default: <data root>/bench-ogb)"
+    )
+    convert_bench.add_argument("--nodes", type=_at_least(1), default=2_449_029, help="nodes")
+    convert_bench.add_argument("--edges", type=_at_least(0), default=61_859_140, help="edges")
+    convert_bench.add_argument("--features", type=_at_least(1), default=100, help="features")
+    convert_bench.set_defaults(run=_bench_convert)
     gather = add_bench("gather", "feature-row gathers vs copy bandwidth")
     gather.add_argument("--table-mib", type=_at_least(1), default=1024, help="table size")
     gather.add_argument("--cols", type=_at_least(1), default=128, help="float32 columns")
@@ -1186,6 +1194,15 @@ def _datasets(args) -> int:
         "npz_files": [str(p) for p in files],
     }
     print_report(["name", "kind", "on disk", "description"], rows, summary)
+    return 0
+
+
+def _bench_convert(args) -> int:
+    from graphengine.bench import convert
+    from graphengine.datasets import default_root
+
+    root = Path(args.root) if args.root else default_root() / "bench-ogb"
+    convert.run(root, args.nodes, args.edges, args.features)
     return 0
 
 
