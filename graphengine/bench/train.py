@@ -255,7 +255,7 @@ def _report(
     user (``user_speedup_vs_*``) over each other row."""
     first = results["graphengine"][0]
     medians = {k: statistics.median(r["step_s"] for r in v) for k, v in results.items() if v}
-    ours, user = medians["graphengine"], medians["graphengine_user"]
+    ours, user = medians["graphengine"], medians.get("graphengine_user")  # None: variants cli
     summary = {
         "bench": "train",
         "dataset": config["dataset"],
@@ -310,7 +310,8 @@ def _report(
         if library in ("pyg", "dgl"):
             summary[f"{library}_epoch_s"] = median * batches_per_epoch
             summary[f"speedup_vs_{library}"] = median / ours
-            summary[f"user_speedup_vs_{library}"] = median / user
+            if user is not None:
+                summary[f"user_speedup_vs_{library}"] = median / user
         rows.append(
             [
                 label,
@@ -318,7 +319,7 @@ def _report(
                 f"{min(steps):.3g}-{max(steps):.3g}",
                 median * batches_per_epoch,
                 f"{median / ours:.2f}x" if library != "graphengine" else "",
-                f"{median / user:.2f}x" if library in ("pyg", "dgl") else "",
+                f"{median / user:.2f}x" if library in ("pyg", "dgl") and user else "",
                 peak_rss,
                 accuracy,
             ]
