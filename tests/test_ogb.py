@@ -72,11 +72,12 @@ def test_arxiv_layout_converts_exactly(tmp_path, small_blocks):
     assert load_dataset("ogbn-arxiv", root=tmp_path).graph.num_edges == len(edges)
 
 
-def test_products_adds_the_inverse_edges_as_ogb_does(tmp_path, small_blocks):
+def test_products_interleaves_the_inverse_edges_as_ogb_does(tmp_path, small_blocks):
     edges, x, y, splits = random_ogb(1)
     write_csv_ogb(tmp_path, "ogbn_products", "sales_ranking", edges, x, y, splits)
     dataset = convert_ogb("ogbn-products", tmp_path)
-    assert_converted(dataset, np.concatenate([edges.T, edges.T[::-1]], axis=1), x, y, splits)
+    interleaved = np.stack([edges.T, edges.T[::-1]], axis=2).reshape(2, -1)  # OGB's order
+    assert_converted(dataset, interleaved, x, y, splits)
 
 
 def test_papers100m_binary_layout(tmp_path, small_blocks):

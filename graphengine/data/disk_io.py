@@ -75,7 +75,10 @@ def advise(array, access: str) -> bool:
     mapping = _mapping(array)
     if mapping is None or _ADVICE[access] is None or not hasattr(mapping, "madvise"):
         return False
-    mapping.madvise(_ADVICE[access])
+    try:
+        mapping.madvise(_ADVICE[access])
+    except OSError:  # a hint the kernel refused
+        return False
     return True
 
 

@@ -9,19 +9,21 @@ valid,test}.csv.gz``. :func:`convert_ogb` turns them into graphengine's dataset 
 Nothing is held whole: the CSV files are read in blocks of :data:`BLOCK_BYTES`, parsed by
 NumPy; the CSC is built in two passes over the edges (in-degrees, then each edge written at its
 destination's next free slot of the memory-mapped ``indices.npy``), so memory holds the
-per-node counts and slots (about 32 bytes a node) and one block. The graph is the one OGB's
-loaders build: for ogbn-products its ``add_inverse_edge`` (each edge, then all edges
-reversed); arxiv and papers100M stay directed. Edges into a node keep that order. Unlabelled
-nodes (papers100M's NaN labels) get label -1.
+per-node counts, pointers and slots (about 24 bytes a node, and a per-block count of 8) and
+one block. The graph is the one OGB's loaders build: for ogbn-products its
+``add_inverse_edge`` (each edge followed by its reverse); arxiv and papers100M stay directed.
+Edges into a node keep that order. Unlabelled nodes (papers100M's NaN labels) get label -1.
 """
 
 from __future__ import annotations
 
+import contextlib
 import gzip
 import itertools
 import logging
 import warnings
 import zipfile
+import zlib
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -122,27 +124,27 @@ def convert_ogb(name: str, root: str | Path, progress: bool = False) -> GraphDat
 
 
 def _write_csc(source, num_nodes: int, add_inverse_edge: bool, out: Path, progress) -> int:
-    """The CSC of the source's edges (then, with ``add_inverse_edge``, all of them reversed,
-    as OGB appends them), in two passes over the edges: in-degrees, then each edge at its
-    destination's next free slot (reversed edges after all of a node's own)."""
-    own = np.zeros(num_nodes, dtype=np.int64)  # in-edges of each node, then reversed ones
-    reversed_ = np.zeros(num_nodes, dtype=np.int64)
+    """The CSC of the source's edges in two passes over them: in-degrees, then each edge at its
+    destination's next free slot. With ``add_inverse_edge``, each edge is followed by its
+    reverse, as OGB's ``read_csv_graph_raw`` interleaves them (``[e0, rev(e0), e1, ...]``)."""
+    degree = np.zeros(num_nodes, dtype=np.int64)
     for src, dst in source.edges(progress, "counting edges"):
         _ids(src, num_nodes, source.path)
         _ids(dst, num_nodes, source.path)
-        own += np.bincount(dst, minlength=num_nodes)
+        degree += np.bincount(dst, minlength=num_nodes)
         if add_inverse_edge:
-            reversed_ += np.bincount(src, minlength=num_nodes)
+            degree += np.bincount(src, minlength=num_nodes)
     indptr = np.zeros(num_nodes + 1, dtype=np.int64)
-    np.cumsum(own + reversed_, out=indptr[1:])
+    np.cumsum(degree, out=indptr[1:])
+    del degree
     num_edges = int(indptr[-1])
     dtype = np.int32 if num_nodes <= np.iinfo(np.int32).max else np.int64
     indices = np.lib.format.open_memmap(out / "indices.npy", "w+", dtype, (num_edges,))
-    free = {False: indptr[:-1].copy(), True: indptr[:-1] + own}  # each run's next slot
-    del own, reversed_
+    free = indptr[:-1].copy()  # each destination's next slot
     for src, dst in source.edges(progress, "writing edges"):
-        for reverse in (False, True) if add_inverse_edge else (False,):
-            _place(indices, free[reverse], dst if reverse else src, src if reverse else dst)
+        if add_inverse_edge:
+            src, dst = np.column_stack([src, dst]).ravel(), np.column_stack([dst, src]).ravel()
+        _place(indices, free, src, dst)
     indices.flush()
     del indices
     np.save(out / "indptr.npy", indptr)
@@ -217,13 +219,16 @@ class _BinarySource:
     def __init__(self, path: Path):
         self.path = path
 
-    def _member(self, key: str):
-        """The open ``key.npy`` member, its shape and dtype (after the header)."""
-        archive = zipfile.ZipFile(self.path)
+    def _member(self, key: str, stack: contextlib.ExitStack):
+        """The open ``key.npy`` member (closed with ``stack``), its shape and dtype (after the
+        header)."""
         try:
-            member = archive.open(f"{key}.npy")
+            archive = stack.enter_context(zipfile.ZipFile(self.path))
+            member = stack.enter_context(archive.open(f"{key}.npy"))
         except KeyError:
             raise ValueError(f"'{self.path}' has no array {key!r}") from None
+        except zipfile.BadZipFile as error:
+            raise ValueError(f"'{self.path}' is not a readable .npz archive ({error})") from None
         if np.lib.format.read_magic(member) == (1, 0):
             shape, fortran, dtype = np.lib.format.read_array_header_1_0(member)
         else:
@@ -233,30 +238,36 @@ class _BinarySource:
         return member, shape, dtype
 
     def num_nodes(self) -> int:
-        member, _, _ = self._member("num_nodes_list")
-        counts = np.frombuffer(member.read(), dtype=np.int64)
-        return int(counts.sum())
+        with contextlib.ExitStack() as stack:
+            member, shape, dtype = self._member("num_nodes_list", stack)
+            return int(_read(member, dtype, int(np.prod(shape)), self.path).sum())
 
     def edges(self, progress: bool, what: str) -> Iterator[tuple[np.ndarray, np.ndarray]]:
-        sources, shape, dtype = self._member("edge_index")
-        targets, _, _ = self._member("edge_index")
-        if len(shape) != 2 or shape[0] != 2:
-            raise ValueError(f"'{self.path}': edge_index must be [2, E] (got {shape})")
-        num_edges, step = shape[1], BLOCK_BYTES // dtype.itemsize
-        _skip(targets, num_edges * dtype.itemsize)
-        for start in tqdm(range(0, num_edges, step), desc=what, disable=not progress):
-            count = min(step, num_edges - start)
-            yield (_read(sources, dtype, count, self.path), _read(targets, dtype, count, self.path))
+        with contextlib.ExitStack() as stack:
+            sources, shape, dtype = self._member("edge_index", stack)
+            targets, _, _ = self._member("edge_index", stack)
+            if len(shape) != 2 or shape[0] != 2:
+                raise ValueError(f"'{self.path}': edge_index must be [2, E] (got {shape})")
+            num_edges, step = shape[1], BLOCK_BYTES // dtype.itemsize
+            _skip(targets, num_edges * dtype.itemsize, self.path)
+            for start in tqdm(range(0, num_edges, step), desc=what, disable=not progress):
+                count = min(step, num_edges - start)
+                yield (
+                    _read(sources, dtype, count, self.path),
+                    _read(targets, dtype, count, self.path),
+                )
 
     def write_features(self, path: Path, num_nodes: int) -> int:
-        member, shape, dtype = self._member("node_feat")
-        if len(shape) != 2 or shape[0] != num_nodes:
-            raise ValueError(f"'{self.path}': node_feat must be [{num_nodes}, F] (got {shape})")
-        rows_per_block = max(1, BLOCK_BYTES // (shape[1] * dtype.itemsize))
-        with NpyWriter(path, np.float32, shape) as out:
-            for start in range(0, num_nodes, rows_per_block):
-                count = min(rows_per_block, num_nodes - start) * shape[1]
-                out.write(_read(member, dtype, count, self.path).astype(np.float32).tobytes())
+        with contextlib.ExitStack() as stack:
+            member, shape, dtype = self._member("node_feat", stack)
+            if len(shape) != 2 or shape[0] != num_nodes:
+                raise ValueError(f"'{self.path}': node_feat must be [{num_nodes}, F] (got {shape})")
+            rows_per_block = max(1, BLOCK_BYTES // (shape[1] * dtype.itemsize))
+            with NpyWriter(path, np.float32, shape) as out:
+                for start in range(0, num_nodes, rows_per_block):
+                    count = min(rows_per_block, num_nodes - start) * shape[1]
+                    rows = _read(member, dtype, count, self.path)
+                    out.write(rows.astype(np.float32).tobytes())
         return shape[1]
 
 
@@ -267,11 +278,11 @@ def _read(stream, dtype: np.dtype, count: int, path: Path) -> np.ndarray:
     return np.frombuffer(data, dtype=dtype).astype(np.int64 if dtype.kind in "iu" else dtype)
 
 
-def _skip(stream, size: int) -> None:
+def _skip(stream, size: int, path: Path) -> None:
     while size > 0:
         data = stream.read(min(size, BLOCK_BYTES))
         if not data:
-            raise ValueError("an archive member is truncated")
+            raise ValueError(f"'{path}' is truncated")
         size -= len(data)
 
 
@@ -318,7 +329,7 @@ def csv_blocks(path: Path, dtype, columns: int | None) -> Iterator[np.ndarray]:
                     line += block.count(b"\n")
                 if not data:
                     return
-    except (OSError, EOFError) as error:
+    except (OSError, EOFError, zlib.error) as error:
         raise ValueError(f"'{path}' is corrupt or truncated ({error})") from None
 
 

@@ -64,7 +64,8 @@ def gat_block(conv: GATConv, x: torch.Tensor, block: Block) -> torch.Tensor:
     dropout = None
     if conv.training and conv.dropout > 0:
         slots = block.edge_index.shape[1] + (num_dst if conv.add_self_loops else 0)
-        dropout = F.dropout(torch.ones(slots, heads, device=x.device), conv.dropout)
+        kept = torch.ones(slots, heads, dtype=torch.float32, device=x.device)
+        dropout = F.dropout(kept, conv.dropout)
     out = _Attention.apply(
         h.contiguous(),
         conv.att_src.view(heads, channels).float(),

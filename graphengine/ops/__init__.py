@@ -207,8 +207,10 @@ def prefetch_rows(
     cover, adjacent rows merged), so that a gather that follows finds them in the page cache
     instead of waiting for one read per fault. Rows with ``slot_of[id] >= 0`` (cached
     elsewhere) and ids out of range are skipped. A hint: returns how many ranges were advised,
-    0 without the extension. ``index`` int32 or int64 ``[n]``."""
-    if not _use_extension(None) or src.device.type != "cpu":
+    0 where nothing is advised (no extension or the ``"torch"`` backend, or ``src`` or
+    ``index`` not on the CPU). ``index`` int32 or int64 ``[n]``."""
+    on_cpu = src.device.type == "cpu" and index.device.type == "cpu"
+    if not on_cpu or get_backend() == "torch" or not build_extension():
         return 0
     return int(torch.ops.graphengine.prefetch_rows(src, index.contiguous(), slot_of))
 
