@@ -64,7 +64,9 @@ class RowCache:
         if scores.shape != (num_rows,):
             raise ValueError(f"'ranking' must have shape ({num_rows},) (got {tuple(scores.shape)})")
         hottest = torch.sort(scores, descending=True, stable=True).indices[:rows]
-        hottest = hottest.sort().values  # read in file order: a memory-mapped table on disk
+        # In file order, the reads queued at once: a memory-mapped table may be on disk.
+        hottest = hottest.sort().values
+        ops.prefetch_rows(table, hottest)
         slot_of = torch.full((num_rows,), -1, dtype=torch.int32)
         slot_of[hottest] = torch.arange(rows, dtype=torch.int32)
         device = torch.device(device)
