@@ -106,17 +106,55 @@ def write_papers(spec: PapersSpec, path: str | Path, progress: bool = False) -> 
     rng = np.random.default_rng([spec.seed, 2**32])  # the per-node draws; chunks use [seed, k]
     class_weight = 1.0 / np.arange(1, c + 1) ** 0.7
     y = rng.choice(c, size=n, p=class_weight / class_weight.sum()).astype(np.int16)
-    weight = np.exp(rng.normal(0.0, spec.degree_sigma, size=n)).astype(np.float32)
+    tables = _node_tables(rng, spec, y)
+    centroid = rng.normal(size=(c, spec.num_features)).astype(np.float32)
+    _write_graph_and_features(spec, path, tables, centroid, progress)
+    del tables  # the splits below need the memory
+
+    order = rng.permutation(n)
+    bounds = np.cumsum(
+        [int(n * f) for f in (spec.train_fraction, spec.val_fraction, spec.test_fraction)]
+    )
+    splits = {
+        "train_idx": np.sort(order[: bounds[0]]),
+        "val_idx": np.sort(order[bounds[0] : bounds[1]]),
+        "test_idx": np.sort(order[bounds[1] : bounds[2]]),
+    }
+    arrays = {"y": y.astype(np.int64), **splits}
+    for key, array in arrays.items():
+        np.save(path / f"{key}.npy", array)
+    listing = {key: [str(a.dtype), list(a.shape)] for key, a in arrays.items()}
+    listing["x"] = ["float32", [n, spec.num_features]]
+    (path / _SPEC_FILE).write_text(json.dumps(asdict(spec), indent=2) + "\n")
+    write_manifest(
+        path / "dataset.json",
+        FORMAT,
+        FORMAT_VERSION,
+        {"name": "synthetic-papers", "num_classes": c, "arrays": listing},
+    )
+    return GraphDataset.load(path)
+
+
+def _node_tables(rng, spec: PapersSpec, y: np.ndarray) -> _NodeTables:
+    """Each node's weight (log-normal, mean 1), drawn from ``rng``, and the tables the edge
+    draws search."""
+    weight = np.exp(rng.normal(0.0, spec.degree_sigma, size=y.shape[0])).astype(np.float32)
     weight *= np.float32(1.0 / weight.mean())
-    by_class = np.argsort(y, kind="stable").astype(np.int64)
+    by_class = np.argsort(y, kind="stable")
     cum_weight = np.cumsum(weight[by_class], dtype=np.float64)
-    class_end = np.searchsorted(y[by_class], np.arange(c + 1), side="left")
+    class_end = np.searchsorted(y[by_class], np.arange(spec.num_classes + 1), side="left")
     class_lo = np.where(class_end[:-1] > 0, cum_weight[class_end[:-1] - 1], 0.0)
     class_hi = cum_weight[np.maximum(class_end[1:] - 1, 0)]
-    centroid = rng.normal(size=(c, spec.num_features)).astype(np.float32)
-    index_dtype = np.dtype(np.int32 if n <= np.iinfo(np.int32).max else np.int64)
+    return _NodeTables(y, weight, by_class, cum_weight, class_lo, class_hi)
 
-    tables = _NodeTables(y, weight, by_class, cum_weight, class_lo, class_hi)
+
+def _write_graph_and_features(
+    spec: PapersSpec, path: Path, tables: _NodeTables, centroid: np.ndarray, progress: bool
+) -> None:
+    """Draw the chunks on a thread pool and write them in order: ``x.npy`` and the graph
+    (``graph/``)."""
+    n, y = spec.num_nodes, tables.y
+    index_dtype = np.dtype(np.int32 if n <= np.iinfo(np.int32).max else np.int64)
 
     def chunk(k: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """Chunk ``k``'s in-degrees, sources (``index_dtype``) and features, from its seed."""
@@ -172,29 +210,6 @@ def write_papers(spec: PapersSpec, path: str | Path, progress: bool = False) -> 
             "arrays": {"indptr": "int64", "indices": str(index_dtype)},
         },
     )
-
-    order = rng.permutation(n)
-    bounds = np.cumsum(
-        [int(n * f) for f in (spec.train_fraction, spec.val_fraction, spec.test_fraction)]
-    )
-    splits = {
-        "train_idx": np.sort(order[: bounds[0]]),
-        "val_idx": np.sort(order[bounds[0] : bounds[1]]),
-        "test_idx": np.sort(order[bounds[1] : bounds[2]]),
-    }
-    arrays = {"y": y.astype(np.int64), **splits}
-    for key, array in arrays.items():
-        np.save(path / f"{key}.npy", array)
-    listing = {key: [str(a.dtype), list(a.shape)] for key, a in arrays.items()}
-    listing["x"] = ["float32", [n, spec.num_features]]
-    (path / _SPEC_FILE).write_text(json.dumps(asdict(spec), indent=2) + "\n")
-    write_manifest(
-        path / "dataset.json",
-        FORMAT,
-        FORMAT_VERSION,
-        {"name": "synthetic-papers", "num_classes": c, "arrays": listing},
-    )
-    return GraphDataset.load(path)
 
 
 @dataclass(frozen=True)
