@@ -632,7 +632,8 @@ def _out_of_core_args(parser: argparse.ArgumentParser) -> None:
         "--access",
         choices=ACCESS,
         help="tell the kernel how the memory-mapped features and graph are read: random "
-        "turns off read-ahead (each fault reads a page, not 128 KiB around it)",
+        "turns off read-ahead (a fault reads its page, not 128 KiB around it) and reads each "
+        "batch's feature rows at once; for a store larger than memory",
     )
 
 
@@ -1137,11 +1138,12 @@ def _reorder(args) -> int:
 
 
 def _report_store(name: str, path: Path, dataset, seconds: float) -> None:
-    """The table and JSON line of ``generate`` and ``convert``."""
+    """The table and JSON line of ``generate``, ``convert`` and ``reorder`` (the peak
+    resident memory counts the store's pages its final check mapped)."""
     from graphengine.bench.report import print_report
 
     size = sum(f.stat().st_size for f in path.rglob("*") if f.is_file())
-    peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 2**20
+    peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024 / 1e9  # KiB on Linux
     rows = [[name, str(path), f"{size / 1e9:.2f}", f"{seconds:.1f}", f"{peak:.2f}"]]
     summary = {"dataset": name, "path": str(path), "bytes": size, "seconds": seconds}
     summary |= {"peak_rss_gb": peak, "repr": repr(dataset)}
