@@ -405,6 +405,21 @@ def _index_dtype(num_nodes: int) -> type:
     return np.int32 if num_nodes <= _INT32_MAX else np.int64
 
 
+def write_graph_manifest(path: Path, num_nodes: int, num_edges: int, indices_dtype) -> None:
+    """``graph.json`` for ``indptr.npy`` (int64) and ``indices.npy`` written into ``path`` by a
+    streaming writer (a generator, a converter): last, as it marks the graph complete."""
+    write_manifest(
+        path / _MANIFEST,
+        FORMAT,
+        FORMAT_VERSION,
+        {
+            "num_nodes": num_nodes,
+            "num_edges": num_edges,
+            "arrays": {"indptr": "int64", "indices": np.dtype(indices_dtype).name},
+        },
+    )
+
+
 def _check_edge_ids(edge_ids: np.ndarray, num_edges: int) -> None:
     if not isinstance(edge_ids, np.ndarray) or edge_ids.dtype != np.int64 or edge_ids.ndim != 1:
         got = (

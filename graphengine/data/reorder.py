@@ -21,10 +21,9 @@ from pathlib import Path
 import numpy as np
 from tqdm import tqdm
 
-from graphengine.data.format import NpyWriter, write_manifest
-from graphengine.data.graph_store import FORMAT as GRAPH_FORMAT
-from graphengine.data.graph_store import FORMAT_VERSION as GRAPH_FORMAT_VERSION
-from graphengine.datasets.dataset import FORMAT, FORMAT_VERSION, GraphDataset
+from graphengine.data.format import NpyWriter
+from graphengine.data.graph_store import write_graph_manifest
+from graphengine.datasets.dataset import GraphDataset, write_dataset_manifest
 
 ORDERS = ("degree",)
 ORDER_FILE = "order.npy"
@@ -75,16 +74,7 @@ def reorder_dataset(
             edges.write(neighbors.astype(graph.indices.dtype).tobytes())
             features.write(np.ascontiguousarray(x[old]).tobytes())
     np.save(out / "graph" / "indptr.npy", indptr)
-    write_manifest(
-        out / "graph" / "graph.json",
-        GRAPH_FORMAT,
-        GRAPH_FORMAT_VERSION,
-        {
-            "num_nodes": n,
-            "num_edges": graph.num_edges,
-            "arrays": {"indptr": "int64", "indices": graph.indices.dtype.name},
-        },
-    )
+    write_graph_manifest(out / "graph", n, graph.num_edges, graph.indices.dtype)
     arrays = {
         "y": np.asarray(dataset.y)[new_to_old],
         **{
@@ -92,17 +82,14 @@ def reorder_dataset(
             for split in ("train", "val", "test")
         },
     }
-    for key, array in arrays.items():
-        np.save(out / f"{key}.npy", array)
     np.save(out / ORDER_FILE, new_to_old)
-    listing = {key: [str(a.dtype), list(a.shape)] for key, a in arrays.items()}
-    listing["x"] = [x.dtype.name, list(x.shape)]
-    fields = {"name": f"{dataset.name}-{order}", "num_classes": dataset.num_classes}
-    write_manifest(
-        out / "dataset.json",
-        FORMAT,
-        FORMAT_VERSION,
-        {**fields, "order": {"policy": order, "file": ORDER_FILE}, "arrays": listing},
+    write_dataset_manifest(
+        out,
+        f"{dataset.name}-{order}",
+        dataset.num_classes,
+        arrays,
+        (x.dtype.name, list(x.shape)),
+        order={"policy": order, "file": ORDER_FILE},
     )
     return GraphDataset.load(out)
 

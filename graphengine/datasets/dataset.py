@@ -12,7 +12,7 @@ from torch_geometric.data import Data
 
 from graphengine.data.disk_io import advise
 from graphengine.data.feature_store import FeatureStore
-from graphengine.data.format import load_arrays, save_arrays
+from graphengine.data.format import load_arrays, save_arrays, write_manifest
 from graphengine.data.graph_store import Graph
 from samplers import check_node_ids
 
@@ -156,3 +156,22 @@ class GraphDataset:
             "val_idx": self.val_idx,
             "test_idx": self.test_idx,
         }
+
+
+def write_dataset_manifest(
+    path: Path,
+    name: str,
+    num_classes: int,
+    arrays: dict[str, np.ndarray],
+    x_listing: tuple[str, list[int]],
+    **fields,
+) -> None:
+    """Save ``arrays`` (``y`` and the splits) as ``.npy`` files in ``path`` beside an ``x.npy``
+    (and ``graph/``) a streaming writer made, whose dtype and shape are ``x_listing``; then
+    ``dataset.json`` with ``fields``, last, as it marks the dataset complete."""
+    for key, array in arrays.items():
+        np.save(path / f"{key}.npy", array)
+    listing = {key: [str(a.dtype), list(a.shape)] for key, a in arrays.items()}
+    listing["x"] = [x_listing[0], list(x_listing[1])]
+    fields = {"name": name, "num_classes": num_classes, **fields, "arrays": listing}
+    write_manifest(path / _MANIFEST, FORMAT, FORMAT_VERSION, fields)

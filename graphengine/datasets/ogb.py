@@ -31,10 +31,9 @@ from pathlib import Path
 import numpy as np
 from tqdm import tqdm
 
-from graphengine.data.format import NpyWriter, write_manifest
-from graphengine.data.graph_store import FORMAT as GRAPH_FORMAT
-from graphengine.data.graph_store import FORMAT_VERSION as GRAPH_FORMAT_VERSION
-from graphengine.datasets.dataset import FORMAT, FORMAT_VERSION, GraphDataset
+from graphengine.data.format import NpyWriter
+from graphengine.data.graph_store import write_graph_manifest
+from graphengine.datasets.dataset import GraphDataset, write_dataset_manifest
 
 log = logging.getLogger(__name__)
 
@@ -109,16 +108,8 @@ def convert_ogb(name: str, root: str | Path, progress: bool = False) -> GraphDat
         key: _ids(read_csv(path, np.int64, 1)[:, 0], num_nodes, path)
         for key, path in zip(("train_idx", "val_idx", "test_idx"), files[-3:], strict=True)
     }
-    arrays = {"y": labels, **splits}
-    for key, array in arrays.items():
-        np.save(out / f"{key}.npy", array)
-    listing = {key: [str(a.dtype), list(a.shape)] for key, a in arrays.items()}
-    listing["x"] = ["float32", [num_nodes, num_features]]
-    write_manifest(
-        out / "dataset.json",
-        FORMAT,
-        FORMAT_VERSION,
-        {"name": name, "num_classes": info.num_classes, "arrays": listing},
+    write_dataset_manifest(
+        out, name, info.num_classes, {"y": labels, **splits}, ("float32", [num_nodes, num_features])
     )
     return GraphDataset.load(out)
 
@@ -148,16 +139,7 @@ def _write_csc(source, num_nodes: int, add_inverse_edge: bool, out: Path, progre
     indices.flush()
     del indices
     np.save(out / "indptr.npy", indptr)
-    write_manifest(
-        out / "graph.json",
-        GRAPH_FORMAT,
-        GRAPH_FORMAT_VERSION,
-        {
-            "num_nodes": num_nodes,
-            "num_edges": num_edges,
-            "arrays": {"indptr": "int64", "indices": np.dtype(dtype).name},
-        },
-    )
+    write_graph_manifest(out, num_nodes, num_edges, dtype)
     return num_edges
 
 

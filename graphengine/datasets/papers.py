@@ -31,10 +31,9 @@ from pathlib import Path
 import numpy as np
 from tqdm import tqdm
 
-from graphengine.data.format import NpyWriter, write_manifest
-from graphengine.data.graph_store import FORMAT as GRAPH_FORMAT
-from graphengine.data.graph_store import FORMAT_VERSION as GRAPH_FORMAT_VERSION
-from graphengine.datasets.dataset import FORMAT, FORMAT_VERSION, GraphDataset
+from graphengine.data.format import NpyWriter
+from graphengine.data.graph_store import write_graph_manifest
+from graphengine.datasets.dataset import GraphDataset, write_dataset_manifest
 from graphengine.datasets.synthetic import _draw
 
 log = logging.getLogger(__name__)
@@ -120,17 +119,13 @@ def write_papers(spec: PapersSpec, path: str | Path, progress: bool = False) -> 
         "val_idx": np.sort(order[bounds[0] : bounds[1]]),
         "test_idx": np.sort(order[bounds[1] : bounds[2]]),
     }
-    arrays = {"y": y.astype(np.int64), **splits}
-    for key, array in arrays.items():
-        np.save(path / f"{key}.npy", array)
-    listing = {key: [str(a.dtype), list(a.shape)] for key, a in arrays.items()}
-    listing["x"] = ["float32", [n, spec.num_features]]
     (path / _SPEC_FILE).write_text(json.dumps(asdict(spec), indent=2) + "\n")
-    write_manifest(
-        path / "dataset.json",
-        FORMAT,
-        FORMAT_VERSION,
-        {"name": "synthetic-papers", "num_classes": c, "arrays": listing},
+    write_dataset_manifest(
+        path,
+        "synthetic-papers",
+        c,
+        {"y": y.astype(np.int64), **splits},
+        ("float32", [n, spec.num_features]),
     )
     return GraphDataset.load(path)
 
@@ -200,16 +195,7 @@ def _write_graph_and_features(
         shutil.copyfileobj(source, target, 2**22)
     raw_indices.unlink()
     np.save(path / "graph" / "indptr.npy", indptr)
-    write_manifest(
-        path / "graph" / "graph.json",
-        GRAPH_FORMAT,
-        GRAPH_FORMAT_VERSION,
-        {
-            "num_nodes": n,
-            "num_edges": num_edges,
-            "arrays": {"indptr": "int64", "indices": str(index_dtype)},
-        },
-    )
+    write_graph_manifest(path / "graph", n, num_edges, index_dtype)
 
 
 @dataclass(frozen=True)
