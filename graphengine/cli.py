@@ -122,6 +122,7 @@ def _join_negative_values(argv: list[str]) -> list[str]:
     return out
 
 
+ROOT_HELP = "data root (default: $GRAPHENGINE_DATA or datasets/)"
 FANOUTS_HELP = (
     "neighbors sampled per hop, comma-separated, first hop (the seeds' neighbors) first; "
     "-1 takes all neighbors; one hop per model layer (e.g. 15,10,5 or -1,-1)"
@@ -335,7 +336,7 @@ def _parser() -> argparse.ArgumentParser:
         formatter_class=_Formatter,
     )
     generate.add_argument("dataset", help="a synthetic catalog name")
-    generate.add_argument("--root", help="data root (default: $GRAPHENGINE_DATA or datasets/)")
+    generate.add_argument("--root", help=ROOT_HELP)
     generate.add_argument("--scale", type=_papers_scale, help="synthetic-papers: 2^S nodes")
     generate.set_defaults(run=_generate)
 
@@ -348,7 +349,7 @@ def _parser() -> argparse.ArgumentParser:
         formatter_class=_Formatter,
     )
     convert.add_argument("dataset", choices=sorted(OGB), help="the OGB dataset")
-    convert.add_argument("--root", help="data root (default: $GRAPHENGINE_DATA or datasets/)")
+    convert.add_argument("--root", help=ROOT_HELP)
     convert.add_argument("--force", action="store_true", help="convert again over a store")
     convert.set_defaults(run=_convert)
 
@@ -372,7 +373,7 @@ def _parser() -> argparse.ArgumentParser:
         help="list the catalog, what is on disk and the .npz files in the root",
         formatter_class=_Formatter,
     )
-    datasets.add_argument("--root", help="data root (default: $GRAPHENGINE_DATA or datasets/)")
+    datasets.add_argument("--root", help=ROOT_HELP)
     datasets.set_defaults(run=_datasets)
 
     bench = commands.add_parser(
@@ -612,7 +613,7 @@ def _dataset_args(parser: argparse.ArgumentParser, default: str = "synthetic-sma
         default=default,
         help=f"a catalog name ({', '.join(CATALOG)}) or the path of a gnn-benchmark .npz file",
     )
-    parser.add_argument("--root", help="data root (default: $GRAPHENGINE_DATA or datasets/)")
+    parser.add_argument("--root", help=ROOT_HELP)
     parser.add_argument(
         "--scale",
         type=_papers_scale,

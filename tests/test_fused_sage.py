@@ -9,6 +9,7 @@ from graphengine import NeighborLoader
 from graphengine.datasets import SyntheticSpec, generate
 from graphengine.nn.blocks import Block, block_conv, block_forward, to_blocks
 from graphengine.nn.fused_sage import FusedSageMean, _MeanAdjacency, fuses, sage_mean
+from tests.autograd_checks import assert_same_outputs_and_grads
 
 
 def random_block(num_src=40, num_dst=12, num_edges=90, seed=0) -> Block:
@@ -43,18 +44,18 @@ def test_equals_pyg_sageconv_on_the_block(bias, relu):
     conv = SAGEConv(6, 4, bias=bias)
     assert fuses(conv)
     x = torch.randn(block.num_src, 6, requires_grad=True)
-    expected = block_conv(conv, x, block)
-    expected = expected.relu() if relu else expected
-    expected.square().sum().backward()
-    expected_grads = [x.grad.clone()] + [p.grad.clone() for p in conv.parameters()]
-    x.grad = None
-    conv.zero_grad()
-    got = sage_mean(conv, x, block, relu=relu)
-    got.square().sum().backward()
-    assert torch.allclose(got, expected, atol=1e-6)
-    grads = [x.grad] + [p.grad for p in conv.parameters()]
-    for grad, expected_grad in zip(grads, expected_grads, strict=True):
-        assert torch.allclose(grad, expected_grad, atol=1e-5)
+
+    def pyg():
+        out = block_conv(conv, x, block)
+        return out.relu() if relu else out
+
+    assert_same_outputs_and_grads(
+        lambda: sage_mean(conv, x, block, relu=relu),
+        pyg,
+        [x, *conv.parameters()],
+        atol=1e-6,
+        grad_atol=1e-5,
+    )
 
 
 def test_layers_it_cannot_compute_run_as_pyg_does():

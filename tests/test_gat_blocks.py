@@ -11,6 +11,7 @@ from graphengine import NeighborLoader, ops
 from graphengine.datasets import SyntheticSpec, generate
 from graphengine.nn.blocks import Block, block_conv, block_forward, to_blocks
 from graphengine.nn.gat_blocks import _Attention, fuses_gat, gat_block
+from tests.autograd_checks import assert_same_outputs_and_grads
 
 pytestmark = pytest.mark.skipif(
     not ops.build_extension(), reason="graphengine's C++ extension is not built"
@@ -28,15 +29,6 @@ def random_block(num_src=40, num_dst=12, num_edges=120, seed=0) -> Block:
     return to_blocks(edge_index, [num_dst, num_src - num_dst], [num_edges])[0]
 
 
-def outputs_and_grads(run, conv, x):
-    torch.manual_seed(3)
-    weights = torch.randn(1_000)
-    out = run()
-    loss = (out * weights[: out.numel()].view_as(out)).sum()
-    grads = torch.autograd.grad(loss, [x, *conv.parameters()])
-    return out, grads
-
-
 @pytest.mark.parametrize("concat", [True, False], ids=["concat", "mean"])
 @pytest.mark.parametrize("self_loops", [True, False], ids=["loops", "no-loops"])
 @pytest.mark.parametrize(
@@ -48,12 +40,13 @@ def test_equals_pyg_gatconv_on_the_block(concat, self_loops, extra):
     conv = GATConv(6, 5, heads=3, concat=concat, add_self_loops=self_loops, **extra)
     x = torch.randn(block.num_src, 6, requires_grad=True)
     assert fuses_gat(conv, x)
-    expected, expected_grads = outputs_and_grads(lambda: block_conv(conv, x, block), conv, x)
-    got, grads = outputs_and_grads(lambda: gat_block(conv, x, block), conv, x)
-    assert got.shape == expected.shape
-    assert torch.allclose(got, expected, atol=1e-6)
-    for grad, expected_grad in zip(grads, expected_grads, strict=True):
-        assert torch.allclose(grad, expected_grad, atol=1e-5)
+    assert_same_outputs_and_grads(
+        lambda: gat_block(conv, x, block),
+        lambda: block_conv(conv, x, block),
+        [x, *conv.parameters()],
+        atol=1e-6,
+        grad_atol=1e-5,
+    )
 
 
 def test_attention_dropout_against_brute_force_with_the_same_masks():

@@ -9,6 +9,7 @@ from torch_geometric.nn import GCN, GCNConv
 from graphengine import NeighborLoader
 from graphengine.nn.blocks import block_forward, to_blocks
 from graphengine.nn.gcn_blocks import batch_degree_scale, fuses_gcn
+from tests.autograd_checks import assert_same_outputs_and_grads
 
 
 def graph_with_self_loops(num_nodes=2000, num_edges=20_000, channels=24) -> Data:
@@ -36,18 +37,14 @@ def test_gcn_on_blocks_equals_pyg_on_the_whole_batch(fanouts, batch_size, sizes)
     torch.manual_seed(0)
     model = GCN(*sizes)
     x = batch.x.clone().requires_grad_()
-    expected = model(x, batch.edge_index)[:batch_size]
-    expected.square().sum().backward()
-    expected_grads = [x.grad.clone()] + [p.grad.clone() for p in model.parameters()]
-    x.grad = None
-    model.zero_grad()
     blocks = to_blocks(batch.edge_index, batch.num_sampled_nodes, batch.num_sampled_edges)
-    got = block_forward(model, x, blocks)
-    got.square().sum().backward()
-    assert torch.allclose(got, expected, atol=1e-5)
-    grads = [x.grad] + [p.grad for p in model.parameters()]
-    for grad, expected_grad in zip(grads, expected_grads, strict=True):
-        assert torch.allclose(grad, expected_grad, atol=1e-4)
+    assert_same_outputs_and_grads(
+        lambda: block_forward(model, x, blocks),
+        lambda: model(x, batch.edge_index)[:batch_size],
+        [x, *model.parameters()],
+        atol=1e-5,
+        grad_atol=1e-4,
+    )
 
 
 def test_degree_scale_counts_batch_in_edges_without_self_loops():
