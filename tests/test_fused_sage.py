@@ -8,7 +8,7 @@ from torch_geometric.nn import GraphSAGE, SAGEConv
 from graphengine import NeighborLoader
 from graphengine.datasets import SyntheticSpec, generate
 from graphengine.nn.blocks import Block, block_conv, block_forward, to_blocks
-from graphengine.nn.fused_sage import FusedSageMean, _MeanAdjacency, fuses, sage_mean
+from graphengine.nn.fused_sage import FusedSageMean, fuses, mean_adjacency, sage_mean
 from tests.autograd_checks import assert_same_outputs_and_grads
 
 
@@ -29,7 +29,7 @@ def test_gradients_match_finite_differences():
     bias = torch.randn(3, dtype=torch.float64, requires_grad=True)
     weight_r = torch.randn(3, 5, dtype=torch.float64, requires_grad=True)
     for relu in (False, True):
-        adjacency = _MeanAdjacency(block, torch.float64)
+        adjacency = mean_adjacency(block, torch.float64)
         assert torch.autograd.gradcheck(
             lambda *args, a=adjacency, r=relu: FusedSageMean.apply(*args, a, r),
             (x, weight_l, bias, weight_r),

@@ -15,7 +15,6 @@ batch 1024): a training step took 2.0 s trimmed, 0.58 s bipartite on ``edge_inde
 
 from __future__ import annotations
 
-import warnings
 from collections.abc import Sequence
 from dataclasses import dataclass
 
@@ -26,10 +25,6 @@ from torch_geometric.nn.models.basic_gnn import BasicGNN
 from graphengine.nn.fused_sage import fuses, sage_mean
 from graphengine.nn.gat_blocks import fuses_gat, gat_block
 from graphengine.nn.gcn_blocks import batch_degree_scale, fuses_gcn, gcn_block
-
-# torch warns once per process that sparse CSR tensors are "in beta"; its CPU sparse.mm with a
-# reduction has been stable since 2.0 (PyG silences torch's scatter_reduce beta warning alike).
-warnings.filterwarnings("ignore", message="Sparse CSR tensor support is in beta")
 
 # Layers that take ``(x_src, x_dst)`` pairs, computing outputs for the destinations only.
 _BIPARTITE_CONVS = (SAGEConv, GINConv, GATConv, GATv2Conv)

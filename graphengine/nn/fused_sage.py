@@ -12,9 +12,9 @@ as long as the step's matrix products.
 into the neighbor product's output (``addmm_``, no sum pass), ReLU is applied in place, and
 the backward adds the root term's input gradient into the first rows of the aggregation's
 (no zero-filled slice gradient), the aggregation's transpose running as a weighted CSR
-product over the block's edges grouped by source. The weights are the PyG layer's own, so
-the results are those of PyG's ``SAGEConv`` (up to float rounding) and PyG's optimizers,
-checkpoints and DDP see nothing different.
+product over the block's edges grouped by source (:mod:`graphengine.nn.aggregation`). The
+weights are the PyG layer's own, so the results are those of PyG's ``SAGEConv`` (up to float
+rounding) and PyG's optimizers, checkpoints and DDP see nothing different.
 """
 
 from __future__ import annotations
@@ -23,6 +23,8 @@ from typing import TYPE_CHECKING
 
 import torch
 from torch_geometric.nn import SAGEConv
+
+from graphengine.nn.aggregation import CsrAdjacency, weighted_sum
 
 if TYPE_CHECKING:  # blocks.py runs these layers
     from graphengine.nn.blocks import Block
@@ -57,59 +59,28 @@ def sage_mean(conv: SAGEConv, x: torch.Tensor, block: Block, relu: bool = False)
         x = x.to(dtype)
         weights = tuple(w.to(dtype) if w is not None else None for w in weights)
         with torch.autocast(device, enabled=False):
-            return FusedSageMean.apply(x, *weights, _MeanAdjacency(block, dtype), relu)
-    return FusedSageMean.apply(x, *weights, _MeanAdjacency(block, x.dtype), relu)
+            return FusedSageMean.apply(x, *weights, mean_adjacency(block, dtype), relu)
+    return FusedSageMean.apply(x, *weights, mean_adjacency(block, x.dtype), relu)
 
 
-class _MeanAdjacency:
-    """A block's mean aggregation as CSR products: ``forward`` ``[num_dst, num_src]`` with
-    values ``1 / in-degree``, and its transpose (:meth:`transposed`, built by the backward)."""
-
-    def __init__(self, block: Block, dtype: torch.dtype):
-        self.block = block
-        degree = block.rowptr[1:] - block.rowptr[:-1]
-        self.scale = (1.0 / degree.clamp(min=1).to(dtype)).repeat_interleave(
-            degree, output_size=block.edge_index.shape[1]
-        )
-        self.forward = torch.sparse_csr_tensor(
-            block.rowptr,
-            block.edge_index[0],
-            self.scale,
-            size=(block.num_dst, block.num_src),
-            check_invariants=False,  # to_blocks checked them
-        )
-
-    def transposed(self) -> torch.Tensor:
-        """``[num_src, num_dst]``: the edges grouped by source (a stable sort)."""
-        block = self.block
-        source, target = block.edge_index
-        order = torch.argsort(source, stable=True)
-        rowptr = torch.zeros(block.num_src + 1, dtype=torch.int64, device=source.device)
-        torch.cumsum(torch.bincount(source, minlength=block.num_src), 0, out=rowptr[1:])
-        return torch.sparse_csr_tensor(
-            rowptr,
-            target[order],
-            self.scale[order],
-            size=(block.num_src, block.num_dst),
-            check_invariants=False,
-        )
-
-
-def weighted_sum(adjacency: torch.Tensor, x: torch.Tensor) -> torch.Tensor:
-    """``adjacency @ x`` for a sparse CSR ``adjacency`` (a weighted sum per row): torch's
-    parallel CSR kernel on the CPU (differentiable)."""
-    if x.device.type == "cpu":
-        return torch.sparse.mm(adjacency, x, "sum")
-    return torch.sparse.mm(adjacency, x)
+def mean_adjacency(block: Block, dtype: torch.dtype) -> CsrAdjacency:
+    """The block's mean aggregation, ``[num_dst, num_src]`` with values ``1 / in-degree``
+    (float64 for float64 inputs, else float32)."""
+    degree = block.rowptr[1:] - block.rowptr[:-1]
+    value_dtype = torch.float64 if dtype == torch.float64 else torch.float32
+    scale = (1.0 / degree.clamp(min=1).to(value_dtype)).repeat_interleave(
+        degree, output_size=block.edge_index.shape[1]
+    )
+    return CsrAdjacency(block.rowptr, block.edge_index[0], scale, block.num_src)
 
 
 class FusedSageMean(torch.autograd.Function):
     """``relu?(mean(x_src) @ W_l^T + b + x_dst @ W_r^T)``: see the module docstring."""
 
     @staticmethod
-    def forward(ctx, x, weight_l, bias, weight_r, adjacency: _MeanAdjacency, relu: bool):
-        num_dst = adjacency.block.num_dst
-        aggregated = weighted_sum(adjacency.forward, x)
+    def forward(ctx, x, weight_l, bias, weight_r, adjacency: CsrAdjacency, relu: bool):
+        num_dst = adjacency.num_rows
+        aggregated = weighted_sum(adjacency, x)
         if bias is not None:
             out = torch.addmm(bias, aggregated, weight_l.t())
         else:
@@ -126,7 +97,7 @@ class FusedSageMean(torch.autograd.Function):
     @staticmethod
     def backward(ctx, grad):
         x, aggregated, weight_l, weight_r, out = ctx.saved_tensors
-        num_dst = ctx.adjacency.block.num_dst
+        num_dst = ctx.adjacency.num_rows
         if ctx.relu:
             grad = torch.ops.aten.threshold_backward(grad, out, 0)
         x_dst = x[:num_dst]
@@ -139,6 +110,6 @@ class FusedSageMean(torch.autograd.Function):
         if needs[3]:
             grad_weight_r = grad.t() @ x_dst
         if needs[0]:
-            grad_x = weighted_sum(ctx.adjacency.transposed(), grad @ weight_l)
+            grad_x = weighted_sum(ctx.adjacency.transposed, grad @ weight_l)
             grad_x[:num_dst].addmm_(grad, weight_r)
         return grad_x, grad_weight_l, grad_bias, grad_weight_r, None, None

@@ -100,6 +100,7 @@ def _compile(verbose: bool) -> str | None:
         csrc / "cpu" / "host_cache.cpp",
         csrc / "cpu" / "thread_budget.cpp",
         csrc / "cpu" / "gat_kernel.cpp",
+        csrc / "cpu" / "csr_kernel.cpp",
         csrc / "cpu" / "disk_prefetch.cpp",
     ]
     if with_cuda():
@@ -151,6 +152,9 @@ def _register_fakes() -> None:
     def fake_attention_backward(grad_out, h, att_src, att_dst, *rest):
         return torch.empty_like(h), torch.empty_like(att_src), torch.empty_like(att_dst)
 
+    def fake_csr_sum(rowptr, col, value, x):
+        return x.new_empty((rowptr.shape[0] - 1, x.shape[1]))
+
     def fake_prefetch(src, index, slot_of=None):
         return 0
 
@@ -158,4 +162,5 @@ def _register_fakes() -> None:
     torch.library.register_fake("graphengine::gather_rows", fake_gather)
     torch.library.register_fake("graphengine::cached_gather", fake_cached)
     torch.library.register_fake("graphengine::gat_attention", fake_attention)
+    torch.library.register_fake("graphengine::csr_sum", fake_csr_sum)
     torch.library.register_fake("graphengine::gat_attention_backward", fake_attention_backward)

@@ -1,0 +1,109 @@
+"""A block's aggregations as weighted CSR products, on the extension's CPU kernel.
+
+``weighted_sum(adjacency, x)`` is ``adjacency @ x`` for a weighted adjacency in CSR: the mean
+of GraphSAGE (values ``1 / in-degree``) and GCN's normalized sum. On the CPU it runs the
+extension's ``csr_sum`` (``csrc/cpu/csr_kernel.cpp``): rows summed in float32 whatever
+``x``'s dtype, sources prefetched. Measured here on a GraphSAGE batch's first layer
+(109k destinations, 545k edges, 100 features, 2 threads) it takes 18 ms in float32 and 15
+ms in bfloat16 against torch's ``sparse.mm`` 36-41 ms and 38-47 ms. Elsewhere (float64, CUDA,
+the ``"torch"`` backend, no extension) it is ``torch.sparse.mm``.
+"""
+
+from __future__ import annotations
+
+import warnings
+from dataclasses import dataclass
+from functools import cached_property
+
+import torch
+
+from graphengine import ops
+
+# torch warns once per process that sparse CSR tensors are "in beta"; its CPU sparse.mm with a
+# reduction has been stable since 2.0 (PyG silences torch's scatter_reduce beta warning alike).
+warnings.filterwarnings("ignore", message="Sparse CSR tensor support is in beta")
+
+KERNEL_DTYPES = (torch.float32, torch.bfloat16, torch.float16)
+
+
+@dataclass(frozen=True)
+class CsrAdjacency:
+    """A weighted ``[num_rows, num_cols]`` matrix in CSR.
+
+    Attributes:
+        rowptr: int64 ``[num_rows + 1]``; row ``i``'s entries are ``rowptr[i]:rowptr[i + 1]``.
+        col: int64 ``[num_entries]``, each in ``[0, num_cols)``.
+        value: float ``[num_entries]`` (float32, or float64 for float64 inputs); not
+            differentiated.
+        num_cols: the column count.
+    """
+
+    rowptr: torch.Tensor
+    col: torch.Tensor
+    value: torch.Tensor
+    num_cols: int
+
+    @property
+    def num_rows(self) -> int:
+        return self.rowptr.numel() - 1
+
+    @cached_property
+    def transposed(self) -> CsrAdjacency:
+        """``[num_cols, num_rows]``: the entries grouped by column, in row order within one."""
+        col = self.col
+        order = torch.argsort(col, stable=True)
+        rowptr = torch.zeros(self.num_cols + 1, dtype=torch.int64, device=col.device)
+        torch.cumsum(torch.bincount(col, minlength=self.num_cols), 0, out=rowptr[1:])
+        degree = self.rowptr[1:] - self.rowptr[:-1]
+        row = torch.arange(self.num_rows, device=col.device).repeat_interleave(
+            degree, output_size=col.numel()
+        )
+        return CsrAdjacency(rowptr, row[order], self.value[order], self.num_rows)
+
+
+def weighted_sum(adjacency: CsrAdjacency, x: torch.Tensor) -> torch.Tensor:
+    """``adjacency @ x``: ``x`` ``[num_cols, width]`` to ``[num_rows, width]`` in ``x``'s
+    dtype (rows without entries are zeros). Differentiable in ``x``."""
+    if x.shape[0] != adjacency.num_cols:
+        raise ValueError(f"'x' must have {adjacency.num_cols} rows (got {x.shape[0]})")
+    return _WeightedSum.apply(adjacency, x)
+
+
+def _uses_kernel(x: torch.Tensor) -> bool:
+    return (
+        x.device.type == "cpu"
+        and x.dtype in KERNEL_DTYPES
+        and ops.get_backend() != "torch"
+        and bool(ops.build_extension())
+    )
+
+
+def _product(adjacency: CsrAdjacency, x: torch.Tensor) -> torch.Tensor:
+    if _uses_kernel(x):
+        if x.dim() == 2 and x.shape[1] > 1 and x.stride(1) != 1:
+            x = x.contiguous()
+        value = adjacency.value.to(torch.float32)
+        return torch.ops.graphengine.csr_sum(adjacency.rowptr, adjacency.col, value, x)
+    matrix = torch.sparse_csr_tensor(
+        adjacency.rowptr,
+        adjacency.col,
+        adjacency.value.to(x.dtype),
+        size=(adjacency.num_rows, adjacency.num_cols),
+        check_invariants=False,  # to_blocks checked them
+    )
+    if x.device.type == "cpu":  # torch's parallel CSR kernel (a plain product sorts a COO copy)
+        return torch.sparse.mm(matrix, x, "sum")
+    return torch.sparse.mm(matrix, x)
+
+
+class _WeightedSum(torch.autograd.Function):
+    @staticmethod
+    def forward(ctx, adjacency, x):
+        ctx.adjacency = adjacency
+        return _product(adjacency, x)
+
+    @staticmethod
+    def backward(ctx, grad):
+        if not ctx.needs_input_grad[1]:
+            return None, None
+        return None, _product(ctx.adjacency.transposed, grad.contiguous())

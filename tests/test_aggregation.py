@@ -1,0 +1,145 @@
+"""The CSR aggregation kernel (``csr_sum``) and ``weighted_sum``: against scipy's sparse product
+in float64, bfloat16 rounding as torch rounds, gradients against the dense product, bad input."""
+
+import numpy as np
+import pytest
+import scipy.sparse
+import torch
+
+from graphengine import ops
+from graphengine.nn.aggregation import CsrAdjacency, weighted_sum
+
+pytestmark = pytest.mark.skipif(
+    not ops.build_extension(), reason="graphengine's C++ extension is not built"
+)
+
+
+def random_adjacency(num_rows=70, num_cols=50, num_entries=400, seed=0) -> CsrAdjacency:
+    """Repeated entries, and rows 0, 3 and the last without any."""
+    generator = torch.Generator().manual_seed(seed)
+    row = torch.randint(1, num_rows - 1, (num_entries,), generator=generator)
+    row = row[row != 3].sort().values
+    col = torch.randint(0, num_cols, (row.numel(),), generator=generator)
+    value = torch.rand(row.numel(), generator=generator) + 0.5
+    rowptr = torch.zeros(num_rows + 1, dtype=torch.int64)
+    torch.cumsum(torch.bincount(row, minlength=num_rows), 0, out=rowptr[1:])
+    return CsrAdjacency(rowptr, col, value, num_cols)
+
+
+def scipy_product(adjacency: CsrAdjacency, x: torch.Tensor) -> np.ndarray:
+    matrix = scipy.sparse.csr_matrix(
+        (adjacency.value.double().numpy(), adjacency.col.numpy(), adjacency.rowptr.numpy()),
+        shape=(adjacency.num_rows, adjacency.num_cols),
+    )
+    return matrix @ x.double().numpy()
+
+
+@pytest.mark.parametrize(
+    ("dtype", "tolerance"),
+    [(torch.float32, 1e-5), (torch.bfloat16, 1e-2), (torch.float16, 2e-3)],
+    ids=["float32", "bfloat16", "float16"],
+)
+@pytest.mark.parametrize("width", [1, 7, 100, 257])
+def test_kernel_equals_scipy(dtype, tolerance, width):
+    adjacency = random_adjacency()
+    x = torch.randn(adjacency.num_cols, width).to(dtype)
+    out = torch.ops.graphengine.csr_sum(adjacency.rowptr, adjacency.col, adjacency.value, x)
+    assert out.dtype == dtype and out.shape == (adjacency.num_rows, width)
+    np.testing.assert_allclose(
+        out.double().numpy(), scipy_product(adjacency, x), rtol=tolerance, atol=tolerance
+    )
+    assert not out[[0, 3, adjacency.num_rows - 1]].any()
+
+
+def test_bfloat16_results_are_float32_sums_rounded_as_torch_rounds():
+    adjacency = random_adjacency(num_entries=2000)
+    x = torch.randn(adjacency.num_cols, 64).to(torch.bfloat16)
+    args = (adjacency.rowptr, adjacency.col, adjacency.value)
+    summed = torch.ops.graphengine.csr_sum(*args, x.float())
+    assert torch.equal(torch.ops.graphengine.csr_sum(*args, x), summed.to(torch.bfloat16))
+
+
+def test_without_values_sums_and_strided_rows_are_read_in_place():
+    adjacency = random_adjacency()
+    wide = torch.randn(adjacency.num_cols, 12)
+    x = wide[:, 2:9]  # rows 12 apart
+    out = torch.ops.graphengine.csr_sum(adjacency.rowptr, adjacency.col, None, x)
+    ones = CsrAdjacency(
+        adjacency.rowptr, adjacency.col, torch.ones_like(adjacency.value), adjacency.num_cols
+    )
+    np.testing.assert_allclose(out.numpy(), scipy_product(ones, x), rtol=1e-5, atol=1e-5)
+
+
+@pytest.mark.parametrize("backend", ["csrc", "torch"])
+def test_weighted_sum_and_its_gradient_equal_the_dense_product(backend):
+    adjacency = random_adjacency()
+    dense = torch.zeros(adjacency.num_rows, adjacency.num_cols, dtype=torch.float64)
+    row = torch.arange(adjacency.num_rows).repeat_interleave(adjacency.rowptr.diff())
+    dense.index_put_((row, adjacency.col), adjacency.value.double(), accumulate=True)
+    x = torch.randn(adjacency.num_cols, 9, requires_grad=True)
+    grad = torch.randn(adjacency.num_rows, 9)
+    previous = ops.get_backend()
+    ops.set_backend(backend)
+    try:
+        out = weighted_sum(adjacency, x)
+        out.backward(grad)
+    finally:
+        ops.set_backend(previous)
+    reference = dense @ x.detach().double()
+    torch.testing.assert_close(out.double(), reference, rtol=1e-5, atol=1e-5)
+    torch.testing.assert_close(x.grad.double(), dense.t() @ grad.double(), rtol=1e-5, atol=1e-5)
+
+
+def test_transposed_groups_the_entries_by_column():
+    adjacency = random_adjacency()
+    transposed = adjacency.transposed
+    assert transposed.num_rows == adjacency.num_cols
+    assert transposed.num_cols == adjacency.num_rows
+    back = scipy.sparse.csr_matrix(
+        (transposed.value.numpy(), transposed.col.numpy(), transposed.rowptr.numpy()),
+        shape=(transposed.num_rows, transposed.num_cols),
+    ).T
+    original = scipy.sparse.csr_matrix(
+        (adjacency.value.numpy(), adjacency.col.numpy(), adjacency.rowptr.numpy()),
+        shape=(adjacency.num_rows, adjacency.num_cols),
+    )
+    np.testing.assert_allclose(back.toarray(), original.toarray())
+
+
+def test_float64_runs_on_torch_in_float64():
+    adjacency = random_adjacency()
+    value64 = adjacency.value.double()
+    adjacency = CsrAdjacency(adjacency.rowptr, adjacency.col, value64, adjacency.num_cols)
+    x = torch.randn(adjacency.num_cols, 5, dtype=torch.float64, requires_grad=True)
+    assert torch.autograd.gradcheck(lambda y: weighted_sum(adjacency, y), (x,))
+
+
+def test_bad_input_is_refused_with_the_value():
+    adjacency = random_adjacency()
+    rowptr, col, value = adjacency.rowptr, adjacency.col, adjacency.value
+    x = torch.randn(adjacency.num_cols, 4)
+    csr_sum = torch.ops.graphengine.csr_sum
+    with pytest.raises(ValueError, match="'x' must have 50 rows"):
+        weighted_sum(adjacency, x[:49])
+    bad = col.clone()
+    bad[5] = 50
+    with pytest.raises(IndexError, match="holds source 50 at position 5, outside"):
+        csr_sum(rowptr, bad, value, x)
+    bad = col.clone()
+    bad[7] = -1
+    with pytest.raises(IndexError, match="holds source -1 at position 7"):
+        csr_sum(rowptr, bad, value, x)
+    bad = rowptr.clone()
+    bad[10] = bad[12] + 1
+    with pytest.raises(RuntimeError, match="'rowptr' decreases at 10"):
+        csr_sum(bad, col, value, x)
+    with pytest.raises(RuntimeError, match=rf"'rowptr' must run from 0 to {col.numel() - 1}"):
+        csr_sum(rowptr, col[:-1], value[:-1], x)
+    with pytest.raises(RuntimeError, match="'value' must be a contiguous float32"):
+        csr_sum(rowptr, col, value.double(), x)
+    with pytest.raises(RuntimeError, match="'x' must be float32, bfloat16 or float16"):
+        csr_sum(rowptr, col, value, x.double())
+    with pytest.raises(RuntimeError, match="int64"):
+        csr_sum(rowptr.int(), col, value, x)
+    with pytest.raises(RuntimeError, match="contiguous rows"):
+        csr_sum(rowptr, col, value, x.t().contiguous().t())
