@@ -67,7 +67,7 @@ TORCH_LIBRARY(graphengine, m) {
       "cached_gather(Tensor src, Tensor index, Tensor cache, Tensor slot_of, Tensor? out=None) "
       "-> Tensor");
   m.def("prefetch_rows(Tensor src, Tensor index, Tensor? slot_of=None) -> int");
-  m.def("csr_sum(Tensor rowptr, Tensor col, Tensor? value, Tensor x) -> Tensor");
+  m.def("csr_sum(Tensor rowptr, Tensor col, Tensor? value, Tensor x, Tensor? out=None) -> Tensor");
   m.def(
       "gat_attention(Tensor h, Tensor att_src, Tensor att_dst, Tensor rowptr, Tensor col, "
       "float negative_slope, bool self_loops, Tensor? dropout=None) "

@@ -4,12 +4,14 @@
 //
 // Rows of x (float, bfloat16 or half) are summed in float32, and the result is written in x's
 // dtype. torch's own CSR kernel converts bfloat16 element by element and runs slower on it than
-// on float32; here the conversion is part of the vectorized row loop. Each row's sources are prefetched a few edges
-// ahead, since they lie scattered over a table much larger than the caches.
+// on float32; here the conversion is part of the vectorized row loop. Each row's sources are
+// prefetched a few edges ahead, since they lie scattered over a table much larger than the
+// caches.
 //
 // Shapes: rowptr int64 [num_rows + 1] (0 first, num_edges last, nondecreasing), col int64
 // [num_edges] in [0, x.size(0)), value float32 [num_edges] or none, x [num_src, width] with
-// contiguous rows; out [num_rows, width], contiguous, x's dtype.
+// contiguous rows; out [num_rows, width] of x's dtype with contiguous rows (a new contiguous
+// tensor, or the given `out`, e.g. the left columns of a wider table).
 #include <ATen/ATen.h>
 #include <ATen/Dispatch.h>
 #include <ATen/Parallel.h>
@@ -88,8 +90,8 @@ void prefetch_row(const void* row, int64_t bytes) {
   }
 }
 
-void check_csr(const at::Tensor& rowptr, const at::Tensor& col, const std::optional<at::Tensor>& value,
-               const at::Tensor& x) {
+void check_csr(const at::Tensor& rowptr, const at::Tensor& col,
+               const std::optional<at::Tensor>& value, const at::Tensor& x) {
   TORCH_CHECK(x.dim() == 2 && (x.size(1) <= 1 || x.stride(1) == 1),
               "csr_sum: 'x' must be 2-D with contiguous rows (got sizes ", x.sizes(), ", strides ",
               x.strides(), ")");
@@ -146,7 +148,7 @@ void check_csr(const at::Tensor& rowptr, const at::Tensor& col, const std::optio
 template <typename scalar_t>
 void csr_sum_kernel(const int64_t* rowptr, const int64_t* col, const float* value,
                     const scalar_t* x, int64_t x_stride, int64_t num_rows, int64_t width,
-                    scalar_t* out) {
+                    scalar_t* out, int64_t out_stride) {
   const int64_t row_bytes = width * static_cast<int64_t>(sizeof(scalar_t));
   at::parallel_for(0, num_rows, 64, [&](int64_t begin, int64_t end) {
     std::vector<float> buffer(std::is_same_v<scalar_t, float> ? 0 : width);
@@ -156,8 +158,9 @@ void csr_sum_kernel(const int64_t* rowptr, const int64_t* col, const float* valu
       prefetch_row(x + col[e] * x_stride, row_bytes);
     }
     for (int64_t i = begin; i < end; ++i) {
-      float* acc = std::is_same_v<scalar_t, float> ? reinterpret_cast<float*>(out + i * width)
-                                                   : buffer.data();
+      float* acc = std::is_same_v<scalar_t, float>
+                       ? reinterpret_cast<float*>(out + i * out_stride)
+                       : buffer.data();
       std::fill(acc, acc + width, 0.0f);
       for (int64_t e = rowptr[i]; e < rowptr[i + 1]; ++e) {
         if (e + kPrefetchEdges < edges_end) {
@@ -166,9 +169,9 @@ void csr_sum_kernel(const int64_t* rowptr, const int64_t* col, const float* valu
         add_scaled_row(value == nullptr ? 1.0f : value[e], x + col[e] * x_stride, acc, width);
       }
       if constexpr (std::is_same_v<scalar_t, at::BFloat16>) {
-        store_bfloat16(acc, reinterpret_cast<uint16_t*>(out + i * width), width);
+        store_bfloat16(acc, reinterpret_cast<uint16_t*>(out + i * out_stride), width);
       } else if constexpr (!std::is_same_v<scalar_t, float>) {
-        scalar_t* row = out + i * width;
+        scalar_t* row = out + i * out_stride;
         for (int64_t k = 0; k < width; ++k) {
           row[k] = static_cast<scalar_t>(acc[k]);
         }
@@ -178,10 +181,22 @@ void csr_sum_kernel(const int64_t* rowptr, const int64_t* col, const float* valu
 }
 
 at::Tensor csr_sum_cpu(const at::Tensor& rowptr, const at::Tensor& col,
-                       const std::optional<at::Tensor>& value, const at::Tensor& x) {
+                       const std::optional<at::Tensor>& value, const at::Tensor& x,
+                       const std::optional<at::Tensor>& given_out) {
   check_csr(rowptr, col, value, x);
   const int64_t num_rows = rowptr.numel() - 1, width = x.size(1);
-  at::Tensor out = pooled_empty({num_rows, width}, x.options());
+  at::Tensor out;
+  if (given_out.has_value()) {
+    out = *given_out;
+    TORCH_CHECK(out.scalar_type() == x.scalar_type() && out.device().is_cpu() &&
+                    out.dim() == 2 && out.size(0) == num_rows && out.size(1) == width &&
+                    (width <= 1 || out.stride(1) == 1),
+                "csr_sum: 'out' must be a CPU ", x.scalar_type(), " [", num_rows, ", ", width,
+                "] tensor with contiguous rows (got ", out.scalar_type(), " ", out.sizes(),
+                ", strides ", out.strides(), ")");
+  } else {
+    out = pooled_empty({num_rows, width}, x.options());
+  }
   if (num_rows == 0 || width == 0) {
     return out;
   }
@@ -189,19 +204,20 @@ at::Tensor csr_sum_cpu(const at::Tensor& rowptr, const at::Tensor& col,
   const int64_t* source = col.data_ptr<int64_t>();
   const float* weight = value.has_value() ? value->data_ptr<float>() : nullptr;
   const int64_t stride = x.size(0) > 0 ? x.stride(0) : width;
+  const int64_t out_stride = out.stride(0);
   AT_DISPATCH_SWITCH(x.scalar_type(), "csr_sum",
                      AT_DISPATCH_CASE(at::kFloat, [&] {
                        csr_sum_kernel<scalar_t>(ptr, source, weight, x.data_ptr<scalar_t>(),
                                                 stride, num_rows, width,
-                                                out.data_ptr<scalar_t>());
+                                                out.data_ptr<scalar_t>(), out_stride);
                      }) AT_DISPATCH_CASE(at::kBFloat16, [&] {
                        csr_sum_kernel<scalar_t>(ptr, source, weight, x.data_ptr<scalar_t>(),
                                                 stride, num_rows, width,
-                                                out.data_ptr<scalar_t>());
+                                                out.data_ptr<scalar_t>(), out_stride);
                      }) AT_DISPATCH_CASE(at::kHalf, [&] {
                        csr_sum_kernel<scalar_t>(ptr, source, weight, x.data_ptr<scalar_t>(),
                                                 stride, num_rows, width,
-                                                out.data_ptr<scalar_t>());
+                                                out.data_ptr<scalar_t>(), out_stride);
                      }));
   return out;
 }

@@ -61,11 +61,19 @@ class CsrAdjacency:
         return CsrAdjacency(rowptr, row[order], self.value[order], self.num_rows)
 
 
-def weighted_sum(adjacency: CsrAdjacency, x: torch.Tensor) -> torch.Tensor:
+def weighted_sum(
+    adjacency: CsrAdjacency, x: torch.Tensor, out: torch.Tensor | None = None
+) -> torch.Tensor:
     """``adjacency @ x``: ``x`` ``[num_cols, width]`` to ``[num_rows, width]`` in ``x``'s
-    dtype (rows without entries are zeros). Differentiable in ``x``."""
+    dtype (rows without entries are zeros). Differentiable in ``x``, except when written into
+    ``out`` (``[num_rows, width]``, ``x``'s dtype, contiguous rows: e.g. the left columns of
+    a wider table), which is for autograd functions' own forward passes."""
     if x.shape[0] != adjacency.num_cols:
         raise ValueError(f"'x' must have {adjacency.num_cols} rows (got {x.shape[0]})")
+    if out is not None:
+        if torch.is_grad_enabled() and x.requires_grad:
+            raise RuntimeError("weighted_sum(..., out=) does not differentiate; call it without")
+        return _product(adjacency, x, out)
     return _WeightedSum.apply(adjacency, x)
 
 
@@ -78,12 +86,16 @@ def _uses_kernel(x: torch.Tensor) -> bool:
     )
 
 
-def _product(adjacency: CsrAdjacency, x: torch.Tensor) -> torch.Tensor:
+def _product(
+    adjacency: CsrAdjacency, x: torch.Tensor, out: torch.Tensor | None = None
+) -> torch.Tensor:
     if _uses_kernel(x):
         if x.dim() == 2 and x.shape[1] > 1 and x.stride(1) != 1:
             x = x.contiguous()
         value = adjacency.value.to(torch.float32)
-        return torch.ops.graphengine.csr_sum(adjacency.rowptr, adjacency.col, value, x)
+        return torch.ops.graphengine.csr_sum(adjacency.rowptr, adjacency.col, value, x, out)
+    if out is not None:
+        return out.copy_(_product(adjacency, x))
     matrix = torch.sparse_csr_tensor(
         adjacency.rowptr,
         adjacency.col,

@@ -8,13 +8,13 @@ and transposition in the sparse product's backward, a separate ReLU. Profiled he
 (synthetic-products, GraphSAGE 3x256, fanouts 15,10,5, batch 1024), those passes took about
 as long as the step's matrix products.
 
-:class:`FusedSageMean` does the same math in fewer passes: the root product accumulates
-into the neighbor product's output (``addmm_``, no sum pass), ReLU is applied in place, and
-the backward adds the root term's input gradient into the first rows of the aggregation's
-(no zero-filled slice gradient), the aggregation's transpose running as a weighted CSR
-product over the block's edges grouped by source (:mod:`graphengine.nn.aggregation`). The
-weights are the PyG layer's own, so the results are those of PyG's ``SAGEConv`` (up to float
-rounding) and PyG's optimizers, checkpoints and DDP see nothing different.
+:class:`FusedSageMean` does the same math in fewer passes: one product for the neighbor and
+root weights (no sum pass), ReLU applied in place, and a backward that adds the root term's
+input gradient into the first rows of the aggregation's (no zero-filled slice gradient), the
+aggregation's transpose running as a weighted CSR product over the block's edges grouped by
+source (:mod:`graphengine.nn.aggregation`). The weights are the PyG layer's own, so the
+results are those of PyG's ``SAGEConv`` (up to float rounding) and PyG's optimizers,
+checkpoints and DDP see nothing different.
 """
 
 from __future__ import annotations
@@ -75,41 +75,47 @@ def mean_adjacency(block: Block, dtype: torch.dtype) -> CsrAdjacency:
 
 
 class FusedSageMean(torch.autograd.Function):
-    """``relu?(mean(x_src) @ W_l^T + b + x_dst @ W_r^T)``: see the module docstring."""
+    """``relu?(mean(x_src) @ W_l^T + b + x_dst @ W_r^T)``: see the module docstring.
+
+    The mean and ``x_dst`` sit side by side in one ``[num_dst, 2 * in_channels]`` table
+    (the aggregation kernel writes its left half), so that each direction runs one product
+    with both weights: ``[mean | x_dst] @ [W_l | W_r]^T`` forward, its weights' gradient
+    ``grad^T @ [mean | x_dst]`` and its inputs' ``grad @ [W_l | W_r]`` backward. Measured
+    here on the first layer's shapes (109k destinations, 100 to 256 channels), the weights'
+    gradient took 69-70 ms as one product against 80-83 ms as two (float32).
+    """
 
     @staticmethod
     def forward(ctx, x, weight_l, bias, weight_r, adjacency: CsrAdjacency, relu: bool):
-        num_dst = adjacency.num_rows
-        aggregated = weighted_sum(adjacency, x)
-        if bias is not None:
-            out = torch.addmm(bias, aggregated, weight_l.t())
-        else:
-            out = aggregated @ weight_l.t()
-        out.addmm_(x[:num_dst], weight_r.t())
+        num_dst, channels = adjacency.num_rows, x.shape[1]
+        both = x.new_empty(num_dst, 2 * channels)
+        weighted_sum(adjacency, x, out=both[:, :channels])
+        both[:, channels:].copy_(x[:num_dst])
+        weight = torch.cat([weight_l, weight_r], dim=1)
+        out = torch.addmm(bias, both, weight.t()) if bias is not None else both @ weight.t()
         if relu:
             out.relu_()
         ctx.adjacency = adjacency
         ctx.relu = relu
         ctx.has_bias = bias is not None
-        ctx.save_for_backward(x, aggregated, weight_l, weight_r, out if relu else None)
+        ctx.save_for_backward(both, weight, out if relu else None)
         return out
 
     @staticmethod
     def backward(ctx, grad):
-        x, aggregated, weight_l, weight_r, out = ctx.saved_tensors
-        num_dst = ctx.adjacency.num_rows
+        both, weight, out = ctx.saved_tensors
+        channels = both.shape[1] // 2
         if ctx.relu:
             grad = torch.ops.aten.threshold_backward(grad, out, 0)
-        x_dst = x[:num_dst]
         needs = ctx.needs_input_grad
         grad_x = grad_weight_l = grad_bias = grad_weight_r = None
-        if needs[1]:
-            grad_weight_l = grad.t() @ aggregated
+        if needs[1] or needs[3]:
+            grad_weight = grad.t() @ both
+            grad_weight_l, grad_weight_r = grad_weight[:, :channels], grad_weight[:, channels:]
         if needs[2] and ctx.has_bias:
             grad_bias = grad.sum(0)
-        if needs[3]:
-            grad_weight_r = grad.t() @ x_dst
         if needs[0]:
-            grad_x = weighted_sum(ctx.adjacency.transposed, grad @ weight_l)
-            grad_x[:num_dst].addmm_(grad, weight_r)
+            grad_both = grad @ weight
+            grad_x = weighted_sum(ctx.adjacency.transposed, grad_both[:, :channels])
+            grad_x[: ctx.adjacency.num_rows] += grad_both[:, channels:]
         return grad_x, grad_weight_l, grad_bias, grad_weight_r, None, None

@@ -152,8 +152,8 @@ def _register_fakes() -> None:
     def fake_attention_backward(grad_out, h, att_src, att_dst, *rest):
         return torch.empty_like(h), torch.empty_like(att_src), torch.empty_like(att_dst)
 
-    def fake_csr_sum(rowptr, col, value, x):
-        return x.new_empty((rowptr.shape[0] - 1, x.shape[1]))
+    def fake_csr_sum(rowptr, col, value, x, out=None):
+        return out if out is not None else x.new_empty((rowptr.shape[0] - 1, x.shape[1]))
 
     def fake_prefetch(src, index, slot_of=None):
         return 0
