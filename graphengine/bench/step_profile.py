@@ -2,9 +2,10 @@
 
 The dense products (``aten::mm``, ``addmm``, ``addmm_``, ``bmm``, oneDNN's) are the floor of a
 GNN step on a CPU: the work no reordering removes. Everything else is grouped as aggregation
-(sparse and scatter kernels), elementwise passes and the rest (autograd bookkeeping, the
-optimizer, small ops). Times are torch.profiler's self CPU times of the calling thread, so
-they add up to the profiled wall time; the profiler's own overhead lands mostly in "other".
+(sparse and scatter kernels, graphengine's CSR and attention kernels), elementwise passes and
+the rest (autograd bookkeeping, the optimizer, small ops). Times are torch.profiler's self
+CPU times of the calling thread, so they add up to the profiled wall time; the profiler's own
+overhead lands mostly in "other".
 """
 
 from __future__ import annotations
@@ -15,7 +16,7 @@ import torch
 from torch.profiler import ProfilerActivity, profile
 
 DENSE = ("aten::mm", "aten::addmm", "aten::addmm_", "aten::bmm", "aten::baddbmm")
-AGGREGATION_MARKS = ("sparse", "scatter", "segment", "index_add", "spmm")
+AGGREGATION_MARKS = ("sparse", "scatter", "segment", "index_add", "spmm", "graphengine::")
 ELEMENTWISE = (
     "aten::add",
     "aten::add_",
