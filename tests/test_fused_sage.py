@@ -7,8 +7,9 @@ from torch_geometric.nn import GraphSAGE, SAGEConv
 
 from graphengine import NeighborLoader
 from graphengine.datasets import SyntheticSpec, generate
+from graphengine.nn.aggregation import mean_adjacency
 from graphengine.nn.blocks import Block, block_conv, block_forward, to_blocks
-from graphengine.nn.fused_sage import FusedSageMean, fuses, mean_adjacency, sage_mean
+from graphengine.nn.fused_sage import FusedSageMean, fuses, sage_mean
 from tests.autograd_checks import assert_same_outputs_and_grads
 
 

@@ -14,10 +14,14 @@ from __future__ import annotations
 import warnings
 from dataclasses import dataclass
 from functools import cached_property
+from typing import TYPE_CHECKING
 
 import torch
 
 from graphengine import ops
+
+if TYPE_CHECKING:  # blocks.py imports the layers that import this
+    from graphengine.nn.blocks import Block
 
 # torch warns once per process that sparse CSR tensors are "in beta"; its CPU sparse.mm with a
 # reduction has been stable since 2.0 (PyG silences torch's scatter_reduce beta warning alike).
@@ -59,6 +63,31 @@ class CsrAdjacency:
             degree, output_size=col.numel()
         )
         return CsrAdjacency(rowptr, row[order], self.value[order], self.num_rows)
+
+
+def value_dtype(dtype: torch.dtype) -> torch.dtype:
+    """The dtype of an adjacency's values for inputs of ``dtype``: float64 for float64 (the
+    torch path, for exact checks), else float32 (the kernel's)."""
+    return torch.float64 if dtype == torch.float64 else torch.float32
+
+
+def mean_adjacency(block: Block, dtype: torch.dtype) -> CsrAdjacency:
+    """The block's mean aggregation: ``[num_dst, num_src]``, values ``1 / in-degree``, for
+    inputs of ``dtype``."""
+    degree = block.rowptr[1:] - block.rowptr[:-1]
+    scale = (1.0 / degree.clamp(min=1).to(value_dtype(dtype))).repeat_interleave(
+        degree, output_size=block.edge_index.shape[1]
+    )
+    return CsrAdjacency(block.rowptr, block.edge_index[0], scale, block.num_src)
+
+
+def sum_adjacency(block: Block, dtype: torch.dtype) -> CsrAdjacency:
+    """The block's sum aggregation: ``[num_dst, num_src]``, values 1, for inputs of
+    ``dtype``."""
+    ones = torch.ones(
+        block.edge_index.shape[1], dtype=value_dtype(dtype), device=block.rowptr.device
+    )
+    return CsrAdjacency(block.rowptr, block.edge_index[0], ones, block.num_src)
 
 
 def weighted_sum(

@@ -23,6 +23,7 @@ from torch_geometric.nn.conv.gcn_conv import gcn_norm
 from torch_geometric.nn.dense.linear import Linear as PyGLinear
 from torch_geometric.nn.models import MLP
 
+from graphengine.nn.aggregation import mean_adjacency, sum_adjacency, weighted_sum
 from graphengine.nn.blocks import Block
 
 _LINEAR_AGGREGATIONS = {"mean": "mean", "sum": "sum", "add": "sum"}
@@ -37,13 +38,8 @@ def aggregate(x: torch.Tensor, block: Block, reduce: str) -> torch.Tensor:
     """The ``reduce`` (``'sum'`` or ``'mean'``) of each destination's sources' rows of ``x``
     ``[>= num_src, F]`` over ``block``'s edges: ``[num_dst, F]`` (zeros without edges)."""
     x_src = x if x.shape[0] == block.num_src else x[: block.num_src]
-    if x.device.type == "cpu":  # the fused CSR kernel (a plain sparse.mm sorts a COO copy)
-        return torch.sparse.mm(block.csr(x.dtype), x_src, reduce=reduce)
-    summed = torch.sparse.mm(block.csr(x.dtype), x_src)  # CUDA: sum only
-    if reduce == "sum":
-        return summed
-    degree = block.rowptr.diff().clamp(min=1).to(x.dtype).view(-1, 1)
-    return summed / degree
+    adjacency = (mean_adjacency if reduce == "mean" else sum_adjacency)(block, x.dtype)
+    return weighted_sum(adjacency, x_src)
 
 
 class SAGEColumns(torch.nn.Module):

@@ -24,7 +24,7 @@ from typing import TYPE_CHECKING
 import torch
 from torch_geometric.nn import SAGEConv
 
-from graphengine.nn.aggregation import CsrAdjacency, weighted_sum
+from graphengine.nn.aggregation import CsrAdjacency, mean_adjacency, weighted_sum
 
 if TYPE_CHECKING:  # blocks.py runs these layers
     from graphengine.nn.blocks import Block
@@ -61,17 +61,6 @@ def sage_mean(conv: SAGEConv, x: torch.Tensor, block: Block, relu: bool = False)
         with torch.autocast(device, enabled=False):
             return FusedSageMean.apply(x, *weights, mean_adjacency(block, dtype), relu)
     return FusedSageMean.apply(x, *weights, mean_adjacency(block, x.dtype), relu)
-
-
-def mean_adjacency(block: Block, dtype: torch.dtype) -> CsrAdjacency:
-    """The block's mean aggregation, ``[num_dst, num_src]`` with values ``1 / in-degree``
-    (float64 for float64 inputs, else float32)."""
-    degree = block.rowptr[1:] - block.rowptr[:-1]
-    value_dtype = torch.float64 if dtype == torch.float64 else torch.float32
-    scale = (1.0 / degree.clamp(min=1).to(value_dtype)).repeat_interleave(
-        degree, output_size=block.edge_index.shape[1]
-    )
-    return CsrAdjacency(block.rowptr, block.edge_index[0], scale, block.num_src)
 
 
 class FusedSageMean(torch.autograd.Function):

@@ -20,7 +20,7 @@ from typing import TYPE_CHECKING
 import torch
 from torch_geometric.nn import GCNConv
 
-from graphengine.nn.aggregation import CsrAdjacency, weighted_sum
+from graphengine.nn.aggregation import CsrAdjacency, value_dtype, weighted_sum
 
 if TYPE_CHECKING:  # blocks.py runs these layers
     from graphengine.nn.blocks import Block
@@ -59,8 +59,8 @@ def gcn_block(conv: GCNConv, x: torch.Tensor, block: Block, scale: torch.Tensor)
     ``x`` ``[num_src, in_channels]`` to ``[num_dst, out_channels]``, with ``scale`` from
     :func:`batch_degree_scale`. Differentiable by autograd."""
     source, target = block.edge_index
-    value_dtype = torch.float64 if x.dtype == torch.float64 else torch.float32
-    weights = scale[source].to(value_dtype) * scale[target].to(value_dtype)
+    dtype = value_dtype(x.dtype)
+    weights = scale[source].to(dtype) * scale[target].to(dtype)
     weights = weights.masked_fill_(source == target, 0.0)
     adjacency = CsrAdjacency(block.rowptr, source, weights, block.num_src)
     self_weight = scale[: block.num_dst].to(x.dtype).square().unsqueeze(1)
