@@ -70,6 +70,32 @@ def test_bf16_steps_compute_in_bf16_and_learn_as_fp32_does(tmp_path):
         Trainer(model, dataset, precision="fp16")
 
 
+@pytest.mark.parametrize("kind", ["sage", "gat"])
+def test_bf16_features_train_as_bf16_casts_in_the_first_layer_do(tmp_path, kind):
+    """GraphSAGE's and GAT's first layers cast x to bfloat16 under autocast, so batches read
+    from a bfloat16 copy of x train to the same weights; float32 batches without it."""
+    dataset = load_dataset("synthetic-small", root=tmp_path)
+    weights, batch_dtypes = {}, {}
+    for bf16_features in (True, False):
+        torch.manual_seed(0)
+        model = build_model(kind, dataset.num_features, 32, dataset.num_classes, 2)
+        trainer = Trainer(
+            model,
+            dataset,
+            fanouts=[5, 5],
+            batch_size=512,
+            progress=False,
+            precision="bf16",
+            bf16_features=bf16_features,
+            eval_mode="sampled",
+        )
+        batch_dtypes[bf16_features] = next(iter(trainer.train_loader)).x.dtype
+        trainer.fit(1, eval_every=0)
+        weights[bf16_features] = torch.cat([p.detach().flatten() for p in model.parameters()])
+    assert batch_dtypes == {True: torch.bfloat16, False: torch.float32}
+    torch.testing.assert_close(weights[True], weights[False], rtol=0, atol=0)
+
+
 def test_resume_from_checkpoint_continues_identically(tmp_path):
     dataset = load_dataset("synthetic-small", root=tmp_path / "data")
 

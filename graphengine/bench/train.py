@@ -458,7 +458,7 @@ def _graphengine_steps(
     trainer.step(next(passing))  # in the timed pass, as the peers warm up in theirs
     warmed = loader.stage_times
     compute = 0.0
-    if store is not None:
+    if feature_cache is not None:
         trainer.feature_cache_metrics()  # the timed steps' counts from here
     io_start = IoCounters.now()
     start = time.perf_counter()
@@ -478,12 +478,12 @@ def _graphengine_steps(
         "peak_rss_gb": _peak_rss_gb(),
         "io_per_step": {k: v / batches if v is not None else None for k, v in io.items()},
     }
-    if store is not None:
+    if feature_cache is not None:
         out["feature_cache"] = trainer.feature_cache_metrics()
     if profiled:
         first = (batches + 1) * batch_size
         extra = NeighborLoader(
-            dataset,
+            (store, dataset.graph) if store is not None else dataset,
             fanouts,
             batch_size=batch_size,
             input_nodes=seeds[first : first + profiled * batch_size],

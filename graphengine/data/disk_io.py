@@ -51,6 +51,20 @@ class IoCounters:
         }
 
 
+def available_memory() -> int | None:
+    """The bytes of memory the system can give without swapping (``MemAvailable`` of
+    ``/proc/meminfo``), or ``None`` where the platform does not say. A cgroup's own limit is
+    not counted."""
+    try:
+        text = Path("/proc/meminfo").read_text()
+    except OSError:
+        return None
+    for line in text.splitlines():
+        if line.startswith("MemAvailable:"):
+            return int(line.split()[1]) * 1024
+    return None
+
+
 def _proc_read_bytes() -> int | None:
     try:
         text = Path("/proc/self/io").read_text()

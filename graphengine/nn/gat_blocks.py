@@ -30,12 +30,14 @@ if TYPE_CHECKING:  # blocks.py runs these layers
 
 def fuses_gat(conv: torch.nn.Module, x: torch.Tensor) -> bool:
     """Whether :func:`gat_block` computes ``conv`` on ``x``: a float32 PyG ``GATConv`` (autocast
-    allowed) with one projection for sources and destinations and no edge features, float32
-    ``x`` on the CPU, and the extension built (not with the ``"torch"`` backend)."""
+    allowed) with one projection for sources and destinations and no edge features, ``x`` on
+    the CPU in float32 (or in the autocast dtype under autocast), and the extension built (not
+    with the ``"torch"`` backend)."""
+    in_autocast = torch.is_autocast_enabled("cpu") and x.dtype == torch.get_autocast_dtype("cpu")
     return (
         type(conv) is GATConv
         and conv.lin is not None
-        and x.dtype == torch.float32
+        and (x.dtype == torch.float32 or in_autocast)
         and conv.att_src.dtype == torch.float32
         and conv.edge_dim is None
         and x.device.type == "cpu"
