@@ -67,6 +67,7 @@ TORCH_LIBRARY(graphengine, m) {
       "cached_gather(Tensor src, Tensor index, Tensor cache, Tensor slot_of, Tensor? out=None) "
       "-> Tensor");
   m.def("prefetch_rows(Tensor src, Tensor index, Tensor? slot_of=None) -> int");
+  m.def("relu_backward_sum(Tensor grad, Tensor out) -> (Tensor, Tensor)");
   m.def("csr_sum(Tensor rowptr, Tensor col, Tensor? value, Tensor x, Tensor? out=None) -> Tensor");
   m.def(
       "gat_attention(Tensor h, Tensor att_src, Tensor att_dst, Tensor rowptr, Tensor col, "

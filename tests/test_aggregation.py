@@ -143,3 +143,32 @@ def test_bad_input_is_refused_with_the_value():
         csr_sum(rowptr.int(), col, value, x)
     with pytest.raises(RuntimeError, match="contiguous rows"):
         csr_sum(rowptr, col, value, x.t().contiguous().t())
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16, torch.float16])
+def test_relu_backward_sum_equals_torchs_two_passes(dtype):
+    generator = torch.Generator().manual_seed(0)
+    rows = 1300  # several blocks of rows, the last one partial
+    out = torch.randn(rows, 37, generator=generator).relu_().to(dtype)
+    grad = torch.randn(rows, 37, generator=generator).to(dtype)
+    grad_in, column_sum = torch.ops.graphengine.relu_backward_sum(grad, out)
+    expected = torch.ops.aten.threshold_backward(grad, out, 0)
+    assert torch.equal(grad_in, expected)
+    assert column_sum.dtype == dtype
+    torch.testing.assert_close(
+        column_sum.double(),
+        expected.double().sum(0),
+        rtol=1e-2 if dtype != torch.float32 else 1e-5,
+        atol=1e-3,
+    )
+
+
+def test_relu_backward_sum_refuses_bad_input():
+    grad = torch.randn(4, 3)
+    relu_backward_sum = torch.ops.graphengine.relu_backward_sum
+    with pytest.raises(RuntimeError, match="must be contiguous 2-D tensors of one shape"):
+        relu_backward_sum(grad, torch.randn(4, 2))
+    with pytest.raises(RuntimeError, match="must both be float32, bfloat16 or float16"):
+        relu_backward_sum(grad.double(), grad.double())
+    with pytest.raises(RuntimeError, match="must both be float32, bfloat16 or float16"):
+        relu_backward_sum(grad, grad.bfloat16())

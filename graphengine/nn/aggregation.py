@@ -106,7 +106,9 @@ def weighted_sum(
     return _WeightedSum.apply(adjacency, x)
 
 
-def _uses_kernel(x: torch.Tensor) -> bool:
+def uses_kernel(x: torch.Tensor) -> bool:
+    """Whether the extension's CPU kernels compute on ``x``: a float32, bfloat16 or float16
+    CPU tensor, the extension built, not the ``"torch"`` backend."""
     return (
         x.device.type == "cpu"
         and x.dtype in KERNEL_DTYPES
@@ -118,7 +120,7 @@ def _uses_kernel(x: torch.Tensor) -> bool:
 def _product(
     adjacency: CsrAdjacency, x: torch.Tensor, out: torch.Tensor | None = None
 ) -> torch.Tensor:
-    if _uses_kernel(x):
+    if uses_kernel(x):
         if x.dim() == 2 and x.shape[1] > 1 and x.stride(1) != 1:
             x = x.contiguous()
         value = adjacency.value.to(torch.float32)

@@ -9,7 +9,8 @@ and transposition in the sparse product's backward, a separate ReLU. Profiled he
 as long as the step's matrix products.
 
 :class:`FusedSageMean` does the same math in fewer passes: one product for the neighbor and
-root weights (no sum pass), ReLU applied in place, and a backward that adds the root term's
+root weights (no sum pass), ReLU applied in place, ReLU's backward and the bias gradient in
+one pass (``csrc/cpu/relu_grad.cpp``), and a backward that adds the root term's
 input gradient into the first rows of the aggregation's (no zero-filled slice gradient), the
 aggregation's transpose running as a weighted CSR product over the block's edges grouped by
 source (:mod:`graphengine.nn.aggregation`). The weights are the PyG layer's own, so the
@@ -24,7 +25,7 @@ from typing import TYPE_CHECKING
 import torch
 from torch_geometric.nn import SAGEConv
 
-from graphengine.nn.aggregation import CsrAdjacency, mean_adjacency, weighted_sum
+from graphengine.nn.aggregation import CsrAdjacency, mean_adjacency, uses_kernel, weighted_sum
 
 if TYPE_CHECKING:  # blocks.py runs these layers
     from graphengine.nn.blocks import Block
@@ -94,15 +95,19 @@ class FusedSageMean(torch.autograd.Function):
     def backward(ctx, grad):
         both, weight, out = ctx.saved_tensors
         channels = both.shape[1] // 2
-        if ctx.relu:
-            grad = torch.ops.aten.threshold_backward(grad, out, 0)
         needs = ctx.needs_input_grad
         grad_x = grad_weight_l = grad_bias = grad_weight_r = None
+        wants_bias = needs[2] and ctx.has_bias
+        if ctx.relu and wants_bias and uses_kernel(grad):
+            grad, grad_bias = torch.ops.graphengine.relu_backward_sum(grad.contiguous(), out)
+        else:
+            if ctx.relu:
+                grad = torch.ops.aten.threshold_backward(grad, out, 0)
+            if wants_bias:
+                grad_bias = grad.sum(0)
         if needs[1] or needs[3]:
             grad_weight = grad.t() @ both
             grad_weight_l, grad_weight_r = grad_weight[:, :channels], grad_weight[:, channels:]
-        if needs[2] and ctx.has_bias:
-            grad_bias = grad.sum(0)
         if needs[0]:
             grad_both = grad @ weight
             grad_x = weighted_sum(ctx.adjacency.transposed, grad_both[:, :channels])

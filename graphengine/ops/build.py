@@ -101,6 +101,7 @@ def _compile(verbose: bool) -> str | None:
         csrc / "cpu" / "thread_budget.cpp",
         csrc / "cpu" / "gat_kernel.cpp",
         csrc / "cpu" / "csr_kernel.cpp",
+        csrc / "cpu" / "relu_grad.cpp",
         csrc / "cpu" / "disk_prefetch.cpp",
     ]
     if with_cuda():
@@ -155,6 +156,9 @@ def _register_fakes() -> None:
     def fake_csr_sum(rowptr, col, value, x, out=None):
         return out if out is not None else x.new_empty((rowptr.shape[0] - 1, x.shape[1]))
 
+    def fake_relu_backward_sum(grad, out):
+        return torch.empty_like(grad), grad.new_empty(grad.shape[1])
+
     def fake_prefetch(src, index, slot_of=None):
         return 0
 
@@ -163,4 +167,5 @@ def _register_fakes() -> None:
     torch.library.register_fake("graphengine::cached_gather", fake_cached)
     torch.library.register_fake("graphengine::gat_attention", fake_attention)
     torch.library.register_fake("graphengine::csr_sum", fake_csr_sum)
+    torch.library.register_fake("graphengine::relu_backward_sum", fake_relu_backward_sum)
     torch.library.register_fake("graphengine::gat_attention_backward", fake_attention_backward)
