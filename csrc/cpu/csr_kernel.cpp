@@ -26,13 +26,7 @@
 #include <vector>
 
 #include "buffer_pool.h"
-
-#if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__)
-#define GRAPHENGINE_ROW_LOOP \
-  __attribute__((target_clones("arch=x86-64-v4", "arch=x86-64-v3", "default")))
-#else
-#define GRAPHENGINE_ROW_LOOP
-#endif
+#include "row_loop.h"
 
 namespace graphengine {
 namespace {
@@ -52,10 +46,7 @@ GRAPHENGINE_ROW_LOOP void add_scaled(float w, const float* x, float* acc, int64_
 GRAPHENGINE_ROW_LOOP void add_scaled(float w, const uint16_t* x, float* acc, int64_t n) {
 #pragma omp simd
   for (int64_t i = 0; i < n; ++i) {
-    const uint32_t bits = static_cast<uint32_t>(x[i]) << 16;
-    float value;
-    std::memcpy(&value, &bits, sizeof value);
-    acc[i] += w * value;
+    acc[i] += w * bfloat16_to_float(x[i]);
   }
 }
 

@@ -25,13 +25,7 @@
 #include <type_traits>
 #include <vector>
 
-// The row loops below are built for AVX-512 and AVX2 as well, chosen at load time by the CPU.
-#if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__)
-#define GRAPHENGINE_ROW_LOOP \
-  __attribute__((target_clones("arch=x86-64-v4", "arch=x86-64-v3", "default")))
-#else
-#define GRAPHENGINE_ROW_LOOP
-#endif
+#include "row_loop.h"
 
 namespace graphengine {
 namespace {

@@ -12,18 +12,11 @@
 
 #include <algorithm>
 #include <cstdint>
-#include <cstring>
 #include <tuple>
 #include <type_traits>
 
 #include "buffer_pool.h"
-
-#if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__)
-#define GRAPHENGINE_ROW_LOOP \
-  __attribute__((target_clones("arch=x86-64-v4", "arch=x86-64-v3", "default")))
-#else
-#define GRAPHENGINE_ROW_LOOP
-#endif
+#include "row_loop.h"
 
 namespace graphengine {
 namespace {
@@ -45,15 +38,9 @@ GRAPHENGINE_ROW_LOOP void mask_row(const uint16_t* grad, const uint16_t* out, ui
                                    float* sum, int64_t n) {
 #pragma omp simd
   for (int64_t i = 0; i < n; ++i) {
-    const uint32_t out_bits = static_cast<uint32_t>(out[i]) << 16;
-    float out_value;
-    std::memcpy(&out_value, &out_bits, sizeof out_value);
-    const uint16_t kept = out_value > 0.0f ? grad[i] : static_cast<uint16_t>(0);
-    const uint32_t kept_bits = static_cast<uint32_t>(kept) << 16;
-    float value;
-    std::memcpy(&value, &kept_bits, sizeof value);
+    const uint16_t kept = bfloat16_to_float(out[i]) > 0.0f ? grad[i] : static_cast<uint16_t>(0);
     grad_in[i] = kept;
-    sum[i] += value;
+    sum[i] += bfloat16_to_float(kept);
   }
 }
 

@@ -16,7 +16,15 @@ import torch
 from torch.profiler import ProfilerActivity, profile
 
 DENSE = ("aten::mm", "aten::addmm", "aten::addmm_", "aten::bmm", "aten::baddbmm")
-AGGREGATION_MARKS = ("sparse", "scatter", "segment", "index_add", "spmm", "graphengine::")
+AGGREGATION_MARKS = (
+    "sparse",
+    "scatter",
+    "segment",
+    "index_add",
+    "spmm",
+    "graphengine::csr_sum",
+    "graphengine::gat_attention",
+)
 ELEMENTWISE = (
     "aten::add",
     "aten::add_",
@@ -43,6 +51,7 @@ ELEMENTWISE = (
     "aten::_softmax",
     "aten::_log_softmax",
     "aten::_to_copy",
+    "graphengine::relu_backward_sum",
 )
 CATEGORIES = ("dense_products", "aggregation", "elementwise", "other")
 
