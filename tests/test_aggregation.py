@@ -133,6 +133,11 @@ def test_bad_input_is_refused_with_the_value():
     bad[10] = bad[12] + 1
     with pytest.raises(RuntimeError, match="'rowptr' decreases at 10"):
         csr_sum(bad, col, value, x)
+    big = random_adjacency(num_rows=10000, num_entries=30000)  # rows checked in chunks
+    bad = big.rowptr.clone()
+    bad[5000:9000] = -(10**9)  # a chunk may start inside the decrease: it must not read col
+    with pytest.raises(RuntimeError, match="'rowptr' decreases at 4999"):
+        csr_sum(bad, big.col, big.value, x)
     with pytest.raises(RuntimeError, match=rf"'rowptr' must run from 0 to {col.numel() - 1}"):
         csr_sum(rowptr, col[:-1], value[:-1], x)
     with pytest.raises(RuntimeError, match="'value' must be a contiguous float32"):

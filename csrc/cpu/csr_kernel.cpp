@@ -116,6 +116,11 @@ void check_csr(const at::Tensor& rowptr, const at::Tensor& col,
         return;
       }
     }
+    // A decrease in another chunk can put this chunk's bounds outside the edges.
+    if (ptr[begin] < 0 || ptr[end] > num_edges) {
+      bad = true;
+      return;
+    }
     for (int64_t e = ptr[begin]; e < ptr[end]; ++e) {
       if (source[e] < 0 || source[e] >= num_src) {
         bad = true;
