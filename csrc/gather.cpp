@@ -68,7 +68,9 @@ TORCH_LIBRARY(graphengine, m) {
       "-> Tensor");
   m.def("prefetch_rows(Tensor src, Tensor index, Tensor? slot_of=None) -> int");
   m.def("relu_backward_sum(Tensor grad, Tensor out) -> (Tensor, Tensor)");
-  m.def("csr_sum(Tensor rowptr, Tensor col, Tensor? value, Tensor x, Tensor? out=None) -> Tensor");
+  m.def(
+      "csr_sum(Tensor rowptr, Tensor col, Tensor? value, Tensor x, Tensor(a!)? out=None) "
+      "-> Tensor");
   m.def(
       "gat_attention(Tensor h, Tensor att_src, Tensor att_dst, Tensor rowptr, Tensor col, "
       "float negative_slope, bool self_loops, Tensor? dropout=None) "

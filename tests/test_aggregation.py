@@ -119,7 +119,7 @@ def test_bad_input_is_refused_with_the_value():
     rowptr, col, value = adjacency.rowptr, adjacency.col, adjacency.value
     x = torch.randn(adjacency.num_cols, 4)
     csr_sum = torch.ops.graphengine.csr_sum
-    with pytest.raises(ValueError, match="'x' must have 50 rows"):
+    with pytest.raises(ValueError, match=r"'x' must be 2-D with 50 rows \(got shape \[49, 4\]\)"):
         weighted_sum(adjacency, x[:49])
     bad = col.clone()
     bad[5] = 50
@@ -148,6 +148,33 @@ def test_bad_input_is_refused_with_the_value():
         csr_sum(rowptr.int(), col, value, x)
     with pytest.raises(RuntimeError, match="contiguous rows"):
         csr_sum(rowptr, col, value, x.t().contiguous().t())
+    square = torch.randn(adjacency.num_rows, 4)
+    args = (rowptr, col, value)
+    with pytest.raises(RuntimeError, match="single memory location"):
+        csr_sum(*args, square[: adjacency.num_cols], square[: adjacency.num_rows])
+    with pytest.raises(RuntimeError, match="single memory location"):
+        csr_sum(*args, x, torch.zeros(4).expand(adjacency.num_rows, 4))
+    with pytest.raises(ValueError, match=r"'out' must be torch\.float32 of shape"):
+        weighted_sum(adjacency, x, out=torch.empty(3, 4))
+
+
+def test_malformed_adjacencies_are_refused_before_any_product():
+    adjacency = random_adjacency()
+    rowptr, col, value = adjacency.rowptr, adjacency.col, adjacency.value
+    with pytest.raises(TypeError, match="must be int64"):
+        CsrAdjacency(rowptr.int(), col, value, 50)
+    with pytest.raises(ValueError, match="one entry per column index"):
+        CsrAdjacency(rowptr, col, value[:-1], 50)
+    x = torch.randn(50, 3, dtype=torch.float64)  # float64: torch's product, unchecked by it
+    bad = col.clone()
+    bad[3] = 50
+    with pytest.raises(IndexError, match=r"outside \[0, 50\)"):
+        weighted_sum(CsrAdjacency(rowptr, bad, value.double(), 50), x)
+    rest = (col, value.double(), 50)
+    short = rowptr.clone()
+    short[-1] -= 1
+    with pytest.raises(ValueError, match="'rowptr' must run from 0"):
+        weighted_sum(CsrAdjacency(short, *rest), x)
 
 
 @pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16, torch.float16])
@@ -155,6 +182,7 @@ def test_relu_backward_sum_equals_torchs_two_passes(dtype):
     generator = torch.Generator().manual_seed(0)
     rows = 1300  # several blocks of rows, the last one partial
     out = torch.randn(rows, 37, generator=generator).relu_().to(dtype)
+    out[5, 3] = float("nan")  # threshold_backward keeps a NaN output's gradient
     grad = torch.randn(rows, 37, generator=generator).to(dtype)
     grad_in, column_sum = torch.ops.graphengine.relu_backward_sum(grad, out)
     expected = torch.ops.aten.threshold_backward(grad, out, 0)

@@ -96,6 +96,13 @@ def test_bf16_features_train_as_bf16_casts_in_the_first_layer_do(tmp_path, kind)
     torch.testing.assert_close(weights[True], weights[False], rtol=0, atol=0)
 
 
+def test_bf16_features_stay_float32_where_the_first_layer_reads_x_first(tmp_path):
+    dataset = load_dataset("synthetic-small", root=tmp_path)
+    model = build_model("gcn", dataset.num_features, 32, dataset.num_classes, 2)
+    trainer = Trainer(model, dataset, fanouts=[5, 5], progress=False, precision="bf16")
+    assert next(iter(trainer.train_loader)).x.dtype == torch.float32
+
+
 def test_resume_from_checkpoint_continues_identically(tmp_path):
     dataset = load_dataset("synthetic-small", root=tmp_path / "data")
 

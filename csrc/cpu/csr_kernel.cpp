@@ -14,6 +14,7 @@
 // tensor, or the given `out`, e.g. the left columns of a wider table).
 #include <ATen/ATen.h>
 #include <ATen/Dispatch.h>
+#include <ATen/MemoryOverlap.h>
 #include <ATen/Parallel.h>
 #include <torch/library.h>
 
@@ -190,6 +191,8 @@ at::Tensor csr_sum_cpu(const at::Tensor& rowptr, const at::Tensor& col,
                 "csr_sum: 'out' must be a CPU ", x.scalar_type(), " [", num_rows, ", ", width,
                 "] tensor with contiguous rows (got ", out.scalar_type(), " ", out.sizes(),
                 ", strides ", out.strides(), ")");
+    at::assert_no_internal_overlap(out);
+    at::assert_no_overlap(out, x);
   } else {
     out = pooled_empty({num_rows, width}, x.options());
   }

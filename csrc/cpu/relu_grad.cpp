@@ -1,4 +1,5 @@
-// ReLU's backward and the bias gradient in one pass: grad_in = grad where out > 0, else 0, and
+// ReLU's backward and the bias gradient in one pass: grad_in = 0 where out <= 0, else grad (as
+// torch's threshold_backward, NaN outputs keep their gradient), and
 // its column sums (the gradient of a bias added before the ReLU). torch runs these as two
 // passes over a [rows, channels] tensor (threshold_backward, then sum over rows), which on a
 // GraphSAGE batch's first layer ([109k, 256]) each take several milliseconds.
@@ -27,7 +28,7 @@ GRAPHENGINE_ROW_LOOP void mask_row(const float* grad, const float* out, float* g
                                    float* sum, int64_t n) {
 #pragma omp simd
   for (int64_t i = 0; i < n; ++i) {
-    const float value = out[i] > 0.0f ? grad[i] : 0.0f;
+    const float value = out[i] <= 0.0f ? 0.0f : grad[i];
     grad_in[i] = value;
     sum[i] += value;
   }
@@ -38,7 +39,7 @@ GRAPHENGINE_ROW_LOOP void mask_row(const uint16_t* grad, const uint16_t* out, ui
                                    float* sum, int64_t n) {
 #pragma omp simd
   for (int64_t i = 0; i < n; ++i) {
-    const uint16_t kept = bfloat16_to_float(out[i]) > 0.0f ? grad[i] : static_cast<uint16_t>(0);
+    const uint16_t kept = bfloat16_to_float(out[i]) <= 0.0f ? static_cast<uint16_t>(0) : grad[i];
     grad_in[i] = kept;
     sum[i] += bfloat16_to_float(kept);
   }
@@ -47,7 +48,7 @@ GRAPHENGINE_ROW_LOOP void mask_row(const uint16_t* grad, const uint16_t* out, ui
 void mask_row(const at::Half* grad, const at::Half* out, at::Half* grad_in, float* sum,
               int64_t n) {
   for (int64_t i = 0; i < n; ++i) {
-    const at::Half value = static_cast<float>(out[i]) > 0.0f ? grad[i] : at::Half(0.0f);
+    const at::Half value = static_cast<float>(out[i]) <= 0.0f ? at::Half(0.0f) : grad[i];
     grad_in[i] = value;
     sum[i] += static_cast<float>(value);
   }

@@ -17,6 +17,7 @@ from functools import cached_property
 from typing import TYPE_CHECKING
 
 import torch
+from torch.autograd.function import once_differentiable
 
 from graphengine import ops
 
@@ -30,7 +31,7 @@ warnings.filterwarnings("ignore", message="Sparse CSR tensor support is in beta"
 KERNEL_DTYPES = (torch.float32, torch.bfloat16, torch.float16)
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, eq=False)
 class CsrAdjacency:
     """A weighted ``[num_rows, num_cols]`` matrix in CSR.
 
@@ -46,6 +47,23 @@ class CsrAdjacency:
     col: torch.Tensor
     value: torch.Tensor
     num_cols: int
+
+    def __post_init__(self):
+        rowptr, col, value = self.rowptr, self.col, self.value
+        if rowptr.dtype != torch.int64 or col.dtype != torch.int64:
+            raise TypeError(
+                f"'rowptr' and 'col' must be int64 (got {rowptr.dtype} and {col.dtype})"
+            )
+        if rowptr.dim() != 1 or rowptr.numel() < 1 or col.dim() != 1:
+            raise ValueError(
+                f"'rowptr' must be 1-D and non-empty and 'col' 1-D (got shapes "
+                f"{list(rowptr.shape)} and {list(col.shape)})"
+            )
+        if value.dim() != 1 or value.numel() != col.numel():
+            raise ValueError(
+                f"'value' must hold one entry per column index ({col.numel()}) "
+                f"(got shape {list(value.shape)})"
+            )
 
     @property
     def num_rows(self) -> int:
@@ -97,9 +115,17 @@ def weighted_sum(
     dtype (rows without entries are zeros). Differentiable in ``x``, except when written into
     ``out`` (``[num_rows, width]``, ``x``'s dtype, contiguous rows: e.g. the left columns of
     a wider table), which is for autograd functions' own forward passes."""
-    if x.shape[0] != adjacency.num_cols:
-        raise ValueError(f"'x' must have {adjacency.num_cols} rows (got {x.shape[0]})")
+    if x.dim() != 2 or x.shape[0] != adjacency.num_cols:
+        raise ValueError(
+            f"'x' must be 2-D with {adjacency.num_cols} rows (got shape {list(x.shape)})"
+        )
     if out is not None:
+        expected = [adjacency.num_rows, x.shape[1]]
+        if list(out.shape) != expected or out.dtype != x.dtype:
+            raise ValueError(
+                f"'out' must be {x.dtype} of shape {expected} (got {out.dtype} of shape "
+                f"{list(out.shape)})"
+            )
         if torch.is_grad_enabled() and x.requires_grad:
             raise RuntimeError("weighted_sum(..., out=) does not differentiate; call it without")
         return _product(adjacency, x, out)
@@ -127,16 +153,39 @@ def _product(
         return torch.ops.graphengine.csr_sum(adjacency.rowptr, adjacency.col, value, x, out)
     if out is not None:
         return out.copy_(_product(adjacency, x))
+    _check_entries(adjacency)
+    # On the CPU, low-precision inputs are summed in float32 with float32 weights, as the
+    # kernel sums them; CUDA's sparse products accumulate in float32 themselves.
+    on_cpu = x.device.type == "cpu"
+    dtype = torch.float32 if on_cpu and x.dtype != torch.float64 else x.dtype
     matrix = torch.sparse_csr_tensor(
         adjacency.rowptr,
         adjacency.col,
-        adjacency.value.to(x.dtype),
+        adjacency.value.to(dtype),
         size=(adjacency.num_rows, adjacency.num_cols),
-        check_invariants=False,  # to_blocks checked them
+        check_invariants=False,  # checked above
     )
-    if x.device.type == "cpu":  # torch's parallel CSR kernel (a plain product sorts a COO copy)
-        return torch.sparse.mm(matrix, x, "sum")
+    if on_cpu:  # torch's parallel CSR kernel (a plain product sorts a COO copy)
+        return torch.sparse.mm(matrix, x.to(dtype), "sum").to(x.dtype)
     return torch.sparse.mm(matrix, x)
+
+
+def _check_entries(adjacency: CsrAdjacency) -> None:
+    """What torch's sparse product does not check: ``rowptr`` from 0 to the entry count, and
+    the column indices in range (two reductions, before a product that would read out of
+    bounds)."""
+    rowptr, col = adjacency.rowptr, adjacency.col
+    if int(rowptr[0]) != 0 or int(rowptr[-1]) != col.numel():
+        raise ValueError(
+            f"'rowptr' must run from 0 to {col.numel()} (got {int(rowptr[0])} to {int(rowptr[-1])})"
+        )
+    if bool((rowptr[1:] < rowptr[:-1]).any()):
+        raise ValueError("'rowptr' must not decrease")
+    if col.numel() and (int(col.min()) < 0 or int(col.max()) >= adjacency.num_cols):
+        raise IndexError(
+            f"'col' holds indices in [{int(col.min())}, {int(col.max())}], outside "
+            f"[0, {adjacency.num_cols})"
+        )
 
 
 class _WeightedSum(torch.autograd.Function):
@@ -146,6 +195,7 @@ class _WeightedSum(torch.autograd.Function):
         return _product(adjacency, x)
 
     @staticmethod
+    @once_differentiable
     def backward(ctx, grad):
         if not ctx.needs_input_grad[1]:
             return None, None

@@ -23,6 +23,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 import torch
+from torch.autograd.function import once_differentiable
 from torch_geometric.nn import SAGEConv
 
 from graphengine.nn.aggregation import CsrAdjacency, mean_adjacency, uses_kernel, weighted_sum
@@ -92,6 +93,7 @@ class FusedSageMean(torch.autograd.Function):
         return out
 
     @staticmethod
+    @once_differentiable
     def backward(ctx, grad):
         both, weight, out = ctx.saved_tensors
         channels = both.shape[1] // 2

@@ -12,8 +12,11 @@ import numpy as np
 import torch
 import torch.nn.functional as F
 from torch_geometric.data import HeteroData
+from torch_geometric.nn import GATConv
+from torch_geometric.nn.models.basic_gnn import BasicGNN
 from tqdm import tqdm
 
+from graphengine.data.arrays import as_tensor
 from graphengine.data.disk_io import IoCounters, available_memory
 from graphengine.data.feature_store import FeatureStore
 from graphengine.datasets.dataset import GraphDataset
@@ -24,6 +27,7 @@ from graphengine.loader import LaborLoader, NeighborLoader
 from graphengine.loader.dist_neighbor_loader import DistNeighborLoader
 from graphengine.loader.hybrid_loader import HybridNeighborLoader
 from graphengine.nn.forward import SeedLogits
+from graphengine.nn.fused_sage import fuses
 from graphengine.parallel import HybridParallel, Strategy, strategy_for
 from graphengine.parallel.hybrid import runs_whole
 from graphengine.runtime import host_memory_cache
@@ -123,12 +127,12 @@ class Trainer:
             (``"2GiB"``). Its hit rate is in each epoch's metrics (``feature_cache``).
         bf16_features: with ``precision='bf16'``, a :class:`~graphengine.datasets.GraphDataset`
             trained by the :class:`NeighborLoader` on the CPU (no ``feature_cache``, not
-            ``access='random'``): the training batches gather from a bfloat16 copy of ``x``
-            in memory, made once when it takes at most a quarter of the memory available
-            (half the bytes to gather and no cast per batch; it costs half of ``x``'s size).
-            GraphSAGE's and GAT's layers cast ``x`` to bfloat16 first anyway, so they
-            compute the same; a model that would read the features in float32 under
-            autocast reads them rounded. ``False`` keeps float32 batches.
+            ``access='random'``) by a model whose first layer casts ``x`` to bfloat16
+            before anything reads it (a PyG GAT, or GraphSAGE's fused mean layer on
+            blocks): the training batches gather from a bfloat16 copy of ``x`` in memory,
+            made once when it takes at most a quarter of the memory available. The same
+            results, with half the bytes to gather and no cast per batch, for half of
+            ``x``'s size in memory. ``False`` keeps float32 batches.
 
     Each epoch's metrics also hold ``io``: the process's major and minor page faults and the
     bytes it read from disk during the epoch (``read_bytes``; ``None`` where the platform
@@ -253,7 +257,8 @@ class Trainer:
                 raise ValueError("'remote_cache' needs a partitioned graph (a DistData)")
             loader = LaborLoader if self.sampler == "labor" else NeighborLoader
             features = self._cached_features(dataset, feature_cache)
-            if features is dataset and bf16_features and precision == "bf16":
+            casts_x = self._first_layer_casts_x()
+            if features is dataset and bf16_features and precision == "bf16" and casts_x:
                 features = self._bf16_features(dataset)
             self.train_loader = loader(
                 features,
@@ -291,6 +296,18 @@ class Trainer:
         self._cache_counts = (0, 0)
         return store, dataset.graph
 
+    def _first_layer_casts_x(self) -> bool:
+        """Whether the model's first layer casts ``x`` to bfloat16 under autocast before
+        anything reads it: GAT's shared projection, or GraphSAGE's fused mean layer on
+        blocks. Then bfloat16 features change nothing but the bytes gathered."""
+        convs = getattr(self.model, "convs", None)
+        if not isinstance(self.model, BasicGNN) or not convs:
+            return False
+        first = convs[0]
+        if type(first) is GATConv:
+            return first.lin is not None
+        return fuses(first) and self.forward_mode == "blocks"
+
     def _bf16_features(self, dataset):
         """``dataset``, or, for a GraphDataset on the CPU, its graph and a feature store whose
         ``x`` is a bfloat16 copy (``self.feature_store``): when the copy takes at most a
@@ -308,7 +325,7 @@ class Trainer:
                 dataset.access,
             )
             return dataset
-        x = torch.from_numpy(np.asarray(dataset.x)).to(torch.bfloat16)
+        x = as_tensor(dataset.x).to(torch.bfloat16)
         store = FeatureStore({"x": x, "y": dataset.y})
         self.feature_store = store
         return store, dataset.graph
