@@ -13,7 +13,6 @@
 // contiguous rows; out [num_rows, width] of x's dtype with contiguous rows (a new contiguous
 // tensor, or the given `out`, e.g. the left columns of a wider table).
 #include <ATen/ATen.h>
-#include <ATen/Dispatch.h>
 #include <ATen/MemoryOverlap.h>
 #include <ATen/Parallel.h>
 #include <torch/library.h>
@@ -204,20 +203,21 @@ at::Tensor csr_sum_cpu(const at::Tensor& rowptr, const at::Tensor& col,
   const float* weight = value.has_value() ? value->data_ptr<float>() : nullptr;
   const int64_t stride = x.size(0) > 0 ? x.stride(0) : width;
   const int64_t out_stride = out.stride(0);
-  AT_DISPATCH_SWITCH(x.scalar_type(), "csr_sum",
-                     AT_DISPATCH_CASE(at::kFloat, [&] {
-                       csr_sum_kernel<scalar_t>(ptr, source, weight, x.data_ptr<scalar_t>(),
-                                                stride, num_rows, width,
-                                                out.data_ptr<scalar_t>(), out_stride);
-                     }) AT_DISPATCH_CASE(at::kBFloat16, [&] {
-                       csr_sum_kernel<scalar_t>(ptr, source, weight, x.data_ptr<scalar_t>(),
-                                                stride, num_rows, width,
-                                                out.data_ptr<scalar_t>(), out_stride);
-                     }) AT_DISPATCH_CASE(at::kHalf, [&] {
-                       csr_sum_kernel<scalar_t>(ptr, source, weight, x.data_ptr<scalar_t>(),
-                                                stride, num_rows, width,
-                                                out.data_ptr<scalar_t>(), out_stride);
-                     }));
+  const auto run = [&](auto type_tag) {
+    using scalar_t = decltype(type_tag);
+    csr_sum_kernel<scalar_t>(ptr, source, weight, x.data_ptr<scalar_t>(), stride, num_rows,
+                             width, out.data_ptr<scalar_t>(), out_stride);
+  };
+  switch (x.scalar_type()) {  // check_csr allowed these three
+    case at::kFloat:
+      run(float{});
+      break;
+    case at::kBFloat16:
+      run(at::BFloat16{});
+      break;
+    default:
+      run(at::Half{});
+  }
   return out;
 }
 

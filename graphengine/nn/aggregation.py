@@ -12,7 +12,7 @@ the ``"torch"`` backend, no extension) it is ``torch.sparse.mm``.
 from __future__ import annotations
 
 import warnings
-from dataclasses import dataclass
+from dataclasses import InitVar, dataclass
 from functools import cached_property
 from typing import TYPE_CHECKING
 
@@ -41,14 +41,20 @@ class CsrAdjacency:
         value: float ``[num_entries]`` (float32, or float64 for float64 inputs); not
             differentiated.
         num_cols: the column count.
+        check_entries: check that ``rowptr`` runs from 0 to the entry count without
+            decreasing and ``col`` lies in range (three reductions; on a GPU, a wait for
+            them). ``False`` where they are known to hold: built from a
+            :class:`~graphengine.nn.blocks.Block` (``to_blocks`` checked it) or from a
+            checked adjacency.
     """
 
     rowptr: torch.Tensor
     col: torch.Tensor
     value: torch.Tensor
     num_cols: int
+    check_entries: InitVar[bool] = True
 
-    def __post_init__(self):
+    def __post_init__(self, check_entries: bool):
         rowptr, col, value = self.rowptr, self.col, self.value
         if rowptr.dtype != torch.int64 or col.dtype != torch.int64:
             raise TypeError(
@@ -63,6 +69,23 @@ class CsrAdjacency:
             raise ValueError(
                 f"'value' must hold one entry per column index ({col.numel()}) "
                 f"(got shape {list(value.shape)})"
+            )
+        if check_entries:
+            self._check_entries()
+
+    def _check_entries(self) -> None:
+        rowptr, col = self.rowptr, self.col
+        if int(rowptr[0]) != 0 or int(rowptr[-1]) != col.numel():
+            raise ValueError(
+                f"'rowptr' must run from 0 to {col.numel()} (got {int(rowptr[0])} to "
+                f"{int(rowptr[-1])})"
+            )
+        if bool((rowptr[1:] < rowptr[:-1]).any()):
+            raise ValueError("'rowptr' must not decrease")
+        if col.numel() and (int(col.min()) < 0 or int(col.max()) >= self.num_cols):
+            raise IndexError(
+                f"'col' holds indices in [{int(col.min())}, {int(col.max())}], outside "
+                f"[0, {self.num_cols})"
             )
 
     @property
@@ -80,7 +103,7 @@ class CsrAdjacency:
         row = torch.arange(self.num_rows, device=col.device).repeat_interleave(
             degree, output_size=col.numel()
         )
-        return CsrAdjacency(rowptr, row[order], self.value[order], self.num_rows)
+        return CsrAdjacency(rowptr, row[order], self.value[order], self.num_rows, False)
 
 
 def value_dtype(dtype: torch.dtype) -> torch.dtype:
@@ -96,7 +119,7 @@ def mean_adjacency(block: Block, dtype: torch.dtype) -> CsrAdjacency:
     scale = (1.0 / degree.clamp(min=1).to(value_dtype(dtype))).repeat_interleave(
         degree, output_size=block.edge_index.shape[1]
     )
-    return CsrAdjacency(block.rowptr, block.edge_index[0], scale, block.num_src)
+    return CsrAdjacency(block.rowptr, block.edge_index[0], scale, block.num_src, False)
 
 
 def sum_adjacency(block: Block, dtype: torch.dtype) -> CsrAdjacency:
@@ -105,7 +128,7 @@ def sum_adjacency(block: Block, dtype: torch.dtype) -> CsrAdjacency:
     ones = torch.ones(
         block.edge_index.shape[1], dtype=value_dtype(dtype), device=block.rowptr.device
     )
-    return CsrAdjacency(block.rowptr, block.edge_index[0], ones, block.num_src)
+    return CsrAdjacency(block.rowptr, block.edge_index[0], ones, block.num_src, False)
 
 
 def weighted_sum(
@@ -147,13 +170,12 @@ def _product(
     adjacency: CsrAdjacency, x: torch.Tensor, out: torch.Tensor | None = None
 ) -> torch.Tensor:
     if uses_kernel(x):
-        if x.dim() == 2 and x.shape[1] > 1 and x.stride(1) != 1:
+        if x.shape[1] > 1 and x.stride(1) != 1:
             x = x.contiguous()
         value = adjacency.value.to(torch.float32)
         return torch.ops.graphengine.csr_sum(adjacency.rowptr, adjacency.col, value, x, out)
     if out is not None:
         return out.copy_(_product(adjacency, x))
-    _check_entries(adjacency)
     # On the CPU, low-precision inputs are summed in float32 with float32 weights, as the
     # kernel sums them; CUDA's sparse products accumulate in float32 themselves.
     on_cpu = x.device.type == "cpu"
@@ -163,29 +185,11 @@ def _product(
         adjacency.col,
         adjacency.value.to(dtype),
         size=(adjacency.num_rows, adjacency.num_cols),
-        check_invariants=False,  # checked above
+        check_invariants=False,  # the adjacency's construction checked them
     )
     if on_cpu:  # torch's parallel CSR kernel (a plain product sorts a COO copy)
         return torch.sparse.mm(matrix, x.to(dtype), "sum").to(x.dtype)
     return torch.sparse.mm(matrix, x)
-
-
-def _check_entries(adjacency: CsrAdjacency) -> None:
-    """What torch's sparse product does not check: ``rowptr`` from 0 to the entry count, and
-    the column indices in range (two reductions, before a product that would read out of
-    bounds)."""
-    rowptr, col = adjacency.rowptr, adjacency.col
-    if int(rowptr[0]) != 0 or int(rowptr[-1]) != col.numel():
-        raise ValueError(
-            f"'rowptr' must run from 0 to {col.numel()} (got {int(rowptr[0])} to {int(rowptr[-1])})"
-        )
-    if bool((rowptr[1:] < rowptr[:-1]).any()):
-        raise ValueError("'rowptr' must not decrease")
-    if col.numel() and (int(col.min()) < 0 or int(col.max()) >= adjacency.num_cols):
-        raise IndexError(
-            f"'col' holds indices in [{int(col.min())}, {int(col.max())}], outside "
-            f"[0, {adjacency.num_cols})"
-        )
 
 
 class _WeightedSum(torch.autograd.Function):

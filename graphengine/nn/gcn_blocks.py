@@ -62,7 +62,7 @@ def gcn_block(conv: GCNConv, x: torch.Tensor, block: Block, scale: torch.Tensor)
     dtype = value_dtype(x.dtype)
     weights = scale[source].to(dtype) * scale[target].to(dtype)
     weights = weights.masked_fill_(source == target, 0.0)
-    adjacency = CsrAdjacency(block.rowptr, source, weights, block.num_src)
+    adjacency = CsrAdjacency(block.rowptr, source, weights, block.num_src, False)
     self_weight = scale[: block.num_dst].to(x.dtype).square().unsqueeze(1)
     weight = conv.lin.weight
     in_channels, out_channels = weight.shape[1], weight.shape[0]

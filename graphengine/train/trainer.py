@@ -325,8 +325,8 @@ class Trainer:
                 dataset.access,
             )
             return dataset
-        x = as_tensor(dataset.x).to(torch.bfloat16)
-        store = FeatureStore({"x": x, "y": dataset.y})
+        store = dataset.feature_store()
+        store["x"] = as_tensor(dataset.x).to(torch.bfloat16)
         self.feature_store = store
         return store, dataset.graph
 
