@@ -21,7 +21,9 @@ from tests.autograd_checks import assert_same_outputs_and_grads
 @pytest.fixture(scope="module")
 def batch():
     dataset = generate("t", SyntheticSpec(3000, 40_000, 8, 3, 1500, 300))
-    loader = NeighborLoader(dataset, [6, 4, 3], batch_size=64, input_nodes=dataset.train_idx)
+    loader = NeighborLoader(
+        dataset, [6, 4, 3], batch_size=64, input_nodes=dataset.train_idx, seed=0
+    )
     return next(iter(loader))
 
 
@@ -63,8 +65,6 @@ def test_block_forward_equals_whole_batch_forward(batch, model_class):
         lambda: block_forward(model, batch.x, blocks),
         lambda: model(batch.x, batch.edge_index)[:seeds],
         list(model.parameters()),
-        atol=1e-5,
-        grad_atol=1e-4,
     )
 
 

@@ -54,8 +54,6 @@ def test_equals_pyg_sageconv_on_the_block(bias, relu):
         lambda: sage_mean(conv, x, block, relu=relu),
         pyg,
         [x, *conv.parameters()],
-        atol=1e-6,
-        grad_atol=1e-5,
     )
 
 
