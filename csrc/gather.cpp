@@ -69,8 +69,14 @@ TORCH_LIBRARY(graphengine, m) {
   m.def("prefetch_rows(Tensor src, Tensor index, Tensor? slot_of=None) -> int");
   m.def("relu_backward_sum(Tensor grad, Tensor out) -> (Tensor, Tensor)");
   m.def(
-      "csr_sum(Tensor rowptr, Tensor col, Tensor? value, Tensor x, Tensor(a!)? out=None) "
-      "-> Tensor");
+      "csr_sum(Tensor rowptr, Tensor col, Tensor? value, Tensor x) -> Tensor");
+  m.def(
+      "csr_sum_into(Tensor rowptr, Tensor col, Tensor? value, Tensor x, Tensor(a!) out, "
+      "Tensor(b!)? root_out=None) -> ()");
+  m.def(
+      "csr_transpose(Tensor rowptr, Tensor col, Tensor? value, int num_cols) "
+      "-> (Tensor, Tensor, Tensor)");
+  m.def("add_bias_relu_(Tensor(a!) out, Tensor bias) -> ()");
   m.def(
       "gat_attention(Tensor h, Tensor att_src, Tensor att_dst, Tensor rowptr, Tensor col, "
       "float negative_slope, bool self_loops, Tensor? dropout=None) "

@@ -90,20 +90,99 @@ def test_weighted_sum_and_its_gradient_equal_the_dense_product(backend):
     torch.testing.assert_close(x.grad.double(), dense.t() @ grad.double(), rtol=1e-5, atol=1e-5)
 
 
-def test_transposed_groups_the_entries_by_column():
-    adjacency = random_adjacency()
-    transposed = adjacency.transposed
+@pytest.mark.parametrize("backend", ["csrc", "torch"])
+def test_transposed_groups_the_entries_by_column_in_row_order(backend):
+    adjacency = random_adjacency(num_entries=800)
+    previous = ops.get_backend()
+    ops.set_backend(backend)
+    try:
+        transposed = adjacency.transposed
+    finally:
+        ops.set_backend(previous)
     assert transposed.num_rows == adjacency.num_cols
     assert transposed.num_cols == adjacency.num_rows
-    back = scipy.sparse.csr_matrix(
-        (transposed.value.numpy(), transposed.col.numpy(), transposed.rowptr.numpy()),
-        shape=(transposed.num_rows, transposed.num_cols),
-    ).T
-    original = scipy.sparse.csr_matrix(
-        (adjacency.value.numpy(), adjacency.col.numpy(), adjacency.rowptr.numpy()),
-        shape=(adjacency.num_rows, adjacency.num_cols),
-    )
-    np.testing.assert_allclose(back.toarray(), original.toarray())
+    assert transposed.value.dtype == adjacency.value.dtype
+    # Brute force: each column's (row, value) pairs in the order the rows hold them.
+    row = torch.arange(adjacency.num_rows).repeat_interleave(adjacency.rowptr.diff())
+    for column in range(adjacency.num_cols):
+        entries = (adjacency.col == column).nonzero().flatten()
+        span = slice(int(transposed.rowptr[column]), int(transposed.rowptr[column + 1]))
+        assert torch.equal(transposed.col[span], row[entries])
+        assert torch.equal(transposed.value[span], adjacency.value[entries])
+    assert int(transposed.rowptr[-1]) == adjacency.col.numel()
+
+
+def test_csr_transpose_without_values_and_bad_input():
+    adjacency = random_adjacency()
+    rowptr, col = adjacency.rowptr, adjacency.col
+    transpose = torch.ops.graphengine.csr_transpose
+    rowptr_t, row_t, value_t = transpose(rowptr, col, None, 50)
+    assert torch.equal(value_t, torch.ones(col.numel()))
+    assert torch.equal(rowptr_t, adjacency.transposed.rowptr)
+    assert torch.equal(row_t, adjacency.transposed.col)
+    bad = col.clone()
+    bad[5] = 50
+    with pytest.raises(IndexError, match="csr_transpose: 'col' holds source 50 at position 5"):
+        transpose(rowptr, bad, None, 50)
+    with pytest.raises(RuntimeError, match="'num_cols' must be >= 0"):
+        transpose(rowptr, col, None, -1)
+    with pytest.raises(RuntimeError, match="'value' must be a contiguous float32"):
+        transpose(rowptr, col, adjacency.value[:-1], 50)
+
+
+@pytest.mark.parametrize("backend", ["csrc", "torch"])
+def test_root_rows_are_copied_beside_the_sum(backend):
+    adjacency = random_adjacency()
+    x = torch.randn(adjacency.num_rows + 5, 6)
+    square = CsrAdjacency(adjacency.rowptr, adjacency.col, adjacency.value, x.shape[0])
+    table = torch.full((adjacency.num_rows, 12), float("nan"))
+    previous = ops.get_backend()
+    ops.set_backend(backend)
+    try:
+        weighted_sum(square, x, out=table[:, :6], root_out=table[:, 6:])
+    finally:
+        ops.set_backend(previous)
+    np.testing.assert_allclose(table[:, :6].numpy(), scipy_product(square, x), atol=1e-5)
+    assert torch.equal(table[:, 6:], x[: adjacency.num_rows])
+
+
+def test_root_rows_need_an_output_and_enough_rows():
+    adjacency = random_adjacency()  # 70 rows, 50 columns: x has fewer rows than the result
+    x = torch.randn(adjacency.num_cols, 4)
+    args = (adjacency.rowptr, adjacency.col, adjacency.value, x)
+    out, root = torch.empty(adjacency.num_rows, 4), torch.empty(adjacency.num_rows, 4)
+    with pytest.raises(RuntimeError, match="'root_out' needs 'x' to have at least 70 rows"):
+        torch.ops.graphengine.csr_sum_into(*args, out, root)
+    with pytest.raises(ValueError, match="'root_out' needs 'out'"):
+        weighted_sum(adjacency, x, root_out=root)
+    with pytest.raises(ValueError, match=r"'root_out' must be torch\.float32 of shape \[70, 4\]"):
+        weighted_sum(adjacency, x, out=out, root_out=root[:, :3])
+    wide = torch.randn(80, 4)  # enough rows
+    with pytest.raises(RuntimeError, match="single memory location"):
+        torch.ops.graphengine.csr_sum_into(adjacency.rowptr, adjacency.col, None, wide, out, out)
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16, torch.float16])
+def test_add_bias_relu_equals_torchs_add_then_relu(dtype):
+    generator = torch.Generator().manual_seed(0)
+    out = torch.randn(300, 37, generator=generator).to(dtype)
+    out[5, 3] = float("nan")  # relu keeps NaN
+    bias = torch.randn(37, generator=generator).to(dtype)
+    expected = (out + bias).relu()
+    torch.ops.graphengine.add_bias_relu_(out, bias)
+    assert torch.equal(out.isnan(), expected.isnan())
+    assert torch.equal(out.nan_to_num(), expected.nan_to_num())
+
+
+def test_add_bias_relu_refuses_bad_input():
+    out = torch.randn(4, 3)
+    add_bias_relu_ = torch.ops.graphengine.add_bias_relu_
+    with pytest.raises(RuntimeError, match=r"one entry per column \(got \[4, 3\] and \[4\]\)"):
+        add_bias_relu_(out, torch.randn(4))
+    with pytest.raises(RuntimeError, match="must both be float32, bfloat16 or float16"):
+        add_bias_relu_(out, torch.randn(3).double())
+    with pytest.raises(RuntimeError, match="contiguous 2-D"):
+        add_bias_relu_(out.t(), torch.randn(4))
 
 
 def test_float64_runs_on_torch_in_float64():
@@ -119,6 +198,7 @@ def test_bad_input_is_refused_with_the_value():
     rowptr, col, value = adjacency.rowptr, adjacency.col, adjacency.value
     x = torch.randn(adjacency.num_cols, 4)
     csr_sum = torch.ops.graphengine.csr_sum
+    csr_sum_into = torch.ops.graphengine.csr_sum_into
     with pytest.raises(ValueError, match=r"'x' must be 2-D with 50 rows \(got shape \[49, 4\]\)"):
         weighted_sum(adjacency, x[:49])
     bad = col.clone()
@@ -151,9 +231,9 @@ def test_bad_input_is_refused_with_the_value():
     square = torch.randn(adjacency.num_rows, 4)
     args = (rowptr, col, value)
     with pytest.raises(RuntimeError, match="single memory location"):
-        csr_sum(*args, square[: adjacency.num_cols], square[: adjacency.num_rows])
+        csr_sum_into(*args, square[: adjacency.num_cols], square[: adjacency.num_rows])
     with pytest.raises(RuntimeError, match="single memory location"):
-        csr_sum(*args, x, torch.zeros(4).expand(adjacency.num_rows, 4))
+        csr_sum_into(*args, x, torch.zeros(4).expand(adjacency.num_rows, 4))
     with pytest.raises(ValueError, match=r"'out' must be torch\.float32 of shape"):
         weighted_sum(adjacency, x, out=torch.empty(3, 4))
 
@@ -205,3 +285,18 @@ def test_relu_backward_sum_refuses_bad_input():
         relu_backward_sum(grad.double(), grad.double())
     with pytest.raises(RuntimeError, match="must both be float32, bfloat16 or float16"):
         relu_backward_sum(grad, grad.bfloat16())
+
+
+def test_operators_pass_torch_opcheck():
+    adjacency = random_adjacency()
+    args = (adjacency.rowptr, adjacency.col, adjacency.value)
+    x = torch.randn(adjacency.num_rows + 2, 5)
+    square = (*args, x)
+    ops_ = torch.ops.graphengine
+    torch.library.opcheck(ops_.csr_sum.default, (*args, x[: adjacency.num_cols]))
+    table = torch.empty(adjacency.num_rows, 10)
+    torch.library.opcheck(ops_.csr_sum_into.default, (*square, table[:, :5], table[:, 5:]))
+    torch.library.opcheck(ops_.csr_transpose.default, (*args, adjacency.num_cols))
+    out = torch.randn(30, 7)
+    torch.library.opcheck(ops_.add_bias_relu_.default, (out, torch.randn(7)))
+    torch.library.opcheck(ops_.relu_backward_sum.default, (torch.randn(30, 7), out.relu()))

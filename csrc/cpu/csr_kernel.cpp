@@ -10,8 +10,12 @@
 //
 // Shapes: rowptr int64 [num_rows + 1] (0 first, num_edges last, nondecreasing), col int64
 // [num_edges] in [0, x.size(0)), value float32 [num_edges] or none, x [num_src, width] with
-// contiguous rows; out [num_rows, width] of x's dtype with contiguous rows (a new contiguous
-// tensor, or the given `out`, e.g. the left columns of a wider table).
+// contiguous rows; out [num_rows, width] of x's dtype with contiguous rows: a new contiguous
+// tensor (csr_sum), or a given one (csr_sum_into: e.g. the left columns of a wider table),
+// which torch's schemas cannot declare as one op that sometimes writes its input. With
+// csr_sum_into's `root_out` ([num_rows, width], x's dtype, contiguous rows), x's first
+// num_rows rows are copied into it in the same pass (GraphSAGE's root term beside its mean,
+// in one table); the copy runs while the row's scattered sources are awaited.
 #include <ATen/ATen.h>
 #include <ATen/MemoryOverlap.h>
 #include <ATen/Parallel.h>
@@ -22,6 +26,7 @@
 #include <cstdint>
 #include <cstring>
 #include <optional>
+#include <tuple>
 #include <type_traits>
 #include <vector>
 
@@ -81,30 +86,20 @@ void prefetch_row(const void* row, int64_t bytes) {
   }
 }
 
-void check_csr(const at::Tensor& rowptr, const at::Tensor& col,
-               const std::optional<at::Tensor>& value, const at::Tensor& x) {
-  TORCH_CHECK(x.dim() == 2 && (x.size(1) <= 1 || x.stride(1) == 1),
-              "csr_sum: 'x' must be 2-D with contiguous rows (got sizes ", x.sizes(), ", strides ",
-              x.strides(), ")");
-  TORCH_CHECK(x.device().is_cpu(), "csr_sum (CPU): 'x' must be a CPU tensor");
-  TORCH_CHECK(x.scalar_type() == at::kFloat || x.scalar_type() == at::kBFloat16 ||
-                  x.scalar_type() == at::kHalf,
-              "csr_sum: 'x' must be float32, bfloat16 or float16 (got ", x.scalar_type(), ")");
+// rowptr runs from 0 to col's length without decreasing, and col lies in [0, num_cols).
+void check_entries(const at::Tensor& rowptr, const at::Tensor& col, int64_t num_cols,
+                   const char* op) {
   TORCH_CHECK(rowptr.scalar_type() == at::kLong && col.scalar_type() == at::kLong &&
                   rowptr.dim() == 1 && col.dim() == 1 && rowptr.is_contiguous() &&
                   col.is_contiguous() && rowptr.numel() >= 1,
-              "csr_sum: 'rowptr' and 'col' must be contiguous 1-D int64 tensors (got ",
+              op, ": 'rowptr' and 'col' must be contiguous 1-D int64 tensors (got ",
               rowptr.scalar_type(), " ", rowptr.sizes(), " and ", col.scalar_type(), " ",
               col.sizes(), ")");
-  const int64_t num_rows = rowptr.numel() - 1, num_edges = col.numel(), num_src = x.size(0);
-  if (value.has_value()) {
-    TORCH_CHECK(value->scalar_type() == at::kFloat && value->dim() == 1 &&
-                    value->numel() == num_edges && value->is_contiguous(),
-                "csr_sum: 'value' must be a contiguous float32 [", num_edges, "] tensor (got ",
-                value->scalar_type(), " ", value->sizes(), ")");
-  }
+  TORCH_CHECK(rowptr.device().is_cpu() && col.device().is_cpu(), op,
+              " (CPU): 'rowptr' and 'col' must be CPU tensors");
+  const int64_t num_rows = rowptr.numel() - 1, num_edges = col.numel();
   const int64_t* ptr = rowptr.data_ptr<int64_t>();
-  TORCH_CHECK(ptr[0] == 0 && ptr[num_rows] == num_edges, "csr_sum: 'rowptr' must run from 0 to ",
+  TORCH_CHECK(ptr[0] == 0 && ptr[num_rows] == num_edges, op, ": 'rowptr' must run from 0 to ",
               num_edges, " (got ", ptr[0], " to ", ptr[num_rows], ")");
   const int64_t* source = col.data_ptr<int64_t>();
   // Checked in parallel (a pass over the edges), reported serially for the first bad entry.
@@ -122,7 +117,7 @@ void check_csr(const at::Tensor& rowptr, const at::Tensor& col,
       return;
     }
     for (int64_t e = ptr[begin]; e < ptr[end]; ++e) {
-      if (source[e] < 0 || source[e] >= num_src) {
+      if (source[e] < 0 || source[e] >= num_cols) {
         bad = true;
         return;
       }
@@ -132,19 +127,58 @@ void check_csr(const at::Tensor& rowptr, const at::Tensor& col,
     return;
   }
   for (int64_t i = 0; i < num_rows; ++i) {
-    TORCH_CHECK(ptr[i] <= ptr[i + 1], "csr_sum: 'rowptr' decreases at ", i, " (", ptr[i], " to ",
+    TORCH_CHECK(ptr[i] <= ptr[i + 1], op, ": 'rowptr' decreases at ", i, " (", ptr[i], " to ",
                 ptr[i + 1], ")");
   }
   for (int64_t e = 0; e < num_edges; ++e) {
-    TORCH_CHECK_INDEX(source[e] >= 0 && source[e] < num_src, "csr_sum: 'col' holds source ",
-                      source[e], " at position ", e, ", outside [0, ", num_src, ")");
+    TORCH_CHECK_INDEX(source[e] >= 0 && source[e] < num_cols, op, ": 'col' holds source ", source[e],
+                      " at position ", e, ", outside [0, ", num_cols, ")");
   }
+}
+
+void check_value(const std::optional<at::Tensor>& value, int64_t num_edges, const char* op) {
+  if (value.has_value()) {
+    TORCH_CHECK(value->scalar_type() == at::kFloat && value->dim() == 1 &&
+                    value->numel() == num_edges && value->is_contiguous() &&
+                    value->device().is_cpu(),
+                op, ": 'value' must be a contiguous float32 CPU [", num_edges,
+                "] tensor (got ", value->scalar_type(), " ", value->sizes(), ")");
+  }
+}
+
+void check_csr(const at::Tensor& rowptr, const at::Tensor& col,
+               const std::optional<at::Tensor>& value, const at::Tensor& x) {
+  TORCH_CHECK(x.dim() == 2 && (x.size(1) <= 1 || x.stride(1) == 1),
+              "csr_sum: 'x' must be 2-D with contiguous rows (got sizes ", x.sizes(), ", strides ",
+              x.strides(), ")");
+  TORCH_CHECK(x.device().is_cpu(), "csr_sum (CPU): 'x' must be a CPU tensor");
+  TORCH_CHECK(x.scalar_type() == at::kFloat || x.scalar_type() == at::kBFloat16 ||
+                  x.scalar_type() == at::kHalf,
+              "csr_sum: 'x' must be float32, bfloat16 or float16 (got ", x.scalar_type(), ")");
+  check_entries(rowptr, col, x.size(0), "csr_sum");
+  check_value(value, col.numel(), "csr_sum");
+}
+
+// A given output: [num_rows, x's width] of x's dtype on the CPU, rows contiguous, not
+// overlapping itself or x.
+void check_output(const at::Tensor& out, const at::Tensor& x, int64_t num_rows,
+                  const char* name) {
+  const int64_t width = x.size(1);
+  TORCH_CHECK(out.scalar_type() == x.scalar_type() && out.device().is_cpu() && out.dim() == 2 &&
+                  out.size(0) == num_rows && out.size(1) == width &&
+                  (width <= 1 || out.stride(1) == 1),
+              "csr_sum: '", name, "' must be a CPU ", x.scalar_type(), " [", num_rows, ", ",
+              width, "] tensor with contiguous rows (got ", out.scalar_type(), " ", out.sizes(),
+              ", strides ", out.strides(), ")");
+  at::assert_no_internal_overlap(out);
+  at::assert_no_overlap(out, x);
 }
 
 template <typename scalar_t>
 void csr_sum_kernel(const int64_t* rowptr, const int64_t* col, const float* value,
                     const scalar_t* x, int64_t x_stride, int64_t num_rows, int64_t width,
-                    scalar_t* out, int64_t out_stride) {
+                    scalar_t* out, int64_t out_stride, scalar_t* root_out,
+                    int64_t root_stride) {
   const int64_t row_bytes = width * static_cast<int64_t>(sizeof(scalar_t));
   at::parallel_for(0, num_rows, 64, [&](int64_t begin, int64_t end) {
     std::vector<float> buffer(std::is_same_v<scalar_t, float> ? 0 : width);
@@ -172,41 +206,32 @@ void csr_sum_kernel(const int64_t* rowptr, const int64_t* col, const float* valu
           row[k] = static_cast<scalar_t>(acc[k]);
         }
       }
+      if (root_out != nullptr) {
+        std::memcpy(root_out + i * root_stride, x + i * x_stride, row_bytes);
+      }
     }
   });
 }
 
-at::Tensor csr_sum_cpu(const at::Tensor& rowptr, const at::Tensor& col,
-                       const std::optional<at::Tensor>& value, const at::Tensor& x,
-                       const std::optional<at::Tensor>& given_out) {
-  check_csr(rowptr, col, value, x);
+// Writes adjacency @ x into `out` (checked by the caller), and x's first rows into `root_out`.
+void run_csr_sum(const at::Tensor& rowptr, const at::Tensor& col,
+                 const std::optional<at::Tensor>& value, const at::Tensor& x,
+                 const at::Tensor& out, const std::optional<at::Tensor>& root_out) {
   const int64_t num_rows = rowptr.numel() - 1, width = x.size(1);
-  at::Tensor out;
-  if (given_out.has_value()) {
-    out = *given_out;
-    TORCH_CHECK(out.scalar_type() == x.scalar_type() && out.device().is_cpu() &&
-                    out.dim() == 2 && out.size(0) == num_rows && out.size(1) == width &&
-                    (width <= 1 || out.stride(1) == 1),
-                "csr_sum: 'out' must be a CPU ", x.scalar_type(), " [", num_rows, ", ", width,
-                "] tensor with contiguous rows (got ", out.scalar_type(), " ", out.sizes(),
-                ", strides ", out.strides(), ")");
-    at::assert_no_internal_overlap(out);
-    at::assert_no_overlap(out, x);
-  } else {
-    out = pooled_empty({num_rows, width}, x.options());
-  }
   if (num_rows == 0 || width == 0) {
-    return out;
+    return;
   }
   const int64_t* ptr = rowptr.data_ptr<int64_t>();
   const int64_t* source = col.data_ptr<int64_t>();
   const float* weight = value.has_value() ? value->data_ptr<float>() : nullptr;
   const int64_t stride = x.size(0) > 0 ? x.stride(0) : width;
-  const int64_t out_stride = out.stride(0);
+  const int64_t root_stride = root_out.has_value() ? root_out->stride(0) : 0;
   const auto run = [&](auto type_tag) {
     using scalar_t = decltype(type_tag);
     csr_sum_kernel<scalar_t>(ptr, source, weight, x.data_ptr<scalar_t>(), stride, num_rows,
-                             width, out.data_ptr<scalar_t>(), out_stride);
+                             width, out.data_ptr<scalar_t>(), out.stride(0),
+                             root_out.has_value() ? root_out->data_ptr<scalar_t>() : nullptr,
+                             root_stride);
   };
   switch (x.scalar_type()) {  // check_csr allowed these three
     case at::kFloat:
@@ -218,11 +243,74 @@ at::Tensor csr_sum_cpu(const at::Tensor& rowptr, const at::Tensor& col,
     default:
       run(at::Half{});
   }
+}
+
+at::Tensor csr_sum_cpu(const at::Tensor& rowptr, const at::Tensor& col,
+                       const std::optional<at::Tensor>& value, const at::Tensor& x) {
+  check_csr(rowptr, col, value, x);
+  at::Tensor out = pooled_empty({rowptr.numel() - 1, x.size(1)}, x.options());
+  run_csr_sum(rowptr, col, value, x, out, std::nullopt);
   return out;
+}
+
+void csr_sum_into_cpu(const at::Tensor& rowptr, const at::Tensor& col,
+                      const std::optional<at::Tensor>& value, const at::Tensor& x,
+                      const at::Tensor& out, const std::optional<at::Tensor>& root_out) {
+  check_csr(rowptr, col, value, x);
+  const int64_t num_rows = rowptr.numel() - 1;
+  check_output(out, x, num_rows, "out");
+  if (root_out.has_value()) {
+    TORCH_CHECK(x.size(0) >= num_rows, "csr_sum: 'root_out' needs 'x' to have at least ",
+                num_rows, " rows (got ", x.size(0), ")");
+    check_output(*root_out, x, num_rows, "root_out");
+    at::assert_no_overlap(*root_out, out);
+  }
+  run_csr_sum(rowptr, col, value, x, out, root_out);
+}
+
+// The transpose [num_cols, num_rows]: the entries grouped by column, in row order within one
+// (a counting sort, serial: one pass to count, one to place). Returns its rowptr
+// [num_cols + 1], its col (the rows) [num_edges] and its value [num_edges] (float32; ones when
+// `value` is none).
+std::tuple<at::Tensor, at::Tensor, at::Tensor> csr_transpose_cpu(
+    const at::Tensor& rowptr, const at::Tensor& col, const std::optional<at::Tensor>& value,
+    int64_t num_cols) {
+  TORCH_CHECK(num_cols >= 0, "csr_transpose: 'num_cols' must be >= 0 (got ", num_cols, ")");
+  check_entries(rowptr, col, num_cols, "csr_transpose");
+  check_value(value, col.numel(), "csr_transpose");
+  const int64_t num_rows = rowptr.numel() - 1, num_edges = col.numel();
+  at::Tensor rowptr_t = at::zeros({num_cols + 1}, rowptr.options());
+  at::Tensor row_t = at::empty({num_edges}, col.options());
+  at::Tensor value_t = at::empty({num_edges}, col.options().dtype(at::kFloat));
+  const int64_t* ptr = rowptr.data_ptr<int64_t>();
+  const int64_t* source = col.data_ptr<int64_t>();
+  const float* weight = value.has_value() ? value->data_ptr<float>() : nullptr;
+  int64_t* start = rowptr_t.data_ptr<int64_t>();
+  for (int64_t e = 0; e < num_edges; ++e) {
+    ++start[source[e] + 1];
+  }
+  for (int64_t c = 0; c < num_cols; ++c) {
+    start[c + 1] += start[c];
+  }
+  std::vector<int64_t> cursor(start, start + num_cols);
+  int64_t* row_out = row_t.data_ptr<int64_t>();
+  float* value_out = value_t.data_ptr<float>();
+  for (int64_t i = 0; i < num_rows; ++i) {
+    for (int64_t e = ptr[i]; e < ptr[i + 1]; ++e) {
+      const int64_t slot = cursor[source[e]]++;
+      row_out[slot] = i;
+      value_out[slot] = weight == nullptr ? 1.0f : weight[e];
+    }
+  }
+  return {rowptr_t, row_t, value_t};
 }
 
 }  // namespace
 
-TORCH_LIBRARY_IMPL(graphengine, CPU, m) { m.impl("csr_sum", &csr_sum_cpu); }
+TORCH_LIBRARY_IMPL(graphengine, CPU, m) {
+  m.impl("csr_sum", &csr_sum_cpu);
+  m.impl("csr_sum_into", &csr_sum_into_cpu);
+  m.impl("csr_transpose", &csr_transpose_cpu);
+}
 
 }  // namespace graphengine

@@ -23,6 +23,7 @@ AGGREGATION_MARKS = (
     "index_add",
     "spmm",
     "graphengine::csr_sum",
+    "graphengine::csr_transpose",
     "graphengine::gat_attention",
 )
 ELEMENTWISE = (
@@ -52,6 +53,7 @@ ELEMENTWISE = (
     "aten::_log_softmax",
     "aten::_to_copy",
     "graphengine::relu_backward_sum",
+    "graphengine::add_bias_relu_",
 )
 CATEGORIES = ("dense_products", "aggregation", "elementwise", "other")
 

@@ -9,8 +9,10 @@ and transposition in the sparse product's backward, a separate ReLU. Profiled he
 as long as the step's matrix products.
 
 :class:`FusedSageMean` does the same math in fewer passes: one product for the neighbor and
-root weights (no sum pass), ReLU applied in place, ReLU's backward and the bias gradient in
-one pass (``csrc/cpu/relu_grad.cpp``), and a backward that adds the root term's
+root weights (no sum pass), the root rows copied beside the mean by the aggregation kernel
+itself, the bias and ReLU added in one pass after the product (torch's ``addmm`` first
+broadcasts the bias into its output), ReLU's backward and the bias gradient in one pass
+(``csrc/cpu/relu_kernel.cpp``), and a backward that adds the root term's
 input gradient into the first rows of the aggregation's (no zero-filled slice gradient), the
 aggregation's transpose running as a weighted CSR product over the block's edges grouped by
 source (:mod:`graphengine.nn.aggregation`). The weights are the PyG layer's own, so the
@@ -69,7 +71,7 @@ class FusedSageMean(torch.autograd.Function):
     """``relu?(mean(x_src) @ W_l^T + b + x_dst @ W_r^T)``: see the module docstring.
 
     The mean and ``x_dst`` sit side by side in one ``[num_dst, 2 * in_channels]`` table
-    (the aggregation kernel writes its left half), so that each direction runs one product
+    (the aggregation kernel writes both halves), so that each direction runs one product
     with both weights: ``[mean | x_dst] @ [W_l | W_r]^T`` forward, its weights' gradient
     ``grad^T @ [mean | x_dst]`` and its inputs' ``grad @ [W_l | W_r]`` backward. Measured
     here on the first layer's shapes (109k destinations, 100 to 256 channels), the weights'
@@ -80,12 +82,15 @@ class FusedSageMean(torch.autograd.Function):
     def forward(ctx, x, weight_l, bias, weight_r, adjacency: CsrAdjacency, relu: bool):
         num_dst, channels = adjacency.num_rows, x.shape[1]
         both = x.new_empty(num_dst, 2 * channels)
-        weighted_sum(adjacency, x, out=both[:, :channels])
-        both[:, channels:].copy_(x[:num_dst])
+        weighted_sum(adjacency, x, out=both[:, :channels], root_out=both[:, channels:])
         weight = torch.cat([weight_l, weight_r], dim=1)
-        out = torch.addmm(bias, both, weight.t()) if bias is not None else both @ weight.t()
-        if relu:
-            out.relu_()
+        if relu and bias is not None and uses_kernel(both):
+            out = both @ weight.t()
+            torch.ops.graphengine.add_bias_relu_(out, bias)
+        else:
+            out = torch.addmm(bias, both, weight.t()) if bias is not None else both @ weight.t()
+            if relu:
+                out.relu_()
         ctx.adjacency = adjacency
         ctx.relu = relu
         ctx.has_bias = bias is not None

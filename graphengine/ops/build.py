@@ -101,7 +101,7 @@ def _compile(verbose: bool) -> str | None:
         csrc / "cpu" / "thread_budget.cpp",
         csrc / "cpu" / "gat_kernel.cpp",
         csrc / "cpu" / "csr_kernel.cpp",
-        csrc / "cpu" / "relu_grad.cpp",
+        csrc / "cpu" / "relu_kernel.cpp",
         csrc / "cpu" / "disk_prefetch.cpp",
     ]
     if with_cuda():
@@ -153,8 +153,21 @@ def _register_fakes() -> None:
     def fake_attention_backward(grad_out, h, att_src, att_dst, *rest):
         return torch.empty_like(h), torch.empty_like(att_src), torch.empty_like(att_dst)
 
-    def fake_csr_sum(rowptr, col, value, x, out=None):
-        return out if out is not None else x.new_empty((rowptr.shape[0] - 1, x.shape[1]))
+    def fake_csr_sum(rowptr, col, value, x):
+        return x.new_empty((rowptr.shape[0] - 1, x.shape[1]))
+
+    def fake_csr_sum_into(rowptr, col, value, x, out, root_out=None):
+        return None
+
+    def fake_csr_transpose(rowptr, col, value, num_cols):
+        return (
+            rowptr.new_empty(num_cols + 1),
+            col.new_empty(col.shape),
+            col.new_empty(col.shape, dtype=torch.float32),
+        )
+
+    def fake_add_bias_relu_(out, bias):
+        return None
 
     def fake_relu_backward_sum(grad, out):
         return torch.empty_like(grad), grad.new_empty(grad.shape[1])
@@ -167,5 +180,8 @@ def _register_fakes() -> None:
     torch.library.register_fake("graphengine::cached_gather", fake_cached)
     torch.library.register_fake("graphengine::gat_attention", fake_attention)
     torch.library.register_fake("graphengine::csr_sum", fake_csr_sum)
+    torch.library.register_fake("graphengine::csr_sum_into", fake_csr_sum_into)
     torch.library.register_fake("graphengine::relu_backward_sum", fake_relu_backward_sum)
+    torch.library.register_fake("graphengine::csr_transpose", fake_csr_transpose)
+    torch.library.register_fake("graphengine::add_bias_relu_", fake_add_bias_relu_)
     torch.library.register_fake("graphengine::gat_attention_backward", fake_attention_backward)

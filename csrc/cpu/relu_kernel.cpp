@@ -1,18 +1,27 @@
-// ReLU's backward and the bias gradient in one pass: grad_in = 0 where out <= 0, else grad (as
-// torch's threshold_backward, NaN outputs keep their gradient), and
-// its column sums (the gradient of a bias added before the ReLU). torch runs these as two
-// passes over a [rows, channels] tensor (threshold_backward, then sum over rows), which on a
-// GraphSAGE batch's first layer ([109k, 256]) each take several milliseconds.
+// ReLU after a linear layer, forward and backward, each in one pass over a [rows, channels]
+// tensor (a GraphSAGE batch's first layer: [109k, 256], several milliseconds a pass).
 //
-// The column sums add fixed blocks of rows in float32, then the blocks in order, so they do
-// not depend on the thread count. Shapes: grad and out [rows, channels], contiguous, one of
-// float, bfloat16 or half; returns grad_in (their dtype) and the sums [channels] (their dtype).
+// add_bias_relu_: out = max(out + bias, 0) in place (NaN stays NaN, as torch's relu keeps it),
+// after a product without bias. torch's addmm with a bias first broadcasts the bias into its
+// output (a pass) and then accumulates the product into it; with the ReLU that is three passes
+// over the output, here two.
+//
+// relu_backward_sum: grad_in = 0 where out <= 0, else grad (as torch's threshold_backward, NaN
+// outputs keep their gradient), and its column sums (the gradient of a bias added before the
+// ReLU). torch runs these as two passes (threshold_backward, then a sum over rows). The column
+// sums add fixed blocks of rows in float32, then the blocks in order, so they do not depend on
+// the thread count.
+//
+// Shapes: out, grad [rows, channels], contiguous, one of float, bfloat16 or half; bias
+// [channels], out's dtype. relu_backward_sum returns grad_in (grad's dtype) and the sums
+// [channels] (grad's dtype).
 #include <ATen/ATen.h>
 #include <ATen/Parallel.h>
 #include <torch/library.h>
 
 #include <algorithm>
 #include <cstdint>
+#include <cstring>
 #include <tuple>
 #include <type_traits>
 
@@ -23,6 +32,72 @@ namespace graphengine {
 namespace {
 
 constexpr int64_t kRowBlock = 512;  // rows per partial column sum
+
+GRAPHENGINE_ROW_LOOP void bias_relu_row(float* out, const float* bias, int64_t n) {
+#pragma omp simd
+  for (int64_t i = 0; i < n; ++i) {
+    const float value = out[i] + bias[i];
+    out[i] = value < 0.0f ? 0.0f : value;
+  }
+}
+
+// bfloat16: the sum rounded to nearest even, as c10::BFloat16 rounds (NaN stays NaN).
+GRAPHENGINE_ROW_LOOP void bias_relu_row(uint16_t* out, const float* bias, int64_t n) {
+#pragma omp simd
+  for (int64_t i = 0; i < n; ++i) {
+    float value = bfloat16_to_float(out[i]) + bias[i];
+    value = value < 0.0f ? 0.0f : value;
+    uint32_t bits;
+    std::memcpy(&bits, &value, sizeof bits);
+    const uint32_t rounded = (bits + 0x7fffu + ((bits >> 16) & 1u)) >> 16;
+    out[i] = value != value ? static_cast<uint16_t>(0x7fc0u) : static_cast<uint16_t>(rounded);
+  }
+}
+
+void bias_relu_row(at::Half* out, const float* bias, int64_t n) {
+  for (int64_t i = 0; i < n; ++i) {
+    const float value = static_cast<float>(out[i]) + bias[i];
+    out[i] = at::Half(value < 0.0f ? 0.0f : value);
+  }
+}
+
+template <typename scalar_t, typename bits_t>
+void bias_relu_kernel(at::Tensor& out, const float* bias) {
+  const int64_t rows = out.size(0), channels = out.size(1);
+  auto* data = reinterpret_cast<bits_t*>(out.data_ptr<scalar_t>());
+  at::parallel_for(0, rows, 256, [&](int64_t begin, int64_t end) {
+    for (int64_t r = begin; r < end; ++r) {
+      bias_relu_row(data + r * channels, bias, channels);
+    }
+  });
+}
+
+void add_bias_relu_cpu(at::Tensor& out, const at::Tensor& bias) {
+  TORCH_CHECK(out.dim() == 2 && out.is_contiguous() && bias.dim() == 1 &&
+                  bias.size(0) == out.size(1),
+              "add_bias_relu_: 'out' must be a contiguous 2-D tensor and 'bias' 1-D with one "
+              "entry per column (got ",
+              out.sizes(), " and ", bias.sizes(), ")");
+  TORCH_CHECK(out.scalar_type() == bias.scalar_type() &&
+                  (out.scalar_type() == at::kFloat || out.scalar_type() == at::kBFloat16 ||
+                   out.scalar_type() == at::kHalf),
+              "add_bias_relu_: 'out' and 'bias' must both be float32, bfloat16 or float16 (got ",
+              out.scalar_type(), " and ", bias.scalar_type(), ")");
+  TORCH_CHECK(out.device().is_cpu() && bias.device().is_cpu(),
+              "add_bias_relu_ (CPU): 'out' and 'bias' must be CPU tensors");
+  const at::Tensor bias_float = bias.to(at::kFloat).contiguous();
+  const float* b = bias_float.data_ptr<float>();
+  switch (out.scalar_type()) {
+    case at::kFloat:
+      bias_relu_kernel<float, float>(out, b);
+      break;
+    case at::kBFloat16:
+      bias_relu_kernel<at::BFloat16, uint16_t>(out, b);
+      break;
+    default:
+      bias_relu_kernel<at::Half, at::Half>(out, b);
+  }
+}
 
 GRAPHENGINE_ROW_LOOP void mask_row(const float* grad, const float* out, float* grad_in,
                                    float* sum, int64_t n) {
@@ -117,6 +192,9 @@ std::tuple<at::Tensor, at::Tensor> relu_backward_sum_cpu(const at::Tensor& grad,
 
 }  // namespace
 
-TORCH_LIBRARY_IMPL(graphengine, CPU, m) { m.impl("relu_backward_sum", &relu_backward_sum_cpu); }
+TORCH_LIBRARY_IMPL(graphengine, CPU, m) {
+  m.impl("add_bias_relu_", &add_bias_relu_cpu);
+  m.impl("relu_backward_sum", &relu_backward_sum_cpu);
+}
 
 }  // namespace graphengine
