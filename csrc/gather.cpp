@@ -71,6 +71,9 @@ TORCH_LIBRARY(graphengine, m) {
   m.def(
       "csr_sum(Tensor rowptr, Tensor col, Tensor? value, Tensor x) -> Tensor");
   m.def(
+      "input_gradient(Tensor rowptr, Tensor col, Tensor? value, Tensor grad, "
+      "Tensor? root_grad=None, Tensor? relu_out=None) -> (Tensor, Tensor)");
+  m.def(
       "csr_sum_into(Tensor rowptr, Tensor col, Tensor? value, Tensor x, Tensor(a!) out, "
       "Tensor(b!)? root_out=None) -> ()");
   m.def(

@@ -7,7 +7,7 @@ import scipy.sparse
 import torch
 
 from graphengine import ops
-from graphengine.nn.aggregation import CsrAdjacency, weighted_sum
+from graphengine.nn.aggregation import CsrAdjacency, input_gradient, weighted_sum
 
 pytestmark = pytest.mark.skipif(
     not ops.build_extension(), reason="graphengine's C++ extension is not built"
@@ -144,6 +144,49 @@ def test_root_rows_are_copied_beside_the_sum(backend):
         ops.set_backend(previous)
     np.testing.assert_allclose(table[:, :6].numpy(), scipy_product(square, x), atol=1e-5)
     assert torch.equal(table[:, 6:], x[: adjacency.num_rows])
+
+
+@pytest.mark.parametrize("backend", ["csrc", "torch"])
+@pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16], ids=["float32", "bfloat16"])
+def test_input_gradient_adds_the_root_term_and_does_the_relus_backward(backend, dtype):
+    adjacency = random_adjacency()  # [70, 50]: the gradient reaches 50 input rows
+    generator = torch.Generator().manual_seed(1)
+    grad = torch.randn(adjacency.num_rows, 8, generator=generator).to(dtype)
+    wide = torch.randn(30, 16, generator=generator).to(dtype)  # root rows, strided
+    relu_out = torch.randn(adjacency.num_cols, 8, generator=generator).relu().to(dtype)
+    relu_out[4, 2] = float("nan")  # its gradient is kept, as threshold_backward keeps it
+    previous = ops.get_backend()
+    ops.set_backend(backend)
+    try:
+        got, column_sum = input_gradient(adjacency, grad, wide[:, 8:], relu_out)
+        plain, _ = input_gradient(adjacency, grad)
+    finally:
+        ops.set_backend(previous)
+    transposed = CsrAdjacency(adjacency.rowptr, adjacency.col, adjacency.value, 50).transposed
+    expected = torch.from_numpy(scipy_product(transposed, grad))
+    np.testing.assert_allclose(plain.double().numpy(), expected.numpy(), rtol=1e-2, atol=1e-2)
+    expected[:30] += wide[:, 8:].double()
+    expected[(relu_out <= 0)] = 0
+    assert got.dtype == dtype and got.shape == (50, 8)
+    assert not got[relu_out <= 0].any()
+    np.testing.assert_allclose(got.double().numpy(), expected.numpy(), rtol=1e-2, atol=1e-2)
+    assert column_sum.dtype == dtype
+    np.testing.assert_allclose(
+        column_sum.double().numpy(), expected.sum(0).numpy(), rtol=2e-2, atol=5e-2
+    )
+    if dtype == torch.float32:
+        np.testing.assert_allclose(got.numpy(), expected.numpy(), rtol=1e-5, atol=1e-5)
+
+
+def test_input_gradient_refuses_tables_of_the_wrong_shape():
+    adjacency = random_adjacency()
+    grad = torch.randn(adjacency.num_rows, 4)
+    with pytest.raises(RuntimeError, match=r"'root_grad' must be a CPU Float \[<= 50, 4\]"):
+        input_gradient(adjacency, grad, torch.randn(51, 4))
+    with pytest.raises(RuntimeError, match=r"'relu_out' must be a CPU Float \[50, 4\]"):
+        input_gradient(adjacency, grad, None, torch.randn(49, 4))
+    with pytest.raises(RuntimeError, match="'relu_out' must be a CPU Float"):
+        input_gradient(adjacency, grad, None, torch.randn(50, 4).bfloat16())
 
 
 def test_root_rows_need_an_output_and_enough_rows():
@@ -297,6 +340,8 @@ def test_operators_pass_torch_opcheck():
     table = torch.empty(adjacency.num_rows, 10)
     torch.library.opcheck(ops_.csr_sum_into.default, (*square, table[:, :5], table[:, 5:]))
     torch.library.opcheck(ops_.csr_transpose.default, (*args, adjacency.num_cols))
+    relu_out = torch.randn(adjacency.num_rows, 5).relu()
+    torch.library.opcheck(ops_.input_gradient.default, (*square[:3], x, x[:7], relu_out))
     out = torch.randn(30, 7)
     torch.library.opcheck(ops_.add_bias_relu_.default, (out, torch.randn(7)))
     torch.library.opcheck(ops_.relu_backward_sum.default, (torch.randn(30, 7), out.relu()))

@@ -9,7 +9,7 @@ from graphengine import NeighborLoader
 from graphengine.datasets import SyntheticSpec, generate
 from graphengine.nn.aggregation import mean_adjacency
 from graphengine.nn.blocks import Block, block_conv, block_forward, to_blocks
-from graphengine.nn.fused_sage import FusedSageMean, fuses, sage_mean
+from graphengine.nn.fused_sage import FusedSageMean, ReluLink, fuses, sage_mean
 from tests.autograd_checks import assert_same_outputs_and_grads
 
 
@@ -29,12 +29,29 @@ def test_gradients_match_finite_differences():
     weight_l = torch.randn(3, 5, dtype=torch.float64, requires_grad=True)
     bias = torch.randn(3, dtype=torch.float64, requires_grad=True)
     weight_r = torch.randn(3, 5, dtype=torch.float64, requires_grad=True)
+    adjacency = mean_adjacency(block, torch.float64)
     for relu in (False, True):
-        adjacency = mean_adjacency(block, torch.float64)
         assert torch.autograd.gradcheck(
-            lambda *args, a=adjacency, r=relu: FusedSageMean.apply(*args, a, r),
+            lambda *args, r=relu: FusedSageMean.apply(*args, adjacency, r, None, None),
             (x, weight_l, bias, weight_r),
         )
+
+
+def test_a_relu_backward_handed_to_the_next_layer_matches_finite_differences():
+    first, second = random_block(num_src=40, num_dst=25), random_block(num_src=25, num_dst=9)
+    x = torch.randn(first.num_src, 5, dtype=torch.float64, requires_grad=True)
+    weights = [
+        torch.randn(*shape, dtype=torch.float64, requires_grad=True)
+        for shape in [(4, 5), (4,), (4, 5), (3, 4), (3,), (3, 4)]
+    ]
+    adjacencies = [mean_adjacency(b, torch.float64) for b in (first, second)]
+
+    def two_layers(x, *weights):
+        link = ReluLink()
+        hidden = FusedSageMean.apply(x, *weights[:3], adjacencies[0], True, None, link)
+        return FusedSageMean.apply(hidden, *weights[3:], adjacencies[1], False, link, None)
+
+    assert torch.autograd.gradcheck(two_layers, (x, *weights))
 
 
 @pytest.mark.parametrize("bias", [True, False], ids=["bias", "no-bias"])
@@ -72,22 +89,29 @@ def test_layers_it_cannot_compute_run_as_pyg_does():
 
 def test_dropout_and_other_activations_follow_the_fused_layer():
     dataset = generate("t", SyntheticSpec(2000, 20_000, 6, 3, 1000, 200))
-    batch = next(iter(NeighborLoader(dataset, [5, 3], batch_size=32)))
+    batch = next(iter(NeighborLoader(dataset, [5, 3, 2], batch_size=32, seed=0)))
     blocks = to_blocks(batch.edge_index, batch.num_sampled_nodes, batch.num_sampled_edges)
+
+    def seeded_forward(model, fused):
+        torch.manual_seed(1)  # the same dropout masks
+        return block_forward(model, batch.x, blocks, fused=fused)
+
     for act in ("relu", "tanh"):
         torch.manual_seed(0)
-        model = GraphSAGE(6, 8, 2, 3, act=act, dropout=0.5).train()
-        torch.manual_seed(1)
-        got = block_forward(model, batch.x, blocks, fused=True)
-        torch.manual_seed(1)
-        expected = block_forward(model, batch.x, blocks, fused=False)
-        assert torch.allclose(got, expected, atol=1e-6)
+        model = GraphSAGE(6, 8, 3, 3, act=act, dropout=0.5).train()
+        assert_same_outputs_and_grads(  # with ReLU, layers 2 and 3 do their input's backward
+            lambda m=model: seeded_forward(m, True),
+            lambda m=model: seeded_forward(m, False),
+            list(model.parameters()),
+        )
 
 
 def test_rejects_rows_that_are_not_the_block_sources():
     block = random_block()
     with pytest.raises(ValueError, match="must have the block's 40 source rows"):
         sage_mean(SAGEConv(6, 4), torch.randn(39, 6), block)
+    with pytest.raises(ValueError, match="'output_relu' needs 'relu'"):
+        sage_mean(SAGEConv(6, 4), torch.randn(40, 6), block, output_relu=ReluLink())
 
 
 def test_autocast_computes_in_its_dtype_and_returns_float32_gradients():

@@ -16,6 +16,14 @@
 // csr_sum_into's `root_out` ([num_rows, width], x's dtype, contiguous rows), x's first
 // num_rows rows are copied into it in the same pass (GraphSAGE's root term beside its mean,
 // in one table); the copy runs while the row's scattered sources are awaited.
+//
+// input_gradient is a layer's backward through its aggregation, over the transposed
+// adjacency: the sum of `grad`'s rows, plus `root_grad` ([<= num_rows, width], grad's dtype,
+// contiguous rows: the root term's gradient) on the first rows, zeroed where `relu_out`
+// ([num_rows, width]: the layer's input, a ReLU's output) is <= 0 (that ReLU's backward; NaN
+// keeps its gradient, as threshold_backward), each row rounded once from float32; and the
+// result's column sums [width] (the previous layer's bias gradient), added in fixed blocks of
+// rows so that they do not depend on the thread count.
 #include <ATen/ATen.h>
 #include <ATen/MemoryOverlap.h>
 #include <ATen/Parallel.h>
@@ -38,6 +46,7 @@ namespace {
 
 constexpr int64_t kPrefetchEdges = 4;  // how far ahead a row's sources are prefetched
 constexpr int64_t kCacheLine = 64;
+constexpr int64_t kRowBlock = 64;  // rows per parallel task (and per partial column sum)
 
 // acc += w * x, x float.
 GRAPHENGINE_ROW_LOOP void add_scaled(float w, const float* x, float* acc, int64_t n) {
@@ -147,40 +156,106 @@ void check_value(const std::optional<at::Tensor>& value, int64_t num_edges, cons
 }
 
 void check_csr(const at::Tensor& rowptr, const at::Tensor& col,
-               const std::optional<at::Tensor>& value, const at::Tensor& x) {
+               const std::optional<at::Tensor>& value, const at::Tensor& x, const char* op,
+               const char* x_name) {
   TORCH_CHECK(x.dim() == 2 && (x.size(1) <= 1 || x.stride(1) == 1),
-              "csr_sum: 'x' must be 2-D with contiguous rows (got sizes ", x.sizes(), ", strides ",
-              x.strides(), ")");
-  TORCH_CHECK(x.device().is_cpu(), "csr_sum (CPU): 'x' must be a CPU tensor");
+              op, ": '", x_name, "' must be 2-D with contiguous rows (got sizes ", x.sizes(),
+              ", strides ", x.strides(), ")");
+  TORCH_CHECK(x.device().is_cpu(), op, " (CPU): '", x_name, "' must be a CPU tensor");
   TORCH_CHECK(x.scalar_type() == at::kFloat || x.scalar_type() == at::kBFloat16 ||
                   x.scalar_type() == at::kHalf,
-              "csr_sum: 'x' must be float32, bfloat16 or float16 (got ", x.scalar_type(), ")");
-  check_entries(rowptr, col, x.size(0), "csr_sum");
-  check_value(value, col.numel(), "csr_sum");
+              op, ": '", x_name, "' must be float32, bfloat16 or float16 (got ", x.scalar_type(),
+              ")");
+  check_entries(rowptr, col, x.size(0), op);
+  check_value(value, col.numel(), op);
 }
 
-// A given output: [num_rows, x's width] of x's dtype on the CPU, rows contiguous, not
-// overlapping itself or x.
+// A table beside the product: [rows, x's width] (rows at most num_rows, exactly num_rows
+// when `exact`) of x's dtype on the CPU, rows contiguous.
+void check_rows(const at::Tensor& table, const at::Tensor& x, int64_t num_rows, bool exact,
+                const char* op, const char* name) {
+  const int64_t width = x.size(1);
+  TORCH_CHECK(table.scalar_type() == x.scalar_type() && table.device().is_cpu() &&
+                  table.dim() == 2 && table.size(1) == width &&
+                  (exact ? table.size(0) == num_rows : table.size(0) <= num_rows) &&
+                  (width <= 1 || table.stride(1) == 1),
+              op, ": '", name, "' must be a CPU ", x.scalar_type(), " [", exact ? "" : "<= ",
+              num_rows, ", ", width, "] tensor with contiguous rows (got ", table.scalar_type(),
+              " ", table.sizes(), ", strides ", table.strides(), ")");
+}
+
+// A given output: a table of exactly num_rows rows, not overlapping itself or x.
 void check_output(const at::Tensor& out, const at::Tensor& x, int64_t num_rows,
                   const char* name) {
-  const int64_t width = x.size(1);
-  TORCH_CHECK(out.scalar_type() == x.scalar_type() && out.device().is_cpu() && out.dim() == 2 &&
-                  out.size(0) == num_rows && out.size(1) == width &&
-                  (width <= 1 || out.stride(1) == 1),
-              "csr_sum: '", name, "' must be a CPU ", x.scalar_type(), " [", num_rows, ", ",
-              width, "] tensor with contiguous rows (got ", out.scalar_type(), " ", out.sizes(),
-              ", strides ", out.strides(), ")");
+  check_rows(out, x, num_rows, true, "csr_sum_into", name);
   at::assert_no_internal_overlap(out);
   at::assert_no_overlap(out, x);
+}
+
+// acc = 0 where the ReLU output `out` is <= 0 (NaN outputs keep acc, as threshold_backward).
+GRAPHENGINE_ROW_LOOP void mask_by_relu(const float* out, float* acc, int64_t n) {
+#pragma omp simd
+  for (int64_t i = 0; i < n; ++i) {
+    acc[i] = out[i] <= 0.0f ? 0.0f : acc[i];
+  }
+}
+
+GRAPHENGINE_ROW_LOOP void mask_by_relu(const uint16_t* out, float* acc, int64_t n) {
+#pragma omp simd
+  for (int64_t i = 0; i < n; ++i) {
+    acc[i] = bfloat16_to_float(out[i]) <= 0.0f ? 0.0f : acc[i];
+  }
+}
+
+template <typename scalar_t>
+void mask_row_by_relu(const scalar_t* out, float* acc, int64_t n) {
+  if constexpr (std::is_same_v<scalar_t, float>) {
+    mask_by_relu(out, acc, n);
+  } else if constexpr (std::is_same_v<scalar_t, at::BFloat16>) {
+    mask_by_relu(reinterpret_cast<const uint16_t*>(out), acc, n);
+  } else {
+    for (int64_t i = 0; i < n; ++i) {
+      acc[i] = static_cast<float>(out[i]) <= 0.0f ? 0.0f : acc[i];
+    }
+  }
+}
+
+// Rows of a table beside the product (row i at data + i * stride), or none.
+template <typename T>
+struct Rows {
+  T* data = nullptr;
+  int64_t stride = 0;
+  int64_t count = 0;
+};
+
+// What a row gets after its sum: `add`'s row added (rows below add.count), zeroed where
+// `relu_out` is <= 0, x's own row copied into `root_out`, and the result added to its row
+// block's column sums (`block_sums`, [blocks of kRowBlock rows, width] float32).
+template <typename scalar_t>
+struct Epilogue {
+  Rows<const scalar_t> add, relu_out;
+  Rows<scalar_t> root_out;
+  float* block_sums = nullptr;
+};
+
+// acc += x, both float.
+GRAPHENGINE_ROW_LOOP void add_row(const float* x, float* acc, int64_t n) {
+#pragma omp simd
+  for (int64_t i = 0; i < n; ++i) {
+    acc[i] += x[i];
+  }
 }
 
 template <typename scalar_t>
 void csr_sum_kernel(const int64_t* rowptr, const int64_t* col, const float* value,
                     const scalar_t* x, int64_t x_stride, int64_t num_rows, int64_t width,
-                    scalar_t* out, int64_t out_stride, scalar_t* root_out,
-                    int64_t root_stride) {
+                    scalar_t* out, int64_t out_stride, const Epilogue<scalar_t>& epilogue) {
   const int64_t row_bytes = width * static_cast<int64_t>(sizeof(scalar_t));
-  at::parallel_for(0, num_rows, 64, [&](int64_t begin, int64_t end) {
+  const int64_t num_blocks = (num_rows + kRowBlock - 1) / kRowBlock;
+  // Fixed blocks of rows, so that the column sums do not depend on the thread count.
+  at::parallel_for(0, num_blocks, 1, [&](int64_t first_block, int64_t end_block) {
+    const int64_t begin = first_block * kRowBlock;
+    const int64_t end = std::min(num_rows, end_block * kRowBlock);
     std::vector<float> buffer(std::is_same_v<scalar_t, float> ? 0 : width);
     // The chunk's edges are contiguous: prefetch by edge, across its rows.
     const int64_t edges_end = rowptr[end];
@@ -198,6 +273,15 @@ void csr_sum_kernel(const int64_t* rowptr, const int64_t* col, const float* valu
         }
         add_scaled_row(value == nullptr ? 1.0f : value[e], x + col[e] * x_stride, acc, width);
       }
+      if (i < epilogue.add.count) {
+        add_scaled_row(1.0f, epilogue.add.data + i * epilogue.add.stride, acc, width);
+      }
+      if (epilogue.relu_out.data != nullptr) {
+        mask_row_by_relu(epilogue.relu_out.data + i * epilogue.relu_out.stride, acc, width);
+      }
+      if (epilogue.block_sums != nullptr) {
+        add_row(acc, epilogue.block_sums + (i / kRowBlock) * width, width);
+      }
       if constexpr (std::is_same_v<scalar_t, at::BFloat16>) {
         store_bfloat16(acc, reinterpret_cast<uint16_t*>(out + i * out_stride), width);
       } else if constexpr (!std::is_same_v<scalar_t, float>) {
@@ -206,17 +290,20 @@ void csr_sum_kernel(const int64_t* rowptr, const int64_t* col, const float* valu
           row[k] = static_cast<scalar_t>(acc[k]);
         }
       }
-      if (root_out != nullptr) {
-        std::memcpy(root_out + i * root_stride, x + i * x_stride, row_bytes);
+      if (epilogue.root_out.data != nullptr) {
+        std::memcpy(epilogue.root_out.data + i * epilogue.root_out.stride, x + i * x_stride,
+                    row_bytes);
       }
     }
   });
 }
 
-// Writes adjacency @ x into `out` (checked by the caller), and x's first rows into `root_out`.
+// Writes adjacency @ x, then the epilogue's steps, into `out` (all checked by the caller).
 void run_csr_sum(const at::Tensor& rowptr, const at::Tensor& col,
                  const std::optional<at::Tensor>& value, const at::Tensor& x,
-                 const at::Tensor& out, const std::optional<at::Tensor>& root_out) {
+                 const at::Tensor& out, const std::optional<at::Tensor>& add,
+                 const std::optional<at::Tensor>& relu_out,
+                 const std::optional<at::Tensor>& root_out, float* block_sums) {
   const int64_t num_rows = rowptr.numel() - 1, width = x.size(1);
   if (num_rows == 0 || width == 0) {
     return;
@@ -225,13 +312,21 @@ void run_csr_sum(const at::Tensor& rowptr, const at::Tensor& col,
   const int64_t* source = col.data_ptr<int64_t>();
   const float* weight = value.has_value() ? value->data_ptr<float>() : nullptr;
   const int64_t stride = x.size(0) > 0 ? x.stride(0) : width;
-  const int64_t root_stride = root_out.has_value() ? root_out->stride(0) : 0;
   const auto run = [&](auto type_tag) {
     using scalar_t = decltype(type_tag);
+    Epilogue<scalar_t> epilogue;
+    if (add.has_value()) {
+      epilogue.add = {add->data_ptr<scalar_t>(), add->stride(0), add->size(0)};
+    }
+    if (relu_out.has_value()) {
+      epilogue.relu_out = {relu_out->data_ptr<scalar_t>(), relu_out->stride(0), num_rows};
+    }
+    if (root_out.has_value()) {
+      epilogue.root_out = {root_out->data_ptr<scalar_t>(), root_out->stride(0), num_rows};
+    }
+    epilogue.block_sums = block_sums;
     csr_sum_kernel<scalar_t>(ptr, source, weight, x.data_ptr<scalar_t>(), stride, num_rows,
-                             width, out.data_ptr<scalar_t>(), out.stride(0),
-                             root_out.has_value() ? root_out->data_ptr<scalar_t>() : nullptr,
-                             root_stride);
+                             width, out.data_ptr<scalar_t>(), out.stride(0), epilogue);
   };
   switch (x.scalar_type()) {  // check_csr allowed these three
     case at::kFloat:
@@ -247,25 +342,55 @@ void run_csr_sum(const at::Tensor& rowptr, const at::Tensor& col,
 
 at::Tensor csr_sum_cpu(const at::Tensor& rowptr, const at::Tensor& col,
                        const std::optional<at::Tensor>& value, const at::Tensor& x) {
-  check_csr(rowptr, col, value, x);
+  check_csr(rowptr, col, value, x, "csr_sum", "x");
   at::Tensor out = pooled_empty({rowptr.numel() - 1, x.size(1)}, x.options());
-  run_csr_sum(rowptr, col, value, x, out, std::nullopt);
+  run_csr_sum(rowptr, col, value, x, out, std::nullopt, std::nullopt, std::nullopt, nullptr);
   return out;
+}
+
+std::tuple<at::Tensor, at::Tensor> input_gradient_cpu(const at::Tensor& rowptr,
+                                                      const at::Tensor& col,
+                                                      const std::optional<at::Tensor>& value,
+                                                      const at::Tensor& grad,
+                                                      const std::optional<at::Tensor>& root_grad,
+                                                      const std::optional<at::Tensor>& relu_out) {
+  check_csr(rowptr, col, value, grad, "input_gradient", "grad");
+  const int64_t num_rows = rowptr.numel() - 1, width = grad.size(1);
+  if (root_grad.has_value()) {
+    check_rows(*root_grad, grad, num_rows, false, "input_gradient", "root_grad");
+  }
+  if (relu_out.has_value()) {
+    check_rows(*relu_out, grad, num_rows, true, "input_gradient", "relu_out");
+  }
+  at::Tensor out = pooled_empty({num_rows, width}, grad.options());
+  const int64_t num_blocks = (num_rows + kRowBlock - 1) / kRowBlock;
+  at::Tensor block_sums = at::zeros({num_blocks, width}, grad.options().dtype(at::kFloat));
+  run_csr_sum(rowptr, col, value, grad, out, root_grad, relu_out, std::nullopt,
+              block_sums.data_ptr<float>());
+  at::Tensor column_sum = at::zeros({width}, grad.options().dtype(at::kFloat));
+  float* total = column_sum.data_ptr<float>();
+  const float* parts = block_sums.data_ptr<float>();
+  for (int64_t block = 0; block < num_blocks; ++block) {
+    for (int64_t c = 0; c < width; ++c) {
+      total[c] += parts[block * width + c];
+    }
+  }
+  return {out, column_sum.to(grad.scalar_type())};
 }
 
 void csr_sum_into_cpu(const at::Tensor& rowptr, const at::Tensor& col,
                       const std::optional<at::Tensor>& value, const at::Tensor& x,
                       const at::Tensor& out, const std::optional<at::Tensor>& root_out) {
-  check_csr(rowptr, col, value, x);
+  check_csr(rowptr, col, value, x, "csr_sum_into", "x");
   const int64_t num_rows = rowptr.numel() - 1;
   check_output(out, x, num_rows, "out");
   if (root_out.has_value()) {
-    TORCH_CHECK(x.size(0) >= num_rows, "csr_sum: 'root_out' needs 'x' to have at least ",
+    TORCH_CHECK(x.size(0) >= num_rows, "csr_sum_into: 'root_out' needs 'x' to have at least ",
                 num_rows, " rows (got ", x.size(0), ")");
     check_output(*root_out, x, num_rows, "root_out");
     at::assert_no_overlap(*root_out, out);
   }
-  run_csr_sum(rowptr, col, value, x, out, root_out);
+  run_csr_sum(rowptr, col, value, x, out, std::nullopt, std::nullopt, root_out, nullptr);
 }
 
 // The transpose [num_cols, num_rows]: the entries grouped by column, in row order within one
@@ -310,6 +435,7 @@ std::tuple<at::Tensor, at::Tensor, at::Tensor> csr_transpose_cpu(
 TORCH_LIBRARY_IMPL(graphengine, CPU, m) {
   m.impl("csr_sum", &csr_sum_cpu);
   m.impl("csr_sum_into", &csr_sum_into_cpu);
+  m.impl("input_gradient", &input_gradient_cpu);
   m.impl("csr_transpose", &csr_transpose_cpu);
 }
 

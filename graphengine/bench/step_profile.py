@@ -24,6 +24,7 @@ AGGREGATION_MARKS = (
     "spmm",
     "graphengine::csr_sum",
     "graphengine::csr_transpose",
+    "graphengine::input_gradient",
     "graphengine::gat_attention",
 )
 ELEMENTWISE = (

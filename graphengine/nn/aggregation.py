@@ -170,6 +170,37 @@ def weighted_sum(
     return _product(adjacency, x, out, root_out)
 
 
+def input_gradient(
+    adjacency: CsrAdjacency,
+    grad: torch.Tensor,
+    root_grad: torch.Tensor | None = None,
+    relu_out: torch.Tensor | None = None,
+) -> tuple[torch.Tensor, torch.Tensor]:
+    """The gradient reaching an aggregating layer's input, and its column sums.
+
+    The gradient ``[num_cols, width]`` in ``grad``'s dtype is ``adjacency.transposed @ grad``
+    (``grad`` ``[num_rows, width]``: the aggregation's output gradient), plus ``root_grad``
+    (``[<= num_cols, width]``: the root term's gradient) on its first rows, and, with
+    ``relu_out`` (``[num_cols, width]``: the layer's input, when it is a ReLU's output), zero
+    where ``relu_out <= 0``: that ReLU's backward. The column sums ``[width]`` (the gradient of
+    a bias added before the ReLU) come in the same pass on the CPU kernel. Not
+    differentiable."""
+    transposed = adjacency.transposed
+    if uses_kernel(grad):
+        return torch.ops.graphengine.input_gradient(
+            transposed.rowptr,
+            transposed.col,
+            transposed.value.to(torch.float32),
+            *(_contiguous_rows(t) for t in (grad, root_grad, relu_out)),
+        )
+    result = _product(transposed, grad.contiguous())
+    if root_grad is not None:
+        result[: root_grad.shape[0]] += root_grad
+    if relu_out is not None:
+        result = torch.ops.aten.threshold_backward(result, relu_out, 0)
+    return result, result.sum(0)
+
+
 def uses_kernel(x: torch.Tensor) -> bool:
     """Whether the extension's CPU kernels compute on ``x``: a float32, bfloat16 or float16
     CPU tensor, the extension built, not the ``"torch"`` backend."""
@@ -188,9 +219,8 @@ def _product(
     root_out: torch.Tensor | None = None,
 ) -> torch.Tensor:
     if uses_kernel(x):
-        if x.shape[1] > 1 and x.stride(1) != 1:
-            x = x.contiguous()
-        args = (adjacency.rowptr, adjacency.col, adjacency.value.to(torch.float32), x)
+        value = adjacency.value.to(torch.float32)
+        args = (adjacency.rowptr, adjacency.col, value, _contiguous_rows(x))
         if out is None:
             return torch.ops.graphengine.csr_sum(*args)
         torch.ops.graphengine.csr_sum_into(*args, out, root_out)
@@ -213,6 +243,13 @@ def _product(
     if on_cpu:  # torch's parallel CSR kernel (a plain product sorts a COO copy)
         return torch.sparse.mm(matrix, x.to(dtype), "sum").to(x.dtype)
     return torch.sparse.mm(matrix, x)
+
+
+def _contiguous_rows(table: torch.Tensor | None) -> torch.Tensor | None:
+    """``table`` (2-D) itself if its rows are contiguous (any row stride), else a copy."""
+    if table is None or table.shape[1] <= 1 or table.stride(1) == 1:
+        return table
+    return table.contiguous()
 
 
 class _WeightedSum(torch.autograd.Function):

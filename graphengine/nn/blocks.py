@@ -22,7 +22,7 @@ import torch
 from torch_geometric.nn import GATConv, GATv2Conv, GCNConv, GINConv, SAGEConv
 from torch_geometric.nn.models.basic_gnn import BasicGNN
 
-from graphengine.nn.fused_sage import fuses, sage_mean
+from graphengine.nn.fused_sage import ReluLink, fuses, sage_mean
 from graphengine.nn.gat_blocks import fuses_gat, gat_block
 from graphengine.nn.gcn_blocks import batch_degree_scale, fuses_gcn, gcn_block
 
@@ -183,12 +183,15 @@ def block_forward(
         raise ValueError(f"{model.num_layers} layers need as many blocks (got {len(blocks)})")
     last = model.num_layers - 1
     scale = None  # GCN's batch degrees, once a GCN layer needs them
+    link = None  # the ReLU before this layer, when this layer does its backward
     for layer, (conv, block) in enumerate(zip(model.convs, blocks, strict=True)):
         x_src = x if x.shape[0] == block.num_src else x[: block.num_src]
         relu = False
         if fused and fuses(conv):
             relu = layer < last and isinstance(model.act, torch.nn.ReLU)
-            x = sage_mean(conv, x_src, block, relu=relu)
+            output_link = ReluLink() if relu and fuses(model.convs[layer + 1]) else None
+            x = sage_mean(conv, x_src, block, relu, input_relu=link, output_relu=output_link)
+            link = output_link
         elif fused and fuses_gat(conv, x_src):
             x = gat_block(conv, x_src, block)
         elif fuses_gcn(conv):

@@ -22,13 +22,20 @@ checkpoints and DDP see nothing different.
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 import torch
 from torch.autograd.function import once_differentiable
 from torch_geometric.nn import SAGEConv
 
-from graphengine.nn.aggregation import CsrAdjacency, mean_adjacency, uses_kernel, weighted_sum
+from graphengine.nn.aggregation import (
+    CsrAdjacency,
+    input_gradient,
+    mean_adjacency,
+    uses_kernel,
+    weighted_sum,
+)
 
 if TYPE_CHECKING:  # blocks.py runs these layers
     from graphengine.nn.blocks import Block
@@ -46,25 +53,70 @@ def fuses(conv: torch.nn.Module) -> bool:
     )
 
 
-def sage_mean(conv: SAGEConv, x: torch.Tensor, block: Block, relu: bool = False) -> torch.Tensor:
+@dataclass(eq=False)
+class ReluLink:
+    """A ReLU between two fused layers whose backward the second layer does, in the pass that
+    sums its input gradient (``csrc/cpu/csr_kernel.cpp``'s ``input_gradient``), instead of the
+    first doing it in a pass of its own. The second layer leaves here the gradient it returns
+    and that gradient's column sums; the first takes those sums as its bias gradient when the
+    gradient reaching it is that very tensor (not, say, one scaled by a dropout's backward in
+    between, whose column sums it computes itself)."""
+
+    grad: torch.Tensor | None = None
+    column_sum: torch.Tensor | None = None
+
+    def leave(self, grad: torch.Tensor, column_sum: torch.Tensor) -> None:
+        self.grad, self.column_sum = grad, column_sum
+
+    def take_column_sum(self, grad: torch.Tensor) -> torch.Tensor:
+        """``grad.sum(0)``: the sums left here if ``grad`` is the gradient left with them."""
+        left, column_sum = self.grad, self.column_sum
+        self.grad = self.column_sum = None
+        same = (
+            left is not None
+            and grad.data_ptr() == left.data_ptr()
+            and grad.shape == left.shape
+            and grad.stride() == left.stride()
+            and grad.dtype == left.dtype
+        )
+        return column_sum if same else grad.sum(0)
+
+
+def sage_mean(
+    conv: SAGEConv,
+    x: torch.Tensor,
+    block: Block,
+    relu: bool = False,
+    input_relu: ReluLink | None = None,
+    output_relu: ReluLink | None = None,
+) -> torch.Tensor:
     """``conv((x[:num_src], x[:num_dst]), block)`` (then ReLU when ``relu``): ``x`` float
     ``[num_src, in_channels]`` to ``[num_dst, out_channels]``, for a ``conv`` that
     :func:`fuses`. Under ``torch.autocast`` it computes in the autocast dtype (``x`` and the
     weights cast to it; their gradients come back in their own dtypes), as autocast runs
-    PyG's linear layers."""
+    PyG's linear layers.
+
+    ``input_relu``: ``x`` is the output of the previous fused layer's ReLU (possibly through
+    dropout), whose backward this layer does (see :class:`ReluLink`). ``output_relu`` (with
+    ``relu``): the one layer reading this layer's output does this ReLU's backward, as its
+    ``input_relu``. Give one link to both, on consecutive layers, or the gradients are wrong
+    (:func:`~graphengine.nn.blocks.block_forward` does)."""
     if x.shape[0] != block.num_src:
         raise ValueError(
             f"'x' must have the block's {block.num_src} source rows (got {x.shape[0]})"
         )
+    if output_relu is not None and not relu:
+        raise ValueError("'output_relu' needs 'relu'")
     weights = (conv.lin_l.weight, conv.lin_l.bias, conv.lin_r.weight)
+    links = (relu, input_relu, output_relu)
     device = x.device.type
     if torch.is_autocast_enabled(device):
         dtype = torch.get_autocast_dtype(device)
         x = x.to(dtype)
         weights = tuple(w.to(dtype) if w is not None else None for w in weights)
         with torch.autocast(device, enabled=False):
-            return FusedSageMean.apply(x, *weights, mean_adjacency(block, dtype), relu)
-    return FusedSageMean.apply(x, *weights, mean_adjacency(block, x.dtype), relu)
+            return FusedSageMean.apply(x, *weights, mean_adjacency(block, dtype), *links)
+    return FusedSageMean.apply(x, *weights, mean_adjacency(block, x.dtype), *links)
 
 
 class FusedSageMean(torch.autograd.Function):
@@ -79,7 +131,17 @@ class FusedSageMean(torch.autograd.Function):
     """
 
     @staticmethod
-    def forward(ctx, x, weight_l, bias, weight_r, adjacency: CsrAdjacency, relu: bool):
+    def forward(
+        ctx,
+        x,
+        weight_l,
+        bias,
+        weight_r,
+        adjacency: CsrAdjacency,
+        relu: bool,
+        input_relu: ReluLink | None,
+        output_relu: ReluLink | None,
+    ):
         num_dst, channels = adjacency.num_rows, x.shape[1]
         both = x.new_empty(num_dst, 2 * channels)
         weighted_sum(adjacency, x, out=both[:, :channels], root_out=both[:, channels:])
@@ -92,31 +154,43 @@ class FusedSageMean(torch.autograd.Function):
             if relu:
                 out.relu_()
         ctx.adjacency = adjacency
-        ctx.relu = relu
+        ctx.masks_output_grad = relu and output_relu is None
+        ctx.links = (input_relu, output_relu)
         ctx.has_bias = bias is not None
-        ctx.save_for_backward(both, weight, out if relu else None)
+        ctx.save_for_backward(
+            both,
+            weight,
+            out if ctx.masks_output_grad else None,
+            x if input_relu is not None else None,
+        )
         return out
 
     @staticmethod
     @once_differentiable
     def backward(ctx, grad):
-        both, weight, out = ctx.saved_tensors
+        both, weight, out, relu_input = ctx.saved_tensors
         channels = both.shape[1] // 2
         needs = ctx.needs_input_grad
         grad_x = grad_weight_l = grad_bias = grad_weight_r = None
         wants_bias = needs[2] and ctx.has_bias
-        if ctx.relu and wants_bias and uses_kernel(grad):
+        input_relu, output_relu = ctx.links
+        if ctx.masks_output_grad and wants_bias and uses_kernel(grad):
             grad, grad_bias = torch.ops.graphengine.relu_backward_sum(grad.contiguous(), out)
         else:
-            if ctx.relu:
+            if ctx.masks_output_grad:
                 grad = torch.ops.aten.threshold_backward(grad, out, 0)
             if wants_bias:
-                grad_bias = grad.sum(0)
+                grad_bias = (
+                    grad.sum(0) if output_relu is None else output_relu.take_column_sum(grad)
+                )
         if needs[1] or needs[3]:
             grad_weight = grad.t() @ both
             grad_weight_l, grad_weight_r = grad_weight[:, :channels], grad_weight[:, channels:]
         if needs[0]:
             grad_both = grad @ weight
-            grad_x = weighted_sum(ctx.adjacency.transposed, grad_both[:, :channels])
-            grad_x[: ctx.adjacency.num_rows] += grad_both[:, channels:]
-        return grad_x, grad_weight_l, grad_bias, grad_weight_r, None, None
+            grad_x, column_sum = input_gradient(
+                ctx.adjacency, grad_both[:, :channels], grad_both[:, channels:], relu_input
+            )
+            if input_relu is not None:
+                input_relu.leave(grad_x, column_sum)
+        return grad_x, grad_weight_l, grad_bias, grad_weight_r, None, None, None, None

@@ -156,6 +156,9 @@ def _register_fakes() -> None:
     def fake_csr_sum(rowptr, col, value, x):
         return x.new_empty((rowptr.shape[0] - 1, x.shape[1]))
 
+    def fake_input_gradient(rowptr, col, value, grad, root_grad=None, relu_out=None):
+        return grad.new_empty((rowptr.shape[0] - 1, grad.shape[1])), grad.new_empty(grad.shape[1])
+
     def fake_csr_sum_into(rowptr, col, value, x, out, root_out=None):
         return None
 
@@ -181,6 +184,7 @@ def _register_fakes() -> None:
     torch.library.register_fake("graphengine::gat_attention", fake_attention)
     torch.library.register_fake("graphengine::csr_sum", fake_csr_sum)
     torch.library.register_fake("graphengine::csr_sum_into", fake_csr_sum_into)
+    torch.library.register_fake("graphengine::input_gradient", fake_input_gradient)
     torch.library.register_fake("graphengine::relu_backward_sum", fake_relu_backward_sum)
     torch.library.register_fake("graphengine::csr_transpose", fake_csr_transpose)
     torch.library.register_fake("graphengine::add_bias_relu_", fake_add_bias_relu_)
