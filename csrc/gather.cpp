@@ -75,7 +75,7 @@ TORCH_LIBRARY(graphengine, m) {
       "Tensor? root_grad=None, Tensor? relu_out=None) -> (Tensor, Tensor)");
   m.def(
       "csr_sum_into(Tensor rowptr, Tensor col, Tensor? value, Tensor x, Tensor(a!) out, "
-      "Tensor(b!)? root_out=None) -> ()");
+      "Tensor(b!)? root_out=None, Tensor? index=None) -> ()");
   m.def(
       "csr_transpose(Tensor rowptr, Tensor col, Tensor? value, int num_cols) "
       "-> (Tensor, Tensor, Tensor)");

@@ -7,7 +7,7 @@ import scipy.sparse
 import torch
 
 from graphengine import ops
-from graphengine.nn.aggregation import CsrAdjacency, input_gradient, weighted_sum
+from graphengine.nn.aggregation import CsrAdjacency, IndexedRows, input_gradient, weighted_sum
 
 pytestmark = pytest.mark.skipif(
     not ops.build_extension(), reason="graphengine's C++ extension is not built"
@@ -189,12 +189,50 @@ def test_input_gradient_refuses_tables_of_the_wrong_shape():
         input_gradient(adjacency, grad, None, torch.randn(50, 4).bfloat16())
 
 
+@pytest.mark.parametrize("backend", ["csrc", "torch"])
+@pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16], ids=["float32", "bfloat16"])
+def test_indexed_rows_are_read_from_the_table_as_gathered_rows_are(backend, dtype):
+    adjacency = random_adjacency()  # 70 rows over 50 sources
+    generator = torch.Generator().manual_seed(2)
+    table = torch.randn(200, 6, generator=generator).to(dtype)
+    index = torch.randperm(200, generator=generator)[:72]  # 72 >= 70 rows for the root copy
+    square = CsrAdjacency(adjacency.rowptr, adjacency.col, adjacency.value, 72)
+    got = torch.full((70, 12), float("nan"), dtype=dtype)
+    expected = torch.full((70, 12), float("nan"), dtype=dtype)
+    previous = ops.get_backend()
+    ops.set_backend(backend)
+    try:
+        weighted_sum(square, IndexedRows(table, index), got[:, :6], got[:, 6:])
+    finally:
+        ops.set_backend(previous)
+    weighted_sum(square, table[index], expected[:, :6], expected[:, 6:])
+    assert torch.equal(got, expected)
+    rows = IndexedRows(table, index)
+    assert rows.shape == (72, 6) and rows[:10].shape == (10, 6)
+    assert torch.equal(rows[:10].gather(), table[index[:10]])
+
+
+def test_indexed_rows_refuse_ids_outside_the_table():
+    adjacency = random_adjacency()
+    table = torch.randn(200, 6)
+    index = torch.arange(50)
+    index[9] = 200
+    out = torch.empty(70, 6)
+    with pytest.raises(IndexError, match=r"'index' holds 200 at position 9, outside \[0, 200\)"):
+        weighted_sum(adjacency, IndexedRows(table, index), out)
+    past_the_index = adjacency.col.clamp(max=49) + 1  # up to 50, for 50 indexed sources
+    with pytest.raises(IndexError, match="holds source 50 at position"):
+        torch.ops.graphengine.csr_sum_into(
+            adjacency.rowptr, past_the_index, None, table, out, None, torch.arange(50)
+        )
+
+
 def test_root_rows_need_an_output_and_enough_rows():
     adjacency = random_adjacency()  # 70 rows, 50 columns: x has fewer rows than the result
     x = torch.randn(adjacency.num_cols, 4)
     args = (adjacency.rowptr, adjacency.col, adjacency.value, x)
     out, root = torch.empty(adjacency.num_rows, 4), torch.empty(adjacency.num_rows, 4)
-    with pytest.raises(RuntimeError, match="'root_out' needs 'x' to have at least 70 rows"):
+    with pytest.raises(RuntimeError, match="'root_out' needs at least 70 sources \\(got 50\\)"):
         torch.ops.graphengine.csr_sum_into(*args, out, root)
     with pytest.raises(ValueError, match="'root_out' needs 'out'"):
         weighted_sum(adjacency, x, root_out=root)
@@ -339,6 +377,9 @@ def test_operators_pass_torch_opcheck():
     torch.library.opcheck(ops_.csr_sum.default, (*args, x[: adjacency.num_cols]))
     table = torch.empty(adjacency.num_rows, 10)
     torch.library.opcheck(ops_.csr_sum_into.default, (*square, table[:, :5], table[:, 5:]))
+    index = torch.randperm(x.shape[0])
+    indexed = (*args, x, table[:, :5], table[:, 5:], index)
+    torch.library.opcheck(ops_.csr_sum_into.default, indexed)
     torch.library.opcheck(ops_.csr_transpose.default, (*args, adjacency.num_cols))
     relu_out = torch.randn(adjacency.num_rows, 5).relu()
     torch.library.opcheck(ops_.input_gradient.default, (*square[:3], x, x[:7], relu_out))

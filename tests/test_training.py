@@ -88,12 +88,38 @@ def test_bf16_features_train_as_bf16_casts_in_the_first_layer_do(tmp_path, kind)
             precision="bf16",
             bf16_features=bf16_features,
             eval_mode="sampled",
+            aggregate_from_store=False,  # batches with x, to see its dtype
         )
         batch_dtypes[bf16_features] = next(iter(trainer.train_loader)).x.dtype
         trainer.fit(1, eval_every=0)
         weights[bf16_features] = torch.cat([p.detach().flatten() for p in model.parameters()])
     assert batch_dtypes == {True: torch.bfloat16, False: torch.float32}
     torch.testing.assert_close(weights[True], weights[False], rtol=0, atol=0)
+
+
+@pytest.mark.parametrize("precision", ["fp32", "bf16"])
+def test_a_first_layer_reading_rows_from_the_store_trains_as_gathered_rows_do(tmp_path, precision):
+    dataset = load_dataset("synthetic-small", root=tmp_path)
+    weights, accuracies = {}, {}
+    for from_store in (True, False):
+        torch.manual_seed(0)
+        model = build_model("sage", dataset.num_features, 32, dataset.num_classes, 2)
+        trainer = Trainer(
+            model,
+            dataset,
+            fanouts=[5, 5],
+            batch_size=512,
+            progress=False,
+            precision=precision,
+            eval_mode="sampled",
+            aggregate_from_store=from_store,
+        )
+        batch = next(iter(trainer.train_loader))
+        assert (batch.x is None) == from_store and batch.y is not None
+        accuracies[from_store] = trainer.fit(1)[-1]["val_acc"]
+        weights[from_store] = torch.cat([p.detach().flatten() for p in model.parameters()])
+    torch.testing.assert_close(weights[True], weights[False], rtol=0, atol=0)
+    assert accuracies[True] == accuracies[False]
 
 
 def test_bf16_features_stay_float32_where_the_first_layer_reads_x_first(tmp_path):

@@ -15,7 +15,10 @@
 // which torch's schemas cannot declare as one op that sometimes writes its input. With
 // csr_sum_into's `root_out` ([num_rows, width], x's dtype, contiguous rows), x's first
 // num_rows rows are copied into it in the same pass (GraphSAGE's root term beside its mean,
-// in one table); the copy runs while the row's scattered sources are awaited.
+// in one table); the copy runs while the row's scattered sources are awaited. With
+// csr_sum_into's `index` (int64 [num_sources], each in [0, x.size(0))), the sources are x's
+// rows index[0..] (col points into index): x is a whole feature table and the product reads a
+// batch's rows where they lie, instead of after a gather that copies them.
 //
 // input_gradient is a layer's backward through its aggregation, over the transposed
 // adjacency: the sum of `grad`'s rows, plus `root_grad` ([<= num_rows, width], grad's dtype,
@@ -145,6 +148,26 @@ void check_entries(const at::Tensor& rowptr, const at::Tensor& col, int64_t num_
   }
 }
 
+// Every entry of `ids` (int64) lies in [0, bound): checked in parallel, the first bad one
+// reported.
+void check_ids(const at::Tensor& ids, int64_t bound, const char* op, const char* name) {
+  const int64_t* id = ids.data_ptr<int64_t>();
+  const int64_t count = ids.numel();
+  std::atomic<bool> bad{false};
+  at::parallel_for(0, count, 16384, [&](int64_t begin, int64_t end) {
+    for (int64_t k = begin; k < end; ++k) {
+      if (id[k] < 0 || id[k] >= bound) {
+        bad = true;
+        return;
+      }
+    }
+  });
+  for (int64_t k = 0; bad && k < count; ++k) {
+    TORCH_CHECK_INDEX(id[k] >= 0 && id[k] < bound, op, ": '", name, "' holds ", id[k],
+                      " at position ", k, ", outside [0, ", bound, ")");
+  }
+}
+
 void check_value(const std::optional<at::Tensor>& value, int64_t num_edges, const char* op) {
   if (value.has_value()) {
     TORCH_CHECK(value->scalar_type() == at::kFloat && value->dim() == 1 &&
@@ -156,8 +179,8 @@ void check_value(const std::optional<at::Tensor>& value, int64_t num_edges, cons
 }
 
 void check_csr(const at::Tensor& rowptr, const at::Tensor& col,
-               const std::optional<at::Tensor>& value, const at::Tensor& x, const char* op,
-               const char* x_name) {
+               const std::optional<at::Tensor>& value, const at::Tensor& x, int64_t num_sources,
+               const char* op, const char* x_name) {
   TORCH_CHECK(x.dim() == 2 && (x.size(1) <= 1 || x.stride(1) == 1),
               op, ": '", x_name, "' must be 2-D with contiguous rows (got sizes ", x.sizes(),
               ", strides ", x.strides(), ")");
@@ -166,7 +189,7 @@ void check_csr(const at::Tensor& rowptr, const at::Tensor& col,
                   x.scalar_type() == at::kHalf,
               op, ": '", x_name, "' must be float32, bfloat16 or float16 (got ", x.scalar_type(),
               ")");
-  check_entries(rowptr, col, x.size(0), op);
+  check_entries(rowptr, col, num_sources, op);
   check_value(value, col.numel(), op);
 }
 
@@ -248,9 +271,14 @@ GRAPHENGINE_ROW_LOOP void add_row(const float* x, float* acc, int64_t n) {
 
 template <typename scalar_t>
 void csr_sum_kernel(const int64_t* rowptr, const int64_t* col, const float* value,
-                    const scalar_t* x, int64_t x_stride, int64_t num_rows, int64_t width,
-                    scalar_t* out, int64_t out_stride, const Epilogue<scalar_t>& epilogue) {
+                    const scalar_t* x, int64_t x_stride, const int64_t* index, int64_t num_rows,
+                    int64_t width, scalar_t* out, int64_t out_stride,
+                    const Epilogue<scalar_t>& epilogue) {
   const int64_t row_bytes = width * static_cast<int64_t>(sizeof(scalar_t));
+  // Source c's row: x's row c, or row index[c] when the sources are rows of a larger table.
+  const auto source_row = [&](int64_t c) {
+    return x + (index == nullptr ? c : index[c]) * x_stride;
+  };
   const int64_t num_blocks = (num_rows + kRowBlock - 1) / kRowBlock;
   // Fixed blocks of rows, so that the column sums do not depend on the thread count.
   at::parallel_for(0, num_blocks, 1, [&](int64_t first_block, int64_t end_block) {
@@ -260,7 +288,7 @@ void csr_sum_kernel(const int64_t* rowptr, const int64_t* col, const float* valu
     // The chunk's edges are contiguous: prefetch by edge, across its rows.
     const int64_t edges_end = rowptr[end];
     for (int64_t e = rowptr[begin]; e < std::min(rowptr[begin] + kPrefetchEdges, edges_end); ++e) {
-      prefetch_row(x + col[e] * x_stride, row_bytes);
+      prefetch_row(source_row(col[e]), row_bytes);
     }
     for (int64_t i = begin; i < end; ++i) {
       float* acc = std::is_same_v<scalar_t, float>
@@ -269,9 +297,9 @@ void csr_sum_kernel(const int64_t* rowptr, const int64_t* col, const float* valu
       std::fill(acc, acc + width, 0.0f);
       for (int64_t e = rowptr[i]; e < rowptr[i + 1]; ++e) {
         if (e + kPrefetchEdges < edges_end) {
-          prefetch_row(x + col[e + kPrefetchEdges] * x_stride, row_bytes);
+          prefetch_row(source_row(col[e + kPrefetchEdges]), row_bytes);
         }
-        add_scaled_row(value == nullptr ? 1.0f : value[e], x + col[e] * x_stride, acc, width);
+        add_scaled_row(value == nullptr ? 1.0f : value[e], source_row(col[e]), acc, width);
       }
       if (i < epilogue.add.count) {
         add_scaled_row(1.0f, epilogue.add.data + i * epilogue.add.stride, acc, width);
@@ -291,7 +319,7 @@ void csr_sum_kernel(const int64_t* rowptr, const int64_t* col, const float* valu
         }
       }
       if (epilogue.root_out.data != nullptr) {
-        std::memcpy(epilogue.root_out.data + i * epilogue.root_out.stride, x + i * x_stride,
+        std::memcpy(epilogue.root_out.data + i * epilogue.root_out.stride, source_row(i),
                     row_bytes);
       }
     }
@@ -303,7 +331,8 @@ void run_csr_sum(const at::Tensor& rowptr, const at::Tensor& col,
                  const std::optional<at::Tensor>& value, const at::Tensor& x,
                  const at::Tensor& out, const std::optional<at::Tensor>& add,
                  const std::optional<at::Tensor>& relu_out,
-                 const std::optional<at::Tensor>& root_out, float* block_sums) {
+                 const std::optional<at::Tensor>& root_out, float* block_sums,
+                 const std::optional<at::Tensor>& index) {
   const int64_t num_rows = rowptr.numel() - 1, width = x.size(1);
   if (num_rows == 0 || width == 0) {
     return;
@@ -325,7 +354,8 @@ void run_csr_sum(const at::Tensor& rowptr, const at::Tensor& col,
       epilogue.root_out = {root_out->data_ptr<scalar_t>(), root_out->stride(0), num_rows};
     }
     epilogue.block_sums = block_sums;
-    csr_sum_kernel<scalar_t>(ptr, source, weight, x.data_ptr<scalar_t>(), stride, num_rows,
+    csr_sum_kernel<scalar_t>(ptr, source, weight, x.data_ptr<scalar_t>(), stride,
+                             index.has_value() ? index->data_ptr<int64_t>() : nullptr, num_rows,
                              width, out.data_ptr<scalar_t>(), out.stride(0), epilogue);
   };
   switch (x.scalar_type()) {  // check_csr allowed these three
@@ -342,9 +372,10 @@ void run_csr_sum(const at::Tensor& rowptr, const at::Tensor& col,
 
 at::Tensor csr_sum_cpu(const at::Tensor& rowptr, const at::Tensor& col,
                        const std::optional<at::Tensor>& value, const at::Tensor& x) {
-  check_csr(rowptr, col, value, x, "csr_sum", "x");
+  check_csr(rowptr, col, value, x, x.size(0), "csr_sum", "x");
   at::Tensor out = pooled_empty({rowptr.numel() - 1, x.size(1)}, x.options());
-  run_csr_sum(rowptr, col, value, x, out, std::nullopt, std::nullopt, std::nullopt, nullptr);
+  run_csr_sum(rowptr, col, value, x, out, std::nullopt, std::nullopt, std::nullopt, nullptr,
+              std::nullopt);
   return out;
 }
 
@@ -354,7 +385,7 @@ std::tuple<at::Tensor, at::Tensor> input_gradient_cpu(const at::Tensor& rowptr,
                                                       const at::Tensor& grad,
                                                       const std::optional<at::Tensor>& root_grad,
                                                       const std::optional<at::Tensor>& relu_out) {
-  check_csr(rowptr, col, value, grad, "input_gradient", "grad");
+  check_csr(rowptr, col, value, grad, grad.size(0), "input_gradient", "grad");
   const int64_t num_rows = rowptr.numel() - 1, width = grad.size(1);
   if (root_grad.has_value()) {
     check_rows(*root_grad, grad, num_rows, false, "input_gradient", "root_grad");
@@ -366,7 +397,7 @@ std::tuple<at::Tensor, at::Tensor> input_gradient_cpu(const at::Tensor& rowptr,
   const int64_t num_blocks = (num_rows + kRowBlock - 1) / kRowBlock;
   at::Tensor block_sums = at::zeros({num_blocks, width}, grad.options().dtype(at::kFloat));
   run_csr_sum(rowptr, col, value, grad, out, root_grad, relu_out, std::nullopt,
-              block_sums.data_ptr<float>());
+              block_sums.data_ptr<float>(), std::nullopt);
   at::Tensor column_sum = at::zeros({width}, grad.options().dtype(at::kFloat));
   float* total = column_sum.data_ptr<float>();
   const float* parts = block_sums.data_ptr<float>();
@@ -380,17 +411,27 @@ std::tuple<at::Tensor, at::Tensor> input_gradient_cpu(const at::Tensor& rowptr,
 
 void csr_sum_into_cpu(const at::Tensor& rowptr, const at::Tensor& col,
                       const std::optional<at::Tensor>& value, const at::Tensor& x,
-                      const at::Tensor& out, const std::optional<at::Tensor>& root_out) {
-  check_csr(rowptr, col, value, x, "csr_sum_into", "x");
+                      const at::Tensor& out, const std::optional<at::Tensor>& root_out,
+                      const std::optional<at::Tensor>& index) {
+  // With `index`, the sources are x's rows index[0..], which the entries of col point into.
+  const int64_t num_sources = index.has_value() ? index->numel() : x.size(0);
+  if (index.has_value()) {
+    TORCH_CHECK(index->scalar_type() == at::kLong && index->dim() == 1 &&
+                    index->is_contiguous() && index->device().is_cpu(),
+                "csr_sum_into: 'index' must be a contiguous 1-D int64 CPU tensor (got ",
+                index->scalar_type(), " ", index->sizes(), ")");
+    check_ids(*index, x.size(0), "csr_sum_into", "index");
+  }
+  check_csr(rowptr, col, value, x, num_sources, "csr_sum_into", "x");
   const int64_t num_rows = rowptr.numel() - 1;
   check_output(out, x, num_rows, "out");
   if (root_out.has_value()) {
-    TORCH_CHECK(x.size(0) >= num_rows, "csr_sum_into: 'root_out' needs 'x' to have at least ",
-                num_rows, " rows (got ", x.size(0), ")");
+    TORCH_CHECK(num_sources >= num_rows, "csr_sum_into: 'root_out' needs at least ", num_rows,
+                " sources (got ", num_sources, ")");
     check_output(*root_out, x, num_rows, "root_out");
     at::assert_no_overlap(*root_out, out);
   }
-  run_csr_sum(rowptr, col, value, x, out, std::nullopt, std::nullopt, root_out, nullptr);
+  run_csr_sum(rowptr, col, value, x, out, std::nullopt, std::nullopt, root_out, nullptr, index);
 }
 
 // The transpose [num_cols, num_rows]: the entries grouped by column, in row order within one

@@ -113,6 +113,39 @@ class CsrAdjacency:
         return CsrAdjacency(rowptr, row[order], self.value[order], self.num_rows, False)
 
 
+@dataclass(frozen=True, eq=False)
+class IndexedRows:
+    """The rows ``table[index]`` of a feature table, not gathered: ``[len(index), width]``.
+
+    A batch's features as its node ids into the whole table. The first layer's aggregation
+    reads each row where it lies (:func:`weighted_sum` with ``out``), so the rows are read once
+    rather than gathered into a batch tensor and read again from it.
+
+    Attributes:
+        table: ``[num_nodes, width]``, rows contiguous.
+        index: int64 ``[rows]``, each in ``[0, num_nodes)`` (checked where the rows are read).
+    """
+
+    table: torch.Tensor
+    index: torch.Tensor
+
+    @property
+    def shape(self) -> torch.Size:
+        return torch.Size((self.index.shape[0], self.table.shape[1]))
+
+    @property
+    def dtype(self) -> torch.dtype:
+        return self.table.dtype
+
+    def __getitem__(self, rows: slice) -> IndexedRows:
+        """The first rows, as ``x[:n]`` of a tensor."""
+        return IndexedRows(self.table, self.index[rows])
+
+    def gather(self) -> torch.Tensor:
+        """``table[index]`` as a tensor ``[len(index), width]``."""
+        return ops.gather_rows(self.table, self.index)
+
+
 def value_dtype(dtype: torch.dtype) -> torch.dtype:
     """The dtype of an adjacency's values for inputs of ``dtype``: float64 for float64 (the
     torch path, for exact checks), else float32 (the kernel's)."""
@@ -140,7 +173,7 @@ def sum_adjacency(block: Block, dtype: torch.dtype) -> CsrAdjacency:
 
 def weighted_sum(
     adjacency: CsrAdjacency,
-    x: torch.Tensor,
+    x: torch.Tensor | IndexedRows,
     out: torch.Tensor | None = None,
     root_out: torch.Tensor | None = None,
 ) -> torch.Tensor:
@@ -149,14 +182,17 @@ def weighted_sum(
     ``out`` (``[num_rows, width]``, ``x``'s dtype, contiguous rows: e.g. the left columns of
     a wider table), which is for autograd functions' own forward passes. With ``root_out``
     (``out`` given too; the same shape and dtype), ``x[:num_rows]`` is copied into it in the
-    same pass: GraphSAGE's root term beside its mean."""
-    if x.dim() != 2 or x.shape[0] != adjacency.num_cols:
+    same pass: GraphSAGE's root term beside its mean. ``x`` may be :class:`IndexedRows` when
+    written into ``out``: the CPU kernel reads the rows from the table."""
+    if len(x.shape) != 2 or x.shape[0] != adjacency.num_cols:
         raise ValueError(
             f"'x' must be 2-D with {adjacency.num_cols} rows (got shape {list(x.shape)})"
         )
     if out is None:
         if root_out is not None:
             raise ValueError("'root_out' needs 'out'")
+        if isinstance(x, IndexedRows):
+            x = x.gather()
         return _WeightedSum.apply(adjacency, x)
     expected = [adjacency.num_rows, x.shape[1]]
     for name, given in (("out", out), ("root_out", root_out)):
@@ -165,6 +201,15 @@ def weighted_sum(
                 f"'{name}' must be {x.dtype} of shape {expected} (got {given.dtype} of shape "
                 f"{list(given.shape)})"
             )
+    if isinstance(x, IndexedRows):
+        if uses_kernel(x.table):
+            value = adjacency.value.to(torch.float32)
+            table, index = _contiguous_rows(x.table), x.index.contiguous()
+            torch.ops.graphengine.csr_sum_into(
+                adjacency.rowptr, adjacency.col, value, table, out, root_out, index
+            )
+            return out
+        x = x.gather()
     if torch.is_grad_enabled() and x.requires_grad:
         raise RuntimeError("weighted_sum(..., out=) does not differentiate; call it without")
     return _product(adjacency, x, out, root_out)

@@ -22,6 +22,7 @@ import torch
 from torch_geometric.nn import GATConv, GATv2Conv, GCNConv, GINConv, SAGEConv
 from torch_geometric.nn.models.basic_gnn import BasicGNN
 
+from graphengine.nn.aggregation import IndexedRows
 from graphengine.nn.fused_sage import ReluLink, fuses, sage_mean
 from graphengine.nn.gat_blocks import fuses_gat, gat_block
 from graphengine.nn.gcn_blocks import batch_degree_scale, fuses_gcn, gcn_block
@@ -166,7 +167,7 @@ def _adjacency(conv: torch.nn.Module, block: Block, x: torch.Tensor) -> torch.Te
 
 
 def block_forward(
-    model: BasicGNN, x: torch.Tensor, blocks: Sequence[Block], fused: bool = True
+    model: BasicGNN, x: torch.Tensor | IndexedRows, blocks: Sequence[Block], fused: bool = True
 ) -> torch.Tensor:
     """``model``'s output for the last block's destinations (the seeds):
     ``[blocks[-1].num_dst, out_channels]``, from ``x`` ``[num_nodes, in_channels]``.
@@ -178,11 +179,15 @@ def block_forward(
     after them) run as one autograd node each (:mod:`graphengine.nn.fused_sage`) and GAT's
     attention without per-edge messages on the CPU (:mod:`graphengine.nn.gat_blocks`): the
     same math in fewer passes over memory (GAT's attention dropout draws its own masks).
+    ``x`` may be :class:`~graphengine.nn.aggregation.IndexedRows`: a fused GraphSAGE first
+    layer reads its rows from the table; other layers get them gathered.
     """
     if len(blocks) != model.num_layers:
         raise ValueError(f"{model.num_layers} layers need as many blocks (got {len(blocks)})")
     last = model.num_layers - 1
     scale = None  # GCN's batch degrees, once a GCN layer needs them
+    if isinstance(x, IndexedRows) and not (fused and fuses(model.convs[0])):
+        x = x.gather()  # only the fused mean layer reads rows from the table
     link = None  # the ReLU before this layer, when this layer does its backward
     for layer, (conv, block) in enumerate(zip(model.convs, blocks, strict=True)):
         x_src = x if x.shape[0] == block.num_src else x[: block.num_src]

@@ -5,6 +5,7 @@ from __future__ import annotations
 import torch
 from torch_geometric.nn.models.basic_gnn import BasicGNN
 
+from graphengine.nn.aggregation import IndexedRows
 from graphengine.nn.blocks import block_forward, normalizes_by_degree, supports_blocks, to_blocks
 
 FORWARDS = ("auto", "blocks", "trim", "whole")
@@ -17,10 +18,16 @@ class SeedLogits(torch.nn.Module):
     (PyG's ``trim_to_layer``), ``'whole'`` (``model(x, edge_index)`` on the whole batch), or
     ``'auto'``: the first of these that gives ``model``'s results. A module, so that
     ``DistributedDataParallel`` can wrap it.
+
+    A batch without ``x`` reads its nodes' rows of :attr:`features` (``[num_nodes, width]``,
+    set by the owner) by ``batch.n_id``: a fused GraphSAGE first layer on blocks reads them
+    where they lie (:class:`~graphengine.nn.aggregation.IndexedRows`), other forwards gather
+    them.
     """
 
     def __init__(self, model: torch.nn.Module, num_hops: int, forward: str = "auto"):
         super().__init__()
+        self.features: torch.Tensor | None = None
         if forward not in FORWARDS:
             raise ValueError(f"'forward' must be one of {FORWARDS} (got {forward!r})")
         self.model = model
@@ -38,14 +45,19 @@ class SeedLogits(torch.nn.Module):
         self.mode = allowed[0] if forward == "auto" else forward
 
     def forward(self, batch) -> torch.Tensor:
+        x = batch.x
+        if x is None and self.features is not None:
+            x = IndexedRows(self.features, batch.n_id)
         if self.mode == "blocks":
             blocks = to_blocks(batch.edge_index, batch.num_sampled_nodes, batch.num_sampled_edges)
-            return block_forward(self.model, batch.x, blocks)
+            return block_forward(self.model, x, blocks)
+        if isinstance(x, IndexedRows):
+            x = x.gather()
         if self.mode == "trim":
             return self.model(
-                batch.x,
+                x,
                 batch.edge_index,
                 num_sampled_nodes_per_hop=batch.num_sampled_nodes,
                 num_sampled_edges_per_hop=batch.num_sampled_edges,
             )[: batch.batch_size]
-        return self.model(batch.x, batch.edge_index)[: batch.batch_size]
+        return self.model(x, batch.edge_index)[: batch.batch_size]

@@ -31,6 +31,7 @@ from torch_geometric.nn import SAGEConv
 
 from graphengine.nn.aggregation import (
     CsrAdjacency,
+    IndexedRows,
     input_gradient,
     mean_adjacency,
     uses_kernel,
@@ -84,7 +85,7 @@ class ReluLink:
 
 def sage_mean(
     conv: SAGEConv,
-    x: torch.Tensor,
+    x: torch.Tensor | IndexedRows,
     block: Block,
     relu: bool = False,
     input_relu: ReluLink | None = None,
@@ -100,7 +101,15 @@ def sage_mean(
     dropout), whose backward this layer does (see :class:`ReluLink`). ``output_relu`` (with
     ``relu``): the one layer reading this layer's output does this ReLU's backward, as its
     ``input_relu``. Give one link to both, on consecutive layers, or the gradients are wrong
-    (:func:`~graphengine.nn.blocks.block_forward` does)."""
+    (:func:`~graphengine.nn.blocks.block_forward` does).
+
+    ``x`` may be :class:`~graphengine.nn.aggregation.IndexedRows` (a first layer's features,
+    not gathered): the aggregation reads its rows from the table on the CPU kernel when the
+    table has the dtype computed in, else they are gathered first."""
+    if isinstance(x, IndexedRows) and not (
+        uses_kernel(x.table) and x.dtype == _compute_dtype(x.table.device.type, x.dtype)
+    ):
+        x = x.gather()
     if x.shape[0] != block.num_src:
         raise ValueError(
             f"'x' must have the block's {block.num_src} source rows (got {x.shape[0]})"
@@ -109,14 +118,19 @@ def sage_mean(
         raise ValueError("'output_relu' needs 'relu'")
     weights = (conv.lin_l.weight, conv.lin_l.bias, conv.lin_r.weight)
     links = (relu, input_relu, output_relu)
-    device = x.device.type
+    device = weights[0].device.type
     if torch.is_autocast_enabled(device):
         dtype = torch.get_autocast_dtype(device)
-        x = x.to(dtype)
+        x = x if isinstance(x, IndexedRows) else x.to(dtype)
         weights = tuple(w.to(dtype) if w is not None else None for w in weights)
         with torch.autocast(device, enabled=False):
             return FusedSageMean.apply(x, *weights, mean_adjacency(block, dtype), *links)
     return FusedSageMean.apply(x, *weights, mean_adjacency(block, x.dtype), *links)
+
+
+def _compute_dtype(device: str, dtype: torch.dtype) -> torch.dtype:
+    """The dtype a layer computes in on ``device`` for inputs of ``dtype``: autocast's."""
+    return torch.get_autocast_dtype(device) if torch.is_autocast_enabled(device) else dtype
 
 
 class FusedSageMean(torch.autograd.Function):
@@ -143,7 +157,7 @@ class FusedSageMean(torch.autograd.Function):
         output_relu: ReluLink | None,
     ):
         num_dst, channels = adjacency.num_rows, x.shape[1]
-        both = x.new_empty(num_dst, 2 * channels)
+        both = weight_l.new_empty(num_dst, 2 * channels, dtype=x.dtype)
         weighted_sum(adjacency, x, out=both[:, :channels], root_out=both[:, channels:])
         weight = torch.cat([weight_l, weight_r], dim=1)
         if relu and bias is not None and uses_kernel(both):

@@ -159,7 +159,7 @@ def _register_fakes() -> None:
     def fake_input_gradient(rowptr, col, value, grad, root_grad=None, relu_out=None):
         return grad.new_empty((rowptr.shape[0] - 1, grad.shape[1])), grad.new_empty(grad.shape[1])
 
-    def fake_csr_sum_into(rowptr, col, value, x, out, root_out=None):
+    def fake_csr_sum_into(rowptr, col, value, x, out, root_out=None, index=None):
         return None
 
     def fake_csr_transpose(rowptr, col, value, num_cols):
