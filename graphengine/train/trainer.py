@@ -236,7 +236,7 @@ class Trainer:
         self.metrics_path = Path(metrics_path) if metrics_path is not None else None
         self.progress = progress
         self.epoch = 0
-        # The training batches' own store: a feature cache, or bfloat16 features.
+        # The training batches' own store: a feature cache, bfloat16 features, or no x.
         self.feature_store: FeatureStore | None = None
         self._cache_counts: tuple[int, int] | None = None  # with a feature cache
         if hybrid:
@@ -323,8 +323,8 @@ class Trainer:
     def _without_x(self, dataset, features):
         """``features`` (the dataset, or its graph and a feature store), or, when the first
         layer can read ``x``'s rows from the table itself (see ``aggregate_from_store``),
-        its graph and a feature store without ``x``, the table given to the model's
-        forward instead."""
+        its graph and a feature store without ``x`` (``self.feature_store``), the table given
+        to the model's forward instead."""
         first = getattr(self.model, "convs", [None])[0]
         if (
             not isinstance(dataset, GraphDataset)
@@ -341,6 +341,7 @@ class Trainer:
             return features  # the layer would cast the rows: gathering them costs nothing more
         del store["x"]
         self._seed_logits.features = table
+        self.feature_store = store
         return store, dataset.graph
 
     def _bf16_features(self, dataset):
