@@ -88,7 +88,6 @@ def test_bf16_features_train_as_bf16_casts_in_the_first_layer_do(tmp_path, kind)
             precision="bf16",
             bf16_features=bf16_features,
             eval_mode="sampled",
-            aggregate_from_store=False,  # batches with x, to see its dtype
         )
         batch_dtypes[bf16_features] = next(iter(trainer.train_loader)).x.dtype
         trainer.fit(1, eval_every=0)

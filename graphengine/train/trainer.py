@@ -139,9 +139,12 @@ class Trainer:
             without ``feature_cache``, by a model whose first layer is GraphSAGE's fused
             mean layer on blocks: the training batches carry no ``x``, and that layer reads
             its rows from the feature table itself, by the batch's node ids, in its
-            aggregation's pass. No gather of a batch's rows into a tensor of their own (on
-            synthetic-products, 376K rows and 150 MB a batch in float32). ``False`` gathers
-            ``x`` as usual.
+            aggregation's pass. Less memory, slower steps: on synthetic-products (GraphSAGE
+            3x256, fanouts 15,10,5, 2 threads) peak RSS fell from 2.08 to 1.62 GB and the
+            step rose from 0.279 to 0.303 s, since the aggregation reads its 714K source rows
+            at random from the 420 MB table (30-42 ms) where the loader's gather had read
+            the batch's 376K distinct rows once (16 ms, overlapped) into a 150 MB tensor
+            that the aggregation then reads in 16 ms.
 
     Each epoch's metrics also hold ``io``: the process's major and minor page faults and the
     bytes it read from disk during the epoch (``read_bytes``; ``None`` where the platform
@@ -172,7 +175,7 @@ class Trainer:
         precision: str = "fp32",
         feature_cache: int | str | None = None,
         bf16_features: bool = True,
-        aggregate_from_store: bool = True,
+        aggregate_from_store: bool = False,
     ):
         if precision not in PRECISIONS:
             raise ValueError(f"'precision' must be one of {PRECISIONS} (got {precision!r})")
