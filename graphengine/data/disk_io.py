@@ -51,19 +51,11 @@ class IoCounters:
         }
 
 
-def available_memory() -> int | None:
-    """The bytes of memory the system can give without swapping (``MemAvailable`` of
-    ``/proc/meminfo``), or ``None`` where the platform does not say. A cgroup's own limit is
-    not counted."""
-    kib = _proc_field("/proc/meminfo", "MemAvailable")
-    return None if kib is None else kib * 1024
-
-
 def _proc_read_bytes() -> int | None:
-    return _proc_field("/proc/self/io", "read_bytes")
+    return proc_field("/proc/self/io", "read_bytes")
 
 
-def _proc_field(path: str, name: str) -> int | None:
+def proc_field(path: str, name: str) -> int | None:
     """The number after ``name:`` in the ``/proc`` file at ``path``, or ``None`` where the
     file or the field is missing."""
     try:

@@ -118,8 +118,10 @@ class IndexedRows:
     """The rows ``table[index]`` of a feature table, not gathered: ``[len(index), width]``.
 
     A batch's features as its node ids into the whole table. The first layer's aggregation
-    reads each row where it lies (:func:`weighted_sum` with ``out``), so the rows are read once
-    rather than gathered into a batch tensor and read again from it.
+    reads each row where it lies (:func:`weighted_sum` with ``out``), so no batch tensor of
+    the rows is made; but a source that several edges share is read from the whole table each
+    time, where a gathered batch tensor is smaller and denser (the ``Trainer``'s
+    ``aggregate_from_store`` gives the figures).
 
     Attributes:
         table: ``[num_nodes, width]``, rows contiguous.

@@ -17,8 +17,9 @@ from torch_geometric.nn.models.basic_gnn import BasicGNN
 from tqdm import tqdm
 
 from graphengine.data.arrays import as_tensor
-from graphengine.data.disk_io import IoCounters, available_memory
+from graphengine.data.disk_io import IoCounters
 from graphengine.data.feature_store import FeatureStore
+from graphengine.data.memory import available_memory
 from graphengine.datasets.dataset import GraphDataset
 from graphengine.datasets.hetero import HeteroGraphDataset
 from graphengine.distributed.data import DistData
