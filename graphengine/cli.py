@@ -235,6 +235,20 @@ def _parser() -> argparse.ArgumentParser:
         "CPUs and on GPUs; weights, loss and evaluation stay float32)",
     )
     train.add_argument(
+        "--no-bf16-features",
+        action="store_true",
+        help="with --precision bf16, gather float32 training batches even where the model's "
+        "first layer casts them to bfloat16 anyway (by default a bfloat16 copy of the features "
+        "is made once, when it fits in a quarter of the memory available)",
+    )
+    train.add_argument(
+        "--aggregate-from-store",
+        action="store_true",
+        help="a fused GraphSAGE first layer reads its feature rows from the table itself: no x "
+        "in the training batches, less memory, slower steps (the Trainer's "
+        "aggregate_from_store)",
+    )
+    train.add_argument(
         "--normalize-features",
         action="store_true",
         help="scale each node's features to sum to one (PyG's NormalizeFeatures)",
@@ -790,6 +804,8 @@ def _train(args) -> int:
             sampler=_sampler(args),
             precision=args.precision,
             feature_cache=args.feature_cache,
+            bf16_features=not args.no_bf16_features,
+            aggregate_from_store=args.aggregate_from_store,
         )
         if trainer.epoch > 0:
             saved["epoch"] = trainer.epoch

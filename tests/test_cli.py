@@ -111,6 +111,25 @@ def test_train_prints_each_epoch_then_a_plain_result(tmp_path, capsys, caplog):
     assert "epoch 3: loss" in caplog.text
 
 
+def test_feature_flags_train_to_the_same_result(tmp_path, capsys, caplog):
+    """--aggregate-from-store and --no-bf16-features change where rows are read, not what
+    the model computes."""
+    caplog.set_level(logging.INFO)
+    argv = ["train", "--root", str(tmp_path), "--model", "sage", "--fanouts", "4,4"]
+    argv += ["--batch-size", "400", "--epochs", "1", "--hidden", "16"]
+    accuracies = []
+    for extra in ([], ["--aggregate-from-store"]):
+        assert main([*argv, *extra]) == 0
+        accuracies.append(json.loads(capsys.readouterr().out.splitlines()[-1])["test_acc"])
+    assert accuracies[0] == accuracies[1]
+    assert caplog.text.count("the first layer reads x's rows from the feature table") == 1
+    bf16 = []
+    for extra in ([], ["--no-bf16-features"]):
+        assert main([*argv, "--precision", "bf16", *extra]) == 0
+        bf16.append(json.loads(capsys.readouterr().out.splitlines()[-1])["test_acc"])
+    assert bf16[0] == bf16[1]  # GraphSAGE's fused layer casts x to bfloat16 either way
+
+
 def test_user_errors_are_one_line_and_exit_2(tmp_path, caplog):
     assert main(["train", "--dataset", "nope", "--root", str(tmp_path)]) == 2
     assert "unknown dataset 'nope'" in caplog.text

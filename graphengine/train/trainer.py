@@ -346,6 +346,7 @@ class Trainer:
         del store["x"]
         self._seed_logits.features = table
         self.feature_store = store
+        log.info("aggregate from store: the first layer reads x's rows from the feature table")
         return store, dataset.graph
 
     def _bf16_features(self, dataset):
