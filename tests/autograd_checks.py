@@ -9,6 +9,7 @@ def assert_close_at_scale(got: torch.Tensor, expected: torch.Tensor, rtol: float
     float32 sums over many edges round at the scale of their largest terms, so an entry-wise
     tolerance either fails on large entries (absolute) or on small ones (relative)."""
     assert got.shape == expected.shape
+    got, expected = got.detach(), expected.detach()
     error = float((got - expected).abs().max()) if got.numel() else 0.0
     scale = float(expected.abs().max()) if expected.numel() else 0.0
     assert error <= rtol * scale, f"largest error {error:.3g} exceeds {rtol:g} x {scale:.3g}"

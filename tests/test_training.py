@@ -23,6 +23,17 @@ class FeaturesOnly(torch.nn.Module):
         return self.mlp(x)
 
 
+def small_trainer(dataset, kind: str = "sage", **options) -> Trainer:
+    """A Trainer of a seeded 2-layer ``kind`` model (hidden 32), fanouts 5,5, batches of 512."""
+    torch.manual_seed(0)
+    model = build_model(kind, dataset.num_features, 32, dataset.num_classes, 2)
+    return Trainer(model, dataset, fanouts=[5, 5], batch_size=512, progress=False, **options)
+
+
+def weights_of(trainer: Trainer) -> torch.Tensor:
+    return torch.cat([p.detach().flatten() for p in trainer.model.parameters()])
+
+
 def test_gcn_on_cora_reaches_published_accuracy(shared_datasets):
     dataset = load_dataset("cora", root=shared_datasets / "planetoid")
     torch.manual_seed(0)
@@ -77,21 +88,12 @@ def test_bf16_features_train_as_bf16_casts_in_the_first_layer_do(tmp_path, kind)
     dataset = load_dataset("synthetic-small", root=tmp_path)
     weights, batch_dtypes = {}, {}
     for bf16_features in (True, False):
-        torch.manual_seed(0)
-        model = build_model(kind, dataset.num_features, 32, dataset.num_classes, 2)
-        trainer = Trainer(
-            model,
-            dataset,
-            fanouts=[5, 5],
-            batch_size=512,
-            progress=False,
-            precision="bf16",
-            bf16_features=bf16_features,
-            eval_mode="sampled",
+        trainer = small_trainer(
+            dataset, kind, precision="bf16", bf16_features=bf16_features, eval_mode="sampled"
         )
         batch_dtypes[bf16_features] = next(iter(trainer.train_loader)).x.dtype
         trainer.fit(1, eval_every=0)
-        weights[bf16_features] = torch.cat([p.detach().flatten() for p in model.parameters()])
+        weights[bf16_features] = weights_of(trainer)
     assert batch_dtypes == {True: torch.bfloat16, False: torch.float32}
     torch.testing.assert_close(weights[True], weights[False], rtol=0, atol=0)
 
@@ -101,22 +103,13 @@ def test_a_first_layer_reading_rows_from_the_store_trains_as_gathered_rows_do(tm
     dataset = load_dataset("synthetic-small", root=tmp_path)
     weights, accuracies = {}, {}
     for from_store in (True, False):
-        torch.manual_seed(0)
-        model = build_model("sage", dataset.num_features, 32, dataset.num_classes, 2)
-        trainer = Trainer(
-            model,
-            dataset,
-            fanouts=[5, 5],
-            batch_size=512,
-            progress=False,
-            precision=precision,
-            eval_mode="sampled",
-            aggregate_from_store=from_store,
+        trainer = small_trainer(
+            dataset, precision=precision, eval_mode="sampled", aggregate_from_store=from_store
         )
         batch = next(iter(trainer.train_loader))
         assert (batch.x is None) == from_store and batch.y is not None
         accuracies[from_store] = trainer.fit(1)[-1]["val_acc"]
-        weights[from_store] = torch.cat([p.detach().flatten() for p in model.parameters()])
+        weights[from_store] = weights_of(trainer)
     torch.testing.assert_close(weights[True], weights[False], rtol=0, atol=0)
     assert accuracies[True] == accuracies[False]
 
@@ -132,17 +125,7 @@ def test_resume_from_checkpoint_continues_identically(tmp_path):
     dataset = load_dataset("synthetic-small", root=tmp_path / "data")
 
     def trainer(checkpoint):
-        torch.manual_seed(0)
-        model = build_model("sage", dataset.num_features, 32, dataset.num_classes, 2)
-        return Trainer(
-            model,
-            dataset,
-            fanouts=[5, 5],
-            batch_size=512,
-            progress=False,
-            checkpoint=checkpoint,
-            eval_mode="full",
-        )
+        return small_trainer(dataset, checkpoint=checkpoint, eval_mode="full")
 
     straight = trainer(None)
     straight.fit(2)

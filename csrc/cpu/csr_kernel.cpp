@@ -143,8 +143,8 @@ void check_entries(const at::Tensor& rowptr, const at::Tensor& col, int64_t num_
                 ptr[i + 1], ")");
   }
   for (int64_t e = 0; e < num_edges; ++e) {
-    TORCH_CHECK_INDEX(source[e] >= 0 && source[e] < num_cols, op, ": 'col' holds source ", source[e],
-                      " at position ", e, ", outside [0, ", num_cols, ")");
+    TORCH_CHECK_INDEX(source[e] >= 0 && source[e] < num_cols, op, ": 'col' holds source ",
+                      source[e], " at position ", e, ", outside [0, ", num_cols, ")");
   }
 }
 
@@ -398,15 +398,7 @@ std::tuple<at::Tensor, at::Tensor> input_gradient_cpu(const at::Tensor& rowptr,
   at::Tensor block_sums = at::zeros({num_blocks, width}, grad.options().dtype(at::kFloat));
   run_csr_sum(rowptr, col, value, grad, out, root_grad, relu_out, std::nullopt,
               block_sums.data_ptr<float>(), std::nullopt);
-  at::Tensor column_sum = at::zeros({width}, grad.options().dtype(at::kFloat));
-  float* total = column_sum.data_ptr<float>();
-  const float* parts = block_sums.data_ptr<float>();
-  for (int64_t block = 0; block < num_blocks; ++block) {
-    for (int64_t c = 0; c < width; ++c) {
-      total[c] += parts[block * width + c];
-    }
-  }
-  return {out, column_sum.to(grad.scalar_type())};
+  return {out, sum_row_blocks(block_sums).to(grad.scalar_type())};
 }
 
 void csr_sum_into_cpu(const at::Tensor& rowptr, const at::Tensor& col,

@@ -179,15 +179,7 @@ std::tuple<at::Tensor, at::Tensor> relu_backward_sum_cpu(const at::Tensor& grad,
     default:
       relu_grad_kernel<at::Half, at::Half>(grad, out, grad_in, partial);
   }
-  at::Tensor sum = at::zeros({channels}, grad.options().dtype(at::kFloat));
-  float* total = sum.data_ptr<float>();
-  const float* parts = partial.data_ptr<float>();
-  for (int64_t block = 0; block < blocks; ++block) {
-    for (int64_t c = 0; c < channels; ++c) {
-      total[c] += parts[block * channels + c];
-    }
-  }
-  return {grad_in, sum.to(grad.scalar_type())};
+  return {grad_in, sum_row_blocks(partial).to(grad.scalar_type())};
 }
 
 }  // namespace
