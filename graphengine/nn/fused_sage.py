@@ -12,8 +12,9 @@ as long as the step's matrix products.
 root weights (no sum pass), the root rows copied beside the mean by the aggregation kernel
 itself, the bias and ReLU added in one pass after the product (torch's ``addmm`` first
 broadcasts the bias into its output), ReLU's backward and the bias gradient in one pass
-(``csrc/cpu/relu_kernel.cpp``), and a backward that adds the root term's
-input gradient into the first rows of the aggregation's (no zero-filled slice gradient), the
+(``csrc/cpu/relu_kernel.cpp``) or, between two fused layers, in the next layer's
+input-gradient pass (:class:`ReluLink`), and a backward that adds the root term's input
+gradient into the first rows of the aggregation's (no zero-filled slice gradient), the
 aggregation's transpose running as a weighted CSR product over the block's edges grouped by
 source (:mod:`graphengine.nn.aggregation`). The weights are the PyG layer's own, so the
 results are those of PyG's ``SAGEConv`` (up to float rounding) and PyG's optimizers,
