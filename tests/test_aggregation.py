@@ -122,7 +122,7 @@ def test_csr_transpose_without_values_and_bad_input():
     assert torch.equal(row_t, adjacency.transposed.col)
     bad = col.clone()
     bad[5] = 50
-    with pytest.raises(IndexError, match="csr_transpose: 'col' holds source 50 at position 5"):
+    with pytest.raises(IndexError, match="csr_transpose: 'col' holds 50 at position 5"):
         transpose(rowptr, bad, None, 50)
     with pytest.raises(RuntimeError, match="'num_cols' must be >= 0"):
         transpose(rowptr, col, None, -1)
@@ -221,7 +221,7 @@ def test_indexed_rows_refuse_ids_outside_the_table():
     with pytest.raises(IndexError, match=r"'index' holds 200 at position 9, outside \[0, 200\)"):
         weighted_sum(adjacency, IndexedRows(table, index), out)
     past_the_index = adjacency.col.clamp(max=49) + 1  # up to 50, for 50 indexed sources
-    with pytest.raises(IndexError, match="holds source 50 at position"):
+    with pytest.raises(IndexError, match="'col' holds 50 at position"):
         torch.ops.graphengine.csr_sum_into(
             adjacency.rowptr, past_the_index, None, table, out, None, torch.arange(50)
         )
@@ -284,11 +284,11 @@ def test_bad_input_is_refused_with_the_value():
         weighted_sum(adjacency, x[:49])
     bad = col.clone()
     bad[5] = 50
-    with pytest.raises(IndexError, match="holds source 50 at position 5, outside"):
+    with pytest.raises(IndexError, match="'col' holds 50 at position 5, outside"):
         csr_sum(rowptr, bad, value, x)
     bad = col.clone()
     bad[7] = -1
-    with pytest.raises(IndexError, match="holds source -1 at position 7"):
+    with pytest.raises(IndexError, match="'col' holds -1 at position 7"):
         csr_sum(rowptr, bad, value, x)
     bad = rowptr.clone()
     bad[10] = bad[12] + 1

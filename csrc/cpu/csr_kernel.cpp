@@ -71,10 +71,7 @@ GRAPHENGINE_ROW_LOOP void add_scaled(float w, const uint16_t* x, float* acc, int
 GRAPHENGINE_ROW_LOOP void store_bfloat16(const float* acc, uint16_t* out, int64_t n) {
 #pragma omp simd
   for (int64_t i = 0; i < n; ++i) {
-    uint32_t bits;
-    std::memcpy(&bits, &acc[i], sizeof bits);
-    const uint32_t rounded = (bits + 0x7fffu + ((bits >> 16) & 1u)) >> 16;
-    out[i] = acc[i] != acc[i] ? static_cast<uint16_t>(0x7fc0u) : static_cast<uint16_t>(rounded);
+    out[i] = float_to_bfloat16(acc[i]);
   }
 }
 
@@ -98,56 +95,6 @@ void prefetch_row(const void* row, int64_t bytes) {
   }
 }
 
-// rowptr runs from 0 to col's length without decreasing, and col lies in [0, num_cols).
-void check_entries(const at::Tensor& rowptr, const at::Tensor& col, int64_t num_cols,
-                   const char* op) {
-  TORCH_CHECK(rowptr.scalar_type() == at::kLong && col.scalar_type() == at::kLong &&
-                  rowptr.dim() == 1 && col.dim() == 1 && rowptr.is_contiguous() &&
-                  col.is_contiguous() && rowptr.numel() >= 1,
-              op, ": 'rowptr' and 'col' must be contiguous 1-D int64 tensors (got ",
-              rowptr.scalar_type(), " ", rowptr.sizes(), " and ", col.scalar_type(), " ",
-              col.sizes(), ")");
-  TORCH_CHECK(rowptr.device().is_cpu() && col.device().is_cpu(), op,
-              " (CPU): 'rowptr' and 'col' must be CPU tensors");
-  const int64_t num_rows = rowptr.numel() - 1, num_edges = col.numel();
-  const int64_t* ptr = rowptr.data_ptr<int64_t>();
-  TORCH_CHECK(ptr[0] == 0 && ptr[num_rows] == num_edges, op, ": 'rowptr' must run from 0 to ",
-              num_edges, " (got ", ptr[0], " to ", ptr[num_rows], ")");
-  const int64_t* source = col.data_ptr<int64_t>();
-  // Checked in parallel (a pass over the edges), reported serially for the first bad entry.
-  std::atomic<bool> bad{false};
-  at::parallel_for(0, num_rows, 4096, [&](int64_t begin, int64_t end) {
-    for (int64_t i = begin; i < end; ++i) {
-      if (ptr[i] > ptr[i + 1]) {
-        bad = true;
-        return;
-      }
-    }
-    // A decrease in another chunk can put this chunk's bounds outside the edges.
-    if (ptr[begin] < 0 || ptr[end] > num_edges) {
-      bad = true;
-      return;
-    }
-    for (int64_t e = ptr[begin]; e < ptr[end]; ++e) {
-      if (source[e] < 0 || source[e] >= num_cols) {
-        bad = true;
-        return;
-      }
-    }
-  });
-  if (!bad) {
-    return;
-  }
-  for (int64_t i = 0; i < num_rows; ++i) {
-    TORCH_CHECK(ptr[i] <= ptr[i + 1], op, ": 'rowptr' decreases at ", i, " (", ptr[i], " to ",
-                ptr[i + 1], ")");
-  }
-  for (int64_t e = 0; e < num_edges; ++e) {
-    TORCH_CHECK_INDEX(source[e] >= 0 && source[e] < num_cols, op, ": 'col' holds source ",
-                      source[e], " at position ", e, ", outside [0, ", num_cols, ")");
-  }
-}
-
 // Every entry of `ids` (int64) lies in [0, bound): checked in parallel, the first bad one
 // reported.
 void check_ids(const at::Tensor& ids, int64_t bound, const char* op, const char* name) {
@@ -168,6 +115,39 @@ void check_ids(const at::Tensor& ids, int64_t bound, const char* op, const char*
   }
 }
 
+// rowptr runs from 0 to col's length without decreasing, and col lies in [0, num_cols).
+void check_entries(const at::Tensor& rowptr, const at::Tensor& col, int64_t num_cols,
+                   const char* op) {
+  TORCH_CHECK(rowptr.scalar_type() == at::kLong && col.scalar_type() == at::kLong &&
+                  rowptr.dim() == 1 && col.dim() == 1 && rowptr.is_contiguous() &&
+                  col.is_contiguous() && rowptr.numel() >= 1,
+              op, ": 'rowptr' and 'col' must be contiguous 1-D int64 tensors (got ",
+              rowptr.scalar_type(), " ", rowptr.sizes(), " and ", col.scalar_type(), " ",
+              col.sizes(), ")");
+  TORCH_CHECK(rowptr.device().is_cpu() && col.device().is_cpu(), op,
+              " (CPU): 'rowptr' and 'col' must be CPU tensors");
+  const int64_t num_rows = rowptr.numel() - 1, num_edges = col.numel();
+  const int64_t* ptr = rowptr.data_ptr<int64_t>();
+  TORCH_CHECK(ptr[0] == 0 && ptr[num_rows] == num_edges, op, ": 'rowptr' must run from 0 to ",
+              num_edges, " (got ", ptr[0], " to ", ptr[num_rows], ")");
+  // Checked in parallel, reported serially for the first decrease. Nondecreasing from 0 to
+  // num_edges, every row's edges lie in col.
+  std::atomic<bool> decreases{false};
+  at::parallel_for(0, num_rows, 4096, [&](int64_t begin, int64_t end) {
+    for (int64_t i = begin; i < end; ++i) {
+      if (ptr[i] > ptr[i + 1]) {
+        decreases = true;
+        return;
+      }
+    }
+  });
+  for (int64_t i = 0; decreases && i < num_rows; ++i) {
+    TORCH_CHECK(ptr[i] <= ptr[i + 1], op, ": 'rowptr' decreases at ", i, " (", ptr[i], " to ",
+                ptr[i + 1], ")");
+  }
+  check_ids(col, num_cols, op, "col");
+}
+
 void check_value(const std::optional<at::Tensor>& value, int64_t num_edges, const char* op) {
   if (value.has_value()) {
     TORCH_CHECK(value->scalar_type() == at::kFloat && value->dim() == 1 &&
@@ -185,8 +165,7 @@ void check_csr(const at::Tensor& rowptr, const at::Tensor& col,
               op, ": '", x_name, "' must be 2-D with contiguous rows (got sizes ", x.sizes(),
               ", strides ", x.strides(), ")");
   TORCH_CHECK(x.device().is_cpu(), op, " (CPU): '", x_name, "' must be a CPU tensor");
-  TORCH_CHECK(x.scalar_type() == at::kFloat || x.scalar_type() == at::kBFloat16 ||
-                  x.scalar_type() == at::kHalf,
+  TORCH_CHECK(is_row_loop_type(x.scalar_type()),
               op, ": '", x_name, "' must be float32, bfloat16 or float16 (got ", x.scalar_type(),
               ")");
   check_entries(rowptr, col, num_sources, op);
@@ -358,16 +337,7 @@ void run_csr_sum(const at::Tensor& rowptr, const at::Tensor& col,
                              index.has_value() ? index->data_ptr<int64_t>() : nullptr, num_rows,
                              width, out.data_ptr<scalar_t>(), out.stride(0), epilogue);
   };
-  switch (x.scalar_type()) {  // check_csr allowed these three
-    case at::kFloat:
-      run(float{});
-      break;
-    case at::kBFloat16:
-      run(at::BFloat16{});
-      break;
-    default:
-      run(at::Half{});
-  }
+  dispatch_row_loop_type(x.scalar_type(), run);  // check_csr allowed it
 }
 
 at::Tensor csr_sum_cpu(const at::Tensor& rowptr, const at::Tensor& col,

@@ -45,12 +45,8 @@ GRAPHENGINE_ROW_LOOP void bias_relu_row(float* out, const float* bias, int64_t n
 GRAPHENGINE_ROW_LOOP void bias_relu_row(uint16_t* out, const float* bias, int64_t n) {
 #pragma omp simd
   for (int64_t i = 0; i < n; ++i) {
-    float value = bfloat16_to_float(out[i]) + bias[i];
-    value = value < 0.0f ? 0.0f : value;
-    uint32_t bits;
-    std::memcpy(&bits, &value, sizeof bits);
-    const uint32_t rounded = (bits + 0x7fffu + ((bits >> 16) & 1u)) >> 16;
-    out[i] = value != value ? static_cast<uint16_t>(0x7fc0u) : static_cast<uint16_t>(rounded);
+    const float value = bfloat16_to_float(out[i]) + bias[i];
+    out[i] = float_to_bfloat16(value < 0.0f ? 0.0f : value);
   }
 }
 
@@ -61,8 +57,9 @@ void bias_relu_row(at::Half* out, const float* bias, int64_t n) {
   }
 }
 
-template <typename scalar_t, typename bits_t>
+template <typename scalar_t>
 void bias_relu_kernel(at::Tensor& out, const float* bias) {
+  using bits_t = row_bits_t<scalar_t>;
   const int64_t rows = out.size(0), channels = out.size(1);
   auto* data = reinterpret_cast<bits_t*>(out.data_ptr<scalar_t>());
   at::parallel_for(0, rows, 256, [&](int64_t begin, int64_t end) {
@@ -78,25 +75,16 @@ void add_bias_relu_cpu(at::Tensor& out, const at::Tensor& bias) {
               "add_bias_relu_: 'out' must be a contiguous 2-D tensor and 'bias' 1-D with one "
               "entry per column (got ",
               out.sizes(), " and ", bias.sizes(), ")");
-  TORCH_CHECK(out.scalar_type() == bias.scalar_type() &&
-                  (out.scalar_type() == at::kFloat || out.scalar_type() == at::kBFloat16 ||
-                   out.scalar_type() == at::kHalf),
+  TORCH_CHECK(out.scalar_type() == bias.scalar_type() && is_row_loop_type(out.scalar_type()),
               "add_bias_relu_: 'out' and 'bias' must both be float32, bfloat16 or float16 (got ",
               out.scalar_type(), " and ", bias.scalar_type(), ")");
   TORCH_CHECK(out.device().is_cpu() && bias.device().is_cpu(),
               "add_bias_relu_ (CPU): 'out' and 'bias' must be CPU tensors");
   const at::Tensor bias_float = bias.to(at::kFloat).contiguous();
   const float* b = bias_float.data_ptr<float>();
-  switch (out.scalar_type()) {
-    case at::kFloat:
-      bias_relu_kernel<float, float>(out, b);
-      break;
-    case at::kBFloat16:
-      bias_relu_kernel<at::BFloat16, uint16_t>(out, b);
-      break;
-    default:
-      bias_relu_kernel<at::Half, at::Half>(out, b);
-  }
+  dispatch_row_loop_type(out.scalar_type(), [&](auto type_tag) {
+    bias_relu_kernel<decltype(type_tag)>(out, b);
+  });
 }
 
 GRAPHENGINE_ROW_LOOP void mask_row(const float* grad, const float* out, float* grad_in,
@@ -129,9 +117,10 @@ void mask_row(const at::Half* grad, const at::Half* out, at::Half* grad_in, floa
   }
 }
 
-template <typename scalar_t, typename bits_t>
+template <typename scalar_t>
 void relu_grad_kernel(const at::Tensor& grad, const at::Tensor& out, at::Tensor& grad_in,
                       at::Tensor& partial) {
+  using bits_t = row_bits_t<scalar_t>;
   const int64_t rows = grad.size(0), channels = grad.size(1);
   const auto* g = reinterpret_cast<const bits_t*>(grad.data_ptr<scalar_t>());
   const auto* o = reinterpret_cast<const bits_t*>(out.data_ptr<scalar_t>());
@@ -157,9 +146,7 @@ std::tuple<at::Tensor, at::Tensor> relu_backward_sum_cpu(const at::Tensor& grad,
               "relu_backward_sum: 'grad' and 'out' must be contiguous 2-D tensors of one shape "
               "(got ",
               grad.sizes(), " and ", out.sizes(), ")");
-  TORCH_CHECK(grad.scalar_type() == out.scalar_type() &&
-                  (grad.scalar_type() == at::kFloat || grad.scalar_type() == at::kBFloat16 ||
-                   grad.scalar_type() == at::kHalf),
+  TORCH_CHECK(grad.scalar_type() == out.scalar_type() && is_row_loop_type(grad.scalar_type()),
               "relu_backward_sum: 'grad' and 'out' must both be float32, bfloat16 or float16 "
               "(got ",
               grad.scalar_type(), " and ", out.scalar_type(), ")");
@@ -169,16 +156,9 @@ std::tuple<at::Tensor, at::Tensor> relu_backward_sum_cpu(const at::Tensor& grad,
   at::Tensor grad_in = pooled_empty({rows, channels}, grad.options());
   const int64_t blocks = (rows + kRowBlock - 1) / kRowBlock;
   at::Tensor partial = at::empty({blocks, channels}, grad.options().dtype(at::kFloat));
-  switch (grad.scalar_type()) {
-    case at::kFloat:
-      relu_grad_kernel<float, float>(grad, out, grad_in, partial);
-      break;
-    case at::kBFloat16:
-      relu_grad_kernel<at::BFloat16, uint16_t>(grad, out, grad_in, partial);
-      break;
-    default:
-      relu_grad_kernel<at::Half, at::Half>(grad, out, grad_in, partial);
-  }
+  dispatch_row_loop_type(grad.scalar_type(), [&](auto type_tag) {
+    relu_grad_kernel<decltype(type_tag)>(grad, out, grad_in, partial);
+  });
   return {grad_in, sum_row_blocks(partial).to(grad.scalar_type())};
 }
 

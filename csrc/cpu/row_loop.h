@@ -7,6 +7,7 @@
 
 #include <cstdint>
 #include <cstring>
+#include <type_traits>
 
 // A function built for AVX-512 and AVX2 as well, chosen at load time by the CPU.
 #if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__)
@@ -25,6 +26,39 @@ inline float bfloat16_to_float(uint16_t bits) {
   std::memcpy(&value, &wide, sizeof value);
   return value;
 }
+
+// The bits of `value` rounded to bfloat16, to nearest even as c10::BFloat16 rounds (NaN stays
+// NaN).
+inline uint16_t float_to_bfloat16(float value) {
+  uint32_t bits;
+  std::memcpy(&bits, &value, sizeof bits);
+  const uint32_t rounded = (bits + 0x7fffu + ((bits >> 16) & 1u)) >> 16;
+  return value != value ? static_cast<uint16_t>(0x7fc0u) : static_cast<uint16_t>(rounded);
+}
+
+// Whether the row loops take `type`: float32, bfloat16 or float16.
+inline bool is_row_loop_type(at::ScalarType type) {
+  return type == at::kFloat || type == at::kBFloat16 || type == at::kHalf;
+}
+
+// run(scalar_t{}) for the row-loop type `type` (checked by is_row_loop_type).
+template <typename Run>
+void dispatch_row_loop_type(at::ScalarType type, Run&& run) {
+  switch (type) {
+    case at::kFloat:
+      run(float{});
+      break;
+    case at::kBFloat16:
+      run(at::BFloat16{});
+      break;
+    default:
+      run(at::Half{});
+  }
+}
+
+// How a row loop reads scalar_t: bfloat16 as its bits (so that the loops vectorize).
+template <typename scalar_t>
+using row_bits_t = std::conditional_t<std::is_same_v<scalar_t, at::BFloat16>, uint16_t, scalar_t>;
 
 // The column sums [width] of partial sums of fixed row blocks ([blocks, width] float32),
 // added in block order, so that they do not depend on how threads split the blocks.
