@@ -205,12 +205,7 @@ def weighted_sum(
             )
     if isinstance(x, IndexedRows):
         if uses_kernel(x.table):
-            value = adjacency.value.to(torch.float32)
-            table, index = _contiguous_rows(x.table), x.index.contiguous()
-            torch.ops.graphengine.csr_sum_into(
-                adjacency.rowptr, adjacency.col, value, table, out, root_out, index
-            )
-            return out
+            return _product(adjacency, x.table, out, root_out, x.index.contiguous())
         x = x.gather()
     if torch.is_grad_enabled() and x.requires_grad:
         raise RuntimeError("weighted_sum(..., out=) does not differentiate; call it without")
@@ -264,13 +259,16 @@ def _product(
     x: torch.Tensor,
     out: torch.Tensor | None = None,
     root_out: torch.Tensor | None = None,
+    index: torch.Tensor | None = None,
 ) -> torch.Tensor:
+    """``adjacency @ x`` (into ``out``, with ``root_out``: see :func:`weighted_sum`). With
+    ``index`` (the kernel and ``out`` only), the sources are ``x``'s rows ``index``."""
     if uses_kernel(x):
         value = adjacency.value.to(torch.float32)
         args = (adjacency.rowptr, adjacency.col, value, _contiguous_rows(x))
         if out is None:
             return torch.ops.graphengine.csr_sum(*args)
-        torch.ops.graphengine.csr_sum_into(*args, out, root_out)
+        torch.ops.graphengine.csr_sum_into(*args, out, root_out, index)
         return out
     if root_out is not None:
         root_out.copy_(x[: adjacency.num_rows])

@@ -312,30 +312,34 @@ class Trainer:
         self._cache_counts = (0, 0)
         return store, dataset.graph
 
+    def _first_layer(self) -> torch.nn.Module | None:
+        """The first layer of a PyG ``BasicGNN`` model, else ``None``."""
+        convs = getattr(self.model, "convs", None)
+        return convs[0] if isinstance(self.model, BasicGNN) and convs else None
+
+    def _first_layer_fuses_sage(self) -> bool:
+        """Whether the first layer runs as GraphSAGE's fused mean layer (on blocks)."""
+        return fuses(self._first_layer()) and self.forward_mode == "blocks"
+
     def _first_layer_casts_x(self) -> bool:
         """Whether the model's first layer casts ``x`` to bfloat16 under autocast before
         anything reads it: GAT's shared projection, or GraphSAGE's fused mean layer on
         blocks. Then bfloat16 features change nothing but the bytes gathered."""
-        convs = getattr(self.model, "convs", None)
-        if not isinstance(self.model, BasicGNN) or not convs:
-            return False
-        first = convs[0]
+        first = self._first_layer()
         if type(first) is GATConv:
             return first.lin is not None
-        return fuses(first) and self.forward_mode == "blocks"
+        return self._first_layer_fuses_sage()
 
     def _without_x(self, dataset, features):
         """``features`` (the dataset, or its graph and a feature store), or, when the first
         layer can read ``x``'s rows from the table itself (see ``aggregate_from_store``),
         its graph and a feature store without ``x`` (``self.feature_store``), the table given
         to the model's forward instead."""
-        first = getattr(self.model, "convs", [None])[0]
         if (
             not isinstance(dataset, GraphDataset)
             or self.device.type != "cpu"
             or dataset.access == "random"
-            or self.forward_mode != "blocks"
-            or not fuses(first)
+            or not self._first_layer_fuses_sage()
         ):
             return features
         store = features[0] if isinstance(features, tuple) else dataset.feature_store()
