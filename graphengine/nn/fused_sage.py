@@ -38,6 +38,7 @@ from graphengine.nn.aggregation import (
     uses_kernel,
     weighted_sum,
 )
+from graphengine.nn.dense import linear
 
 if TYPE_CHECKING:  # blocks.py runs these layers
     from graphengine.nn.blocks import Block
@@ -161,13 +162,7 @@ class FusedSageMean(torch.autograd.Function):
         both = weight_l.new_empty(num_dst, 2 * channels, dtype=x.dtype)
         weighted_sum(adjacency, x, out=both[:, :channels], root_out=both[:, channels:])
         weight = torch.cat([weight_l, weight_r], dim=1)
-        if relu and bias is not None and uses_kernel(both):
-            out = both @ weight.t()
-            torch.ops.graphengine.add_bias_relu_(out, bias)
-        else:
-            out = torch.addmm(bias, both, weight.t()) if bias is not None else both @ weight.t()
-            if relu:
-                out.relu_()
+        out = linear(both, weight, bias, relu)
         ctx.adjacency = adjacency
         ctx.masks_output_grad = relu and output_relu is None
         ctx.links = (input_relu, output_relu)
@@ -202,7 +197,7 @@ class FusedSageMean(torch.autograd.Function):
             grad_weight = grad.t() @ both
             grad_weight_l, grad_weight_r = grad_weight[:, :channels], grad_weight[:, channels:]
         if needs[0]:
-            grad_both = grad @ weight
+            grad_both = linear(grad, weight.t(), None)
             grad_x, column_sum = input_gradient(
                 ctx.adjacency, grad_both[:, :channels], grad_both[:, channels:], relu_input
             )

@@ -1,0 +1,99 @@
+"""The fused layers' dense products, through oneDNN's inner product on the CPU.
+
+torch runs a float32 ``x @ w.t()`` on the CPU through MKL's sgemm, and its bfloat16 one
+through oneDNN. torch also ships oneDNN's float32 inner product, as the op its compiler
+lowers linear layers to (``torch.ops.mkldnn._linear_pointwise``). On this machine's CPU (AMD
+EPYC, Zen 4, AVX-512; 2 threads) that op is faster on a GraphSAGE step's products. Measured
+alone, medians of 9, in two runs (GFLOP/s):
+
+============================================= =========== ===========
+product (rows from synthetic-products' step)  MKL         oneDNN
+============================================= =========== ===========
+``[109k, 200] @ [200, 256]`` + bias           157, 165    199, 199
+``[12.7k, 512] @ [512, 256]`` + bias          173, 141    213, 217
+``[12.7k, 256] @ [256, 512]``                 177, 186    208, 213
+============================================= =========== ===========
+
+oneDNN adds the bias inside the product (MKL's ``addmm`` first copies it into every output
+row). Its fused ReLU is not used: it turns NaN into 0, where torch's ReLU keeps NaN, and
+that would hide a diverged model. The weights' gradient ``grad.t() @ x``, a product over the
+batch's rows, stays on MKL: oneDNN's inner product wants both operands with the batch's rows
+contiguous, which here means transposing ``[109k, 256]`` first (102 against 151 GFLOP/s).
+
+The op is private to torch, so it is used where it was checked once in this process against a
+float64 product (a small problem with a strided input, within float32 rounding), and only on float32 CPU
+tensors with torch's oneDNN enabled (``torch.backends.mkldnn``). The ``"torch"`` ops backend
+(:func:`graphengine.ops.set_backend`, ``GRAPHENGINE_OPS_BACKEND=torch``) computes with torch's
+own ops everywhere, this product included.
+"""
+
+from __future__ import annotations
+
+import functools
+import logging
+
+import torch
+
+from graphengine import ops
+from graphengine.nn.aggregation import uses_kernel
+
+logger = logging.getLogger(__name__)
+
+
+def linear(
+    x: torch.Tensor, weight: torch.Tensor, bias: torch.Tensor | None, relu: bool = False
+) -> torch.Tensor:
+    """``x @ weight.t() + bias``, then ReLU when ``relu``: ``x`` float ``[rows, in]``,
+    ``weight`` ``[out, in]`` and ``bias`` ``[out]`` (or ``None``) in ``x``'s dtype, to
+    ``[rows, out]``. Not differentiable (the fused layers call it in their own autograd
+    functions).
+
+    Without oneDNN, the product runs without the bias and the extension's
+    ``add_bias_relu_`` adds it and applies the ReLU in one pass (``addmm`` would copy the
+    bias into every output row first)."""
+    if uses_onednn(x):
+        out = torch.ops.mkldnn._linear_pointwise(x, weight.contiguous(), bias, "none", [], "")
+    elif relu and bias is not None and uses_kernel(x):
+        out = x @ weight.t()
+        torch.ops.graphengine.add_bias_relu_(out, bias)
+        return out
+    else:
+        out = torch.addmm(bias, x, weight.t()) if bias is not None else x @ weight.t()
+    return out.relu_() if relu else out
+
+
+def uses_onednn(x: torch.Tensor) -> bool:
+    """Whether :func:`linear` runs oneDNN's inner product on ``x``: a 2-D float32 CPU
+    tensor, not the ``"torch"`` ops backend, torch's oneDNN enabled and checked."""
+    return (
+        x.device.type == "cpu"
+        and x.dtype == torch.float32
+        and x.dim() == 2
+        and ops.get_backend() != "torch"
+        and torch.backends.mkldnn.is_available()
+        and torch.backends.mkldnn.enabled
+        and _onednn_product_checks()
+    )
+
+
+@functools.cache
+def _onednn_product_checks() -> bool:
+    """Whether ``torch.ops.mkldnn._linear_pointwise`` computes ``x @ w.t() + b`` here, on a
+    small problem with a strided input, against float64 (once per process)."""
+    generator = torch.Generator().manual_seed(0)
+    x = torch.randn(7, 10, generator=generator)[:, ::2]
+    weight, bias = torch.randn(3, 5, generator=generator), torch.randn(3, generator=generator)
+    expected = x.double() @ weight.double().t() + bias.double()
+    try:
+        got = torch.ops.mkldnn._linear_pointwise(x, weight, bias, "none", [], "")
+    except (AttributeError, RuntimeError, TypeError) as error:
+        logger.info("oneDNN's inner product is unavailable (%s); products run on torch.mm", error)
+        return False
+    if (
+        got.shape != expected.shape
+        or got.dtype != x.dtype
+        or not torch.allclose(got.double(), expected, rtol=1e-5, atol=1e-5)
+    ):
+        logger.warning("oneDNN's inner product disagrees with torch's; products run on torch.mm")
+        return False
+    return True

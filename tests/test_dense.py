@@ -1,0 +1,79 @@
+"""The fused layers' dense product (graphengine/nn/dense.py) against float64 products, on
+oneDNN's inner product and on torch's own ops."""
+
+import contextlib
+
+import pytest
+import torch
+
+from graphengine import ops
+from graphengine.nn.dense import linear, uses_onednn
+
+
+@contextlib.contextmanager
+def ops_backend(backend: str):
+    previous = ops.set_backend(backend)
+    try:
+        yield
+    finally:
+        ops.set_backend(previous)
+
+
+def reference(x, weight, bias, relu):
+    out = x.double() @ weight.double().t()
+    if bias is not None:
+        out = out + bias.double()
+    return out.relu() if relu else out
+
+
+@pytest.mark.parametrize("backend", ["auto", "torch"])
+@pytest.mark.parametrize("relu", [False, True])
+@pytest.mark.parametrize("with_bias", [False, True])
+def test_linear_equals_the_float64_product(backend, relu, with_bias):
+    generator = torch.Generator().manual_seed(0)
+    x = torch.randn(300, 24, generator=generator)
+    weight = torch.randn(16, 24, generator=generator)
+    bias = torch.randn(16, generator=generator) if with_bias else None
+    with ops_backend(backend):
+        got = linear(x, weight, bias, relu)
+    assert got.dtype == torch.float32 and got.shape == (300, 16)
+    torch.testing.assert_close(got.double(), reference(x, weight, bias, relu), rtol=1e-5, atol=1e-5)
+
+
+def test_linear_takes_strided_operands_and_empty_batches():
+    generator = torch.Generator().manual_seed(1)
+    x = torch.randn(50, 40, generator=generator)[:, ::2]  # rows 40 apart, columns 1 apart
+    weight = torch.randn(20, 7, generator=generator).t()  # [7, 20] with strides (1, 7)
+    torch.testing.assert_close(
+        linear(x, weight, None).double(), reference(x, weight, None, False), rtol=1e-5, atol=1e-5
+    )
+    empty = linear(torch.randn(0, 20), weight, torch.randn(7), relu=True)
+    assert empty.shape == (0, 7)
+
+
+def test_relu_keeps_nan_as_torch_does():
+    """oneDNN's own fused ReLU turns NaN into 0; a diverged model must stay visible."""
+    x = torch.tensor([[float("nan")], [-2.0]])
+    out = linear(x, torch.tensor([[1.0], [-1.0]]), torch.zeros(2), relu=True)
+    assert out[0].isnan().all()
+    assert torch.equal(out[1], torch.tensor([0.0, 2.0]))
+
+
+def test_onednn_runs_only_where_it_was_checked():
+    x = torch.randn(4, 3)
+    if not torch.backends.mkldnn.is_available():
+        pytest.skip("this torch has no oneDNN")
+    assert uses_onednn(x)
+    assert not uses_onednn(x.double())
+    assert not uses_onednn(x.bfloat16())  # torch's own bfloat16 product runs on oneDNN
+    with ops_backend("torch"):
+        assert not uses_onednn(x)
+    with torch.backends.mkldnn.flags(enabled=False):
+        assert not uses_onednn(x)
+
+
+def test_repeated_products_are_bitwise_equal():
+    generator = torch.Generator().manual_seed(2)
+    x = torch.randn(5000, 64, generator=generator)
+    weight, bias = torch.randn(48, 64, generator=generator), torch.randn(48, generator=generator)
+    assert torch.equal(linear(x, weight, bias, relu=True), linear(x, weight, bias, relu=True))
