@@ -20,11 +20,12 @@ that would hide a diverged model. The weights' gradient ``grad.t() @ x``, a prod
 batch's rows, stays on MKL: oneDNN's inner product wants both operands with the batch's rows
 contiguous, which here means transposing ``[109k, 256]`` first (102 against 151 GFLOP/s).
 
-The op is private to torch, so it is used where it was checked once in this process against a
-float64 product (a small problem with a strided input, within float32 rounding), and only on float32 CPU
-tensors with torch's oneDNN enabled (``torch.backends.mkldnn``). The ``"torch"`` ops backend
-(:func:`graphengine.ops.set_backend`, ``GRAPHENGINE_OPS_BACKEND=torch``) computes with torch's
-own ops everywhere, this product included.
+The op is private to torch, so it is used where it was checked once in this process
+against a float64 product (a small problem with a strided input, within float32 rounding),
+and only on float32 CPU tensors with torch's oneDNN enabled (``torch.backends.mkldnn``).
+The ``"torch"`` ops backend (:func:`graphengine.ops.set_backend`,
+``GRAPHENGINE_OPS_BACKEND=torch``) computes with torch's own ops everywhere, this product
+included.
 """
 
 from __future__ import annotations
