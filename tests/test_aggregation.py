@@ -155,10 +155,11 @@ def test_input_gradient_adds_the_root_term_and_does_the_relus_backward(backend, 
     wide = torch.randn(30, 16, generator=generator).to(dtype)  # root rows, strided
     relu_out = torch.randn(adjacency.num_cols, 8, generator=generator).relu().to(dtype)
     relu_out[4, 2] = float("nan")  # its gradient is kept, as threshold_backward keeps it
+    relu_mask = relu_out.isnan() | (relu_out > 0)
     previous = ops.get_backend()
     ops.set_backend(backend)
     try:
-        got, column_sum = input_gradient(adjacency, grad, wide[:, 8:], relu_out)
+        got, column_sum = input_gradient(adjacency, grad, wide[:, 8:], relu_mask)
         plain, _ = input_gradient(adjacency, grad)
     finally:
         ops.set_backend(previous)
@@ -183,10 +184,11 @@ def test_input_gradient_refuses_tables_of_the_wrong_shape():
     grad = torch.randn(adjacency.num_rows, 4)
     with pytest.raises(RuntimeError, match=r"'root_grad' must be a CPU Float \[<= 50, 4\]"):
         input_gradient(adjacency, grad, torch.randn(51, 4))
-    with pytest.raises(RuntimeError, match=r"'relu_out' must be a CPU Float \[50, 4\]"):
-        input_gradient(adjacency, grad, None, torch.randn(49, 4))
-    with pytest.raises(RuntimeError, match="'relu_out' must be a CPU Float"):
-        input_gradient(adjacency, grad, None, torch.randn(50, 4).bfloat16())
+    mask = torch.ones(50, 4, dtype=torch.bool)
+    with pytest.raises(RuntimeError, match=r"'relu_mask' must be a CPU Bool \[50, 4\]"):
+        input_gradient(adjacency, grad, None, mask[:49])
+    with pytest.raises(RuntimeError, match=r"'relu_mask' must be a CPU Bool .* \(got Float"):
+        input_gradient(adjacency, grad, None, torch.randn(50, 4))
 
 
 @pytest.mark.parametrize("backend", ["csrc", "torch"])
@@ -243,27 +245,37 @@ def test_root_rows_need_an_output_and_enough_rows():
         torch.ops.graphengine.csr_sum_into(adjacency.rowptr, adjacency.col, None, wide, out, out)
 
 
+@pytest.mark.parametrize("with_bias", [True, False], ids=["bias", "no-bias"])
 @pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16, torch.float16])
-def test_add_bias_relu_equals_torchs_add_then_relu(dtype):
+def test_bias_relu_equals_torchs_add_then_relu_and_masks_what_passed(dtype, with_bias):
     generator = torch.Generator().manual_seed(0)
     out = torch.randn(300, 37, generator=generator).to(dtype)
-    out[5, 3] = float("nan")  # relu keeps NaN
-    bias = torch.randn(37, generator=generator).to(dtype)
-    expected = (out + bias).relu()
-    torch.ops.graphengine.add_bias_relu_(out, bias)
+    out[5, 3] = float("nan")  # relu keeps NaN, and its backward keeps NaN's gradient
+    out[7, 1] = 0.0  # zero does not pass
+    bias = torch.randn(37, generator=generator).to(dtype) if with_bias else None
+    before = (out.float() + bias.float()) if with_bias else out.float()
+    expected = (out + bias).relu() if with_bias else out.relu()
+    mask = torch.zeros(300, 37, dtype=torch.bool)
+    torch.ops.graphengine.bias_relu_(out, bias, mask)
     assert torch.equal(out.isnan(), expected.isnan())
     assert torch.equal(out.nan_to_num(), expected.nan_to_num())
+    assert torch.equal(mask, ~(before <= 0))
+    assert mask[5, 3] and (with_bias or not mask[7, 1])
 
 
-def test_add_bias_relu_refuses_bad_input():
+def test_bias_relu_refuses_bad_input():
     out = torch.randn(4, 3)
-    add_bias_relu_ = torch.ops.graphengine.add_bias_relu_
-    with pytest.raises(RuntimeError, match=r"one entry per column \(got \[4, 3\] and \[4\]\)"):
-        add_bias_relu_(out, torch.randn(4))
-    with pytest.raises(RuntimeError, match="must both be float32, bfloat16 or float16"):
-        add_bias_relu_(out, torch.randn(3).double())
+    bias_relu_ = torch.ops.graphengine.bias_relu_
+    with pytest.raises(RuntimeError, match=r"'bias' must be a CPU Float \[3\] .*got Float \[4\]"):
+        bias_relu_(out, torch.randn(4))
+    with pytest.raises(RuntimeError, match=r"'bias' must be a CPU Float \[3\] tensor \(got Double"):
+        bias_relu_(out, torch.randn(3).double())
     with pytest.raises(RuntimeError, match="contiguous 2-D"):
-        add_bias_relu_(out.t(), torch.randn(4))
+        bias_relu_(out.t(), torch.randn(4))
+    with pytest.raises(RuntimeError, match=r"'mask' must be a contiguous CPU Bool \[4, 3\]"):
+        bias_relu_(out, None, torch.zeros(4, 3))
+    with pytest.raises(RuntimeError, match=r"'mask' must be a contiguous CPU Bool"):
+        bias_relu_(out, None, torch.zeros(3, 4, dtype=torch.bool).t())
 
 
 def test_float64_runs_on_torch_in_float64():
@@ -381,8 +393,10 @@ def test_operators_pass_torch_opcheck():
     indexed = (*args, x, table[:, :5], table[:, 5:], index)
     torch.library.opcheck(ops_.csr_sum_into.default, indexed)
     torch.library.opcheck(ops_.csr_transpose.default, (*args, adjacency.num_cols))
-    relu_out = torch.randn(adjacency.num_rows, 5).relu()
-    torch.library.opcheck(ops_.input_gradient.default, (*square[:3], x, x[:7], relu_out))
+    relu_mask = torch.randn(adjacency.num_rows, 5) > 0
+    torch.library.opcheck(ops_.input_gradient.default, (*square[:3], x, x[:7], relu_mask))
     out = torch.randn(30, 7)
-    torch.library.opcheck(ops_.add_bias_relu_.default, (out, torch.randn(7)))
+    mask = torch.empty(30, 7, dtype=torch.bool)
+    torch.library.opcheck(ops_.bias_relu_.default, (out, torch.randn(7), mask))
+    torch.library.opcheck(ops_.bias_relu_.default, (out, None, None))
     torch.library.opcheck(ops_.relu_backward_sum.default, (torch.randn(30, 7), out.relu()))

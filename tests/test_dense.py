@@ -34,9 +34,12 @@ def test_linear_equals_the_float64_product(backend, relu, with_bias):
     x = torch.randn(300, 24, generator=generator)
     weight = torch.randn(16, 24, generator=generator)
     bias = torch.randn(16, generator=generator) if with_bias else None
+    mask = torch.empty(300, 16, dtype=torch.bool) if relu else None
     with ops_backend(backend):
-        got = linear(x, weight, bias, relu)
+        got = linear(x, weight, bias, relu, mask)
     assert got.dtype == torch.float32 and got.shape == (300, 16)
+    if relu:
+        assert torch.equal(mask, got > 0)  # the ReLU passed what it left positive
     torch.testing.assert_close(got.double(), reference(x, weight, bias, relu), rtol=1e-5, atol=1e-5)
 
 
@@ -51,12 +54,18 @@ def test_linear_takes_strided_operands_and_empty_batches():
     assert empty.shape == (0, 7)
 
 
-def test_relu_keeps_nan_as_torch_does():
+@pytest.mark.parametrize("backend", ["auto", "torch"])
+def test_relu_keeps_nan_as_torch_does(backend):
     """oneDNN's own fused ReLU turns NaN into 0; a diverged model must stay visible."""
     x = torch.tensor([[float("nan")], [-2.0]])
-    out = linear(x, torch.tensor([[1.0], [-1.0]]), torch.zeros(2), relu=True)
-    assert out[0].isnan().all()
+    mask = torch.empty(2, 2, dtype=torch.bool)
+    with ops_backend(backend):
+        out = linear(x, torch.tensor([[1.0], [-1.0]]), torch.zeros(2), True, mask)
+    assert out[0].isnan().all() and mask[0].all()  # NaN keeps its gradient, as in torch
     assert torch.equal(out[1], torch.tensor([0.0, 2.0]))
+    assert torch.equal(mask[1], torch.tensor([False, True]))
+    with pytest.raises(ValueError, match="'relu_mask' needs 'relu'"):
+        linear(x, torch.eye(1), None, False, mask)
 
 
 def test_onednn_runs_only_where_it_was_checked():

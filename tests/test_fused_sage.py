@@ -112,6 +112,20 @@ def test_rejects_rows_that_are_not_the_block_sources():
         sage_mean(SAGEConv(6, 4), torch.randn(39, 6), block)
     with pytest.raises(ValueError, match="'output_relu' needs 'relu'"):
         sage_mean(SAGEConv(6, 4), torch.randn(40, 6), block, output_relu=ReluLink())
+    with pytest.raises(ValueError, match="'input_relu' holds no ReLU mask"):
+        sage_mean(SAGEConv(6, 4), torch.randn(40, 6), block, input_relu=ReluLink())
+
+
+def test_without_autograd_the_layers_compute_the_same_outputs():
+    """Under no_grad, block_forward links no layers (no ReLU masks are kept)."""
+    dataset = generate("t", SyntheticSpec(2000, 20_000, 6, 3, 1000, 200))
+    batch = next(iter(NeighborLoader(dataset, [5, 3, 2], batch_size=32, seed=0)))
+    blocks = to_blocks(batch.edge_index, batch.num_sampled_nodes, batch.num_sampled_edges)
+    torch.manual_seed(0)
+    model = GraphSAGE(6, 8, 3, 3).eval()
+    with torch.no_grad():
+        inference = block_forward(model, batch.x, blocks)
+    assert torch.equal(inference, block_forward(model, batch.x, blocks).detach())
 
 
 def test_autocast_computes_in_its_dtype_and_returns_float32_gradients():

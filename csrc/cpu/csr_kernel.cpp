@@ -22,9 +22,9 @@
 //
 // input_gradient is a layer's backward through its aggregation, over the transposed
 // adjacency: the sum of `grad`'s rows, plus `root_grad` ([<= num_rows, width], grad's dtype,
-// contiguous rows: the root term's gradient) on the first rows, zeroed where `relu_out`
-// ([num_rows, width]: the layer's input, a ReLU's output) is <= 0 (that ReLU's backward; NaN
-// keeps its gradient, as threshold_backward), each row rounded once from float32; and the
+// contiguous rows: the root term's gradient) on the first rows, zeroed where `relu_mask`
+// ([num_rows, width] bool, contiguous rows: where the ReLU that gave the layer its input
+// passed it on) is false (that ReLU's backward), each row rounded once from float32; and the
 // result's column sums [width] (the previous layer's bias gradient), added in fixed blocks of
 // rows so that they do not depend on the thread count.
 #include <ATen/ATen.h>
@@ -194,31 +194,12 @@ void check_output(const at::Tensor& out, const at::Tensor& x, int64_t num_rows,
   at::assert_no_overlap(out, x);
 }
 
-// acc = 0 where the ReLU output `out` is <= 0 (NaN outputs keep acc, as threshold_backward).
-GRAPHENGINE_ROW_LOOP void mask_by_relu(const float* out, float* acc, int64_t n) {
+// acc = 0 where `keep` is 0 (false: the ReLU before the layer output 0 there). Read as bytes:
+// GCC does not vectorize loads of bool.
+GRAPHENGINE_ROW_LOOP void mask_row(const uint8_t* keep, float* acc, int64_t n) {
 #pragma omp simd
   for (int64_t i = 0; i < n; ++i) {
-    acc[i] = out[i] <= 0.0f ? 0.0f : acc[i];
-  }
-}
-
-GRAPHENGINE_ROW_LOOP void mask_by_relu(const uint16_t* out, float* acc, int64_t n) {
-#pragma omp simd
-  for (int64_t i = 0; i < n; ++i) {
-    acc[i] = bfloat16_to_float(out[i]) <= 0.0f ? 0.0f : acc[i];
-  }
-}
-
-template <typename scalar_t>
-void mask_row_by_relu(const scalar_t* out, float* acc, int64_t n) {
-  if constexpr (std::is_same_v<scalar_t, float>) {
-    mask_by_relu(out, acc, n);
-  } else if constexpr (std::is_same_v<scalar_t, at::BFloat16>) {
-    mask_by_relu(reinterpret_cast<const uint16_t*>(out), acc, n);
-  } else {
-    for (int64_t i = 0; i < n; ++i) {
-      acc[i] = static_cast<float>(out[i]) <= 0.0f ? 0.0f : acc[i];
-    }
+    acc[i] = keep[i] != 0 ? acc[i] : 0.0f;
   }
 }
 
@@ -231,11 +212,12 @@ struct Rows {
 };
 
 // What a row gets after its sum: `add`'s row added (rows below add.count), zeroed where
-// `relu_out` is <= 0, x's own row copied into `root_out`, and the result added to its row
+// `relu_mask` is false, x's own row copied into `root_out`, and the result added to its row
 // block's column sums (`block_sums`, [blocks of kRowBlock rows, width] float32).
 template <typename scalar_t>
 struct Epilogue {
-  Rows<const scalar_t> add, relu_out;
+  Rows<const scalar_t> add;
+  Rows<const uint8_t> relu_mask;
   Rows<scalar_t> root_out;
   float* block_sums = nullptr;
 };
@@ -283,8 +265,8 @@ void csr_sum_kernel(const int64_t* rowptr, const int64_t* col, const float* valu
       if (i < epilogue.add.count) {
         add_scaled_row(1.0f, epilogue.add.data + i * epilogue.add.stride, acc, width);
       }
-      if (epilogue.relu_out.data != nullptr) {
-        mask_row_by_relu(epilogue.relu_out.data + i * epilogue.relu_out.stride, acc, width);
+      if (epilogue.relu_mask.data != nullptr) {
+        mask_row(epilogue.relu_mask.data + i * epilogue.relu_mask.stride, acc, width);
       }
       if (epilogue.block_sums != nullptr) {
         add_row(acc, epilogue.block_sums + (i / kRowBlock) * width, width);
@@ -309,7 +291,7 @@ void csr_sum_kernel(const int64_t* rowptr, const int64_t* col, const float* valu
 void run_csr_sum(const at::Tensor& rowptr, const at::Tensor& col,
                  const std::optional<at::Tensor>& value, const at::Tensor& x,
                  const at::Tensor& out, const std::optional<at::Tensor>& add,
-                 const std::optional<at::Tensor>& relu_out,
+                 const std::optional<at::Tensor>& relu_mask,
                  const std::optional<at::Tensor>& root_out, float* block_sums,
                  const std::optional<at::Tensor>& index) {
   const int64_t num_rows = rowptr.numel() - 1, width = x.size(1);
@@ -326,8 +308,9 @@ void run_csr_sum(const at::Tensor& rowptr, const at::Tensor& col,
     if (add.has_value()) {
       epilogue.add = {add->data_ptr<scalar_t>(), add->stride(0), add->size(0)};
     }
-    if (relu_out.has_value()) {
-      epilogue.relu_out = {relu_out->data_ptr<scalar_t>(), relu_out->stride(0), num_rows};
+    if (relu_mask.has_value()) {
+      epilogue.relu_mask = {reinterpret_cast<const uint8_t*>(relu_mask->data_ptr<bool>()),
+                           relu_mask->stride(0), num_rows};
     }
     if (root_out.has_value()) {
       epilogue.root_out = {root_out->data_ptr<scalar_t>(), root_out->stride(0), num_rows};
@@ -354,19 +337,25 @@ std::tuple<at::Tensor, at::Tensor> input_gradient_cpu(const at::Tensor& rowptr,
                                                       const std::optional<at::Tensor>& value,
                                                       const at::Tensor& grad,
                                                       const std::optional<at::Tensor>& root_grad,
-                                                      const std::optional<at::Tensor>& relu_out) {
+                                                      const std::optional<at::Tensor>& relu_mask) {
   check_csr(rowptr, col, value, grad, grad.size(0), "input_gradient", "grad");
   const int64_t num_rows = rowptr.numel() - 1, width = grad.size(1);
   if (root_grad.has_value()) {
     check_rows(*root_grad, grad, num_rows, false, "input_gradient", "root_grad");
   }
-  if (relu_out.has_value()) {
-    check_rows(*relu_out, grad, num_rows, true, "input_gradient", "relu_out");
+  if (relu_mask.has_value()) {
+    const at::Tensor& mask = *relu_mask;
+    TORCH_CHECK(mask.scalar_type() == at::kBool && mask.device().is_cpu() && mask.dim() == 2 &&
+                    mask.size(0) == num_rows && mask.size(1) == width &&
+                    (width <= 1 || mask.stride(1) == 1),
+                "input_gradient: 'relu_mask' must be a CPU Bool [", num_rows, ", ", width,
+                "] tensor with contiguous rows (got ", mask.scalar_type(), " ", mask.sizes(),
+                ", strides ", mask.strides(), ")");
   }
   at::Tensor out = pooled_empty({num_rows, width}, grad.options());
   const int64_t num_blocks = (num_rows + kRowBlock - 1) / kRowBlock;
   at::Tensor block_sums = at::zeros({num_blocks, width}, grad.options().dtype(at::kFloat));
-  run_csr_sum(rowptr, col, value, grad, out, root_grad, relu_out, std::nullopt,
+  run_csr_sum(rowptr, col, value, grad, out, root_grad, relu_mask, std::nullopt,
               block_sums.data_ptr<float>(), std::nullopt);
   return {out, sum_row_blocks(block_sums).to(grad.scalar_type())};
 }

@@ -54,7 +54,7 @@ ELEMENTWISE = (
     "aten::_log_softmax",
     "aten::_to_copy",
     "graphengine::relu_backward_sum",
-    "graphengine::add_bias_relu_",
+    "graphengine::bias_relu_",
 )
 CATEGORIES = ("dense_products", "aggregation", "elementwise", "other")
 

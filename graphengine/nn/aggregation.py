@@ -216,30 +216,30 @@ def input_gradient(
     adjacency: CsrAdjacency,
     grad: torch.Tensor,
     root_grad: torch.Tensor | None = None,
-    relu_out: torch.Tensor | None = None,
+    relu_mask: torch.Tensor | None = None,
 ) -> tuple[torch.Tensor, torch.Tensor]:
     """The gradient reaching an aggregating layer's input, and its column sums.
 
     The gradient ``[num_cols, width]`` in ``grad``'s dtype is ``adjacency.transposed @ grad``
     (``grad`` ``[num_rows, width]``: the aggregation's output gradient), plus ``root_grad``
     (``[<= num_cols, width]``: the root term's gradient) on its first rows, and, with
-    ``relu_out`` (``[num_cols, width]``: the layer's input, when it is a ReLU's output), zero
-    where ``relu_out <= 0``: that ReLU's backward. The column sums ``[width]`` (the gradient of
-    a bias added before the ReLU) come in the same pass on the CPU kernel. Not
-    differentiable."""
+    ``relu_mask`` (bool ``[num_cols, width]``: where the ReLU that gave the layer its input
+    passed it on), zero where the mask is false: that ReLU's backward. The column sums
+    ``[width]`` (the gradient of a bias added before the ReLU) come in the same pass on the
+    CPU kernel. Not differentiable."""
     transposed = adjacency.transposed
     if uses_kernel(grad):
         return torch.ops.graphengine.input_gradient(
             transposed.rowptr,
             transposed.col,
             transposed.value.to(torch.float32),
-            *(_contiguous_rows(t) for t in (grad, root_grad, relu_out)),
+            *(_contiguous_rows(t) for t in (grad, root_grad, relu_mask)),
         )
     result = _product(transposed, grad.contiguous())
     if root_grad is not None:
         result[: root_grad.shape[0]] += root_grad
-    if relu_out is not None:
-        result = torch.ops.aten.threshold_backward(result, relu_out, 0)
+    if relu_mask is not None:
+        result.masked_fill_(relu_mask.logical_not(), 0)
     return result, result.sum(0)
 
 

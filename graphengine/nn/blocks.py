@@ -194,7 +194,8 @@ def block_forward(
         relu = False
         if fused and fuses(conv):
             relu = layer < last and isinstance(model.act, torch.nn.ReLU)
-            output_link = ReluLink() if relu and fuses(model.convs[layer + 1]) else None
+            links = relu and fuses(model.convs[layer + 1]) and torch.is_grad_enabled()
+            output_link = ReluLink() if links else None
             x = sage_mean(conv, x_src, block, relu, input_relu=link, output_relu=output_link)
             link = output_link
         elif fused and fuses_gat(conv, x_src):

@@ -42,25 +42,39 @@ logger = logging.getLogger(__name__)
 
 
 def linear(
-    x: torch.Tensor, weight: torch.Tensor, bias: torch.Tensor | None, relu: bool = False
+    x: torch.Tensor,
+    weight: torch.Tensor,
+    bias: torch.Tensor | None,
+    relu: bool = False,
+    relu_mask: torch.Tensor | None = None,
 ) -> torch.Tensor:
     """``x @ weight.t() + bias``, then ReLU when ``relu``: ``x`` float ``[rows, in]``,
     ``weight`` ``[out, in]`` and ``bias`` ``[out]`` (or ``None``) in ``x``'s dtype, to
-    ``[rows, out]``. Not differentiable (the fused layers call it in their own autograd
+    ``[rows, out]``. ``relu_mask`` (with ``relu``; bool ``[rows, out]``) is filled with where
+    the ReLU passed its input on (not ``<= 0``; NaN passes, as torch's ReLU keeps it): all
+    its backward needs. Not differentiable (the fused layers call it in their own autograd
     functions).
 
-    Without oneDNN, the product runs without the bias and the extension's
-    ``add_bias_relu_`` adds it and applies the ReLU in one pass (``addmm`` would copy the
-    bias into every output row first)."""
+    Without oneDNN, the product runs without the bias and the extension's ``bias_relu_``
+    adds it and applies the ReLU in one pass (``addmm`` would copy the bias into every
+    output row first)."""
+    if relu_mask is not None and not relu:
+        raise ValueError("'relu_mask' needs 'relu'")
+    bias_with_relu = None  # the bias, when bias_relu_ adds it in the ReLU's pass
     if uses_onednn(x):
         out = torch.ops.mkldnn._linear_pointwise(x, weight.contiguous(), bias, "none", [], "")
     elif relu and bias is not None and uses_kernel(x):
-        out = x @ weight.t()
-        torch.ops.graphengine.add_bias_relu_(out, bias)
-        return out
+        out, bias_with_relu = x @ weight.t(), bias
     else:
         out = torch.addmm(bias, x, weight.t()) if bias is not None else x @ weight.t()
-    return out.relu_() if relu else out
+    if not relu:
+        return out
+    if uses_kernel(out):
+        torch.ops.graphengine.bias_relu_(out, bias_with_relu, relu_mask)
+        return out
+    if relu_mask is not None:
+        torch.logical_not(out <= 0, out=relu_mask)
+    return out.relu_()
 
 
 def uses_onednn(x: torch.Tensor) -> bool:

@@ -9,16 +9,17 @@ and transposition in the sparse product's backward, a separate ReLU. Profiled he
 as long as the step's matrix products.
 
 :class:`FusedSageMean` does the same math in fewer passes: one product for the neighbor and
-root weights (no sum pass), the root rows copied beside the mean by the aggregation kernel
-itself, the bias and ReLU added in one pass after the product (torch's ``addmm`` first
-broadcasts the bias into its output), ReLU's backward and the bias gradient in one pass
-(``csrc/cpu/relu_kernel.cpp``) or, between two fused layers, in the next layer's
-input-gradient pass (:class:`ReluLink`), and a backward that adds the root term's input
-gradient into the first rows of the aggregation's (no zero-filled slice gradient), the
-aggregation's transpose running as a weighted CSR product over the block's edges grouped by
-source (:mod:`graphengine.nn.aggregation`). The weights are the PyG layer's own, so the
-results are those of PyG's ``SAGEConv`` (up to float rounding) and PyG's optimizers,
-checkpoints and DDP see nothing different.
+root weights (no sum pass), on oneDNN's float32 inner product where torch has it
+(:mod:`graphengine.nn.dense`: faster than MKL's on this CPU, the bias added inside), the root
+rows copied beside the mean by the aggregation kernel itself, the ReLU in one pass after the
+product, ReLU's backward and the bias gradient in one pass (``csrc/cpu/relu_kernel.cpp``) or,
+between two fused layers, in the next layer's input-gradient pass (:class:`ReluLink`; the
+first layer keeps a bool mask of where its ReLU passed, not its float output), and a backward
+that adds the root term's input gradient into the first rows of the aggregation's (no
+zero-filled slice gradient), the aggregation's transpose running as a weighted CSR product
+over the block's edges grouped by source (:mod:`graphengine.nn.aggregation`). The weights
+are the PyG layer's own, so the results are those of PyG's ``SAGEConv`` (up to float
+rounding) and PyG's optimizers, checkpoints and DDP see nothing different.
 """
 
 from __future__ import annotations
@@ -60,13 +61,28 @@ def fuses(conv: torch.nn.Module) -> bool:
 class ReluLink:
     """A ReLU between two fused layers whose backward the second layer does, in the pass that
     sums its input gradient (``csrc/cpu/csr_kernel.cpp``'s ``input_gradient``), instead of the
-    first doing it in a pass of its own. The second layer leaves here the gradient it returns
-    and that gradient's column sums; the first takes those sums as its bias gradient when the
-    gradient reaching it is that very tensor (not, say, one scaled by a dropout's backward in
-    between, whose column sums it computes itself)."""
+    first doing it in a pass of its own.
 
+    Forward, the first layer leaves here where its ReLU passed its input on (a bool mask, a
+    quarter of the bytes of the float32 output the backward would otherwise keep), and the
+    second takes it. Backward, the second layer leaves the gradient it returns and that
+    gradient's column sums; the first takes those sums as its bias gradient when the gradient
+    reaching it is that very tensor (not, say, one scaled by a dropout's backward in between,
+    whose column sums it computes itself)."""
+
+    mask: torch.Tensor | None = None
     grad: torch.Tensor | None = None
     column_sum: torch.Tensor | None = None
+
+    def take_mask(self) -> torch.Tensor:
+        """The first layer's ReLU mask (bool ``[rows, channels]``), once."""
+        mask, self.mask = self.mask, None
+        if mask is None:
+            raise ValueError(
+                "'input_relu' holds no ReLU mask: give the same ReluLink as the previous fused "
+                "layer's 'output_relu', and run that layer first"
+            )
+        return mask
 
     def leave(self, grad: torch.Tensor, column_sum: torch.Tensor) -> None:
         self.grad, self.column_sum = grad, column_sum
@@ -162,7 +178,12 @@ class FusedSageMean(torch.autograd.Function):
         both = weight_l.new_empty(num_dst, 2 * channels, dtype=x.dtype)
         weighted_sum(adjacency, x, out=both[:, :channels], root_out=both[:, channels:])
         weight = torch.cat([weight_l, weight_r], dim=1)
-        out = linear(both, weight, bias, relu)
+        relu_mask = None
+        if output_relu is not None:
+            relu_mask = torch.empty(num_dst, weight.shape[0], dtype=torch.bool, device=both.device)
+        out = linear(both, weight, bias, relu, relu_mask)
+        if output_relu is not None:
+            output_relu.mask = relu_mask
         ctx.adjacency = adjacency
         ctx.masks_output_grad = relu and output_relu is None
         ctx.links = (input_relu, output_relu)
@@ -171,14 +192,14 @@ class FusedSageMean(torch.autograd.Function):
             both,
             weight,
             out if ctx.masks_output_grad else None,
-            x if input_relu is not None else None,
+            input_relu.take_mask() if input_relu is not None else None,
         )
         return out
 
     @staticmethod
     @once_differentiable
     def backward(ctx, grad):
-        both, weight, out, relu_input = ctx.saved_tensors
+        both, weight, out, input_relu_mask = ctx.saved_tensors
         channels = both.shape[1] // 2
         needs = ctx.needs_input_grad
         grad_x = grad_weight_l = grad_bias = grad_weight_r = None
@@ -199,7 +220,7 @@ class FusedSageMean(torch.autograd.Function):
         if needs[0]:
             grad_both = linear(grad, weight.t(), None)
             grad_x, column_sum = input_gradient(
-                ctx.adjacency, grad_both[:, :channels], grad_both[:, channels:], relu_input
+                ctx.adjacency, grad_both[:, :channels], grad_both[:, channels:], input_relu_mask
             )
             if input_relu is not None:
                 input_relu.leave(grad_x, column_sum)

@@ -156,7 +156,7 @@ def _register_fakes() -> None:
     def fake_csr_sum(rowptr, col, value, x):
         return x.new_empty((rowptr.shape[0] - 1, x.shape[1]))
 
-    def fake_input_gradient(rowptr, col, value, grad, root_grad=None, relu_out=None):
+    def fake_input_gradient(rowptr, col, value, grad, root_grad=None, relu_mask=None):
         return grad.new_empty((rowptr.shape[0] - 1, grad.shape[1])), grad.new_empty(grad.shape[1])
 
     def fake_csr_sum_into(rowptr, col, value, x, out, root_out=None, index=None):
@@ -169,7 +169,7 @@ def _register_fakes() -> None:
             col.new_empty(col.shape, dtype=torch.float32),
         )
 
-    def fake_add_bias_relu_(out, bias):
+    def fake_bias_relu_(out, bias=None, mask=None):
         return None
 
     def fake_relu_backward_sum(grad, out):
@@ -187,5 +187,5 @@ def _register_fakes() -> None:
     torch.library.register_fake("graphengine::input_gradient", fake_input_gradient)
     torch.library.register_fake("graphengine::relu_backward_sum", fake_relu_backward_sum)
     torch.library.register_fake("graphengine::csr_transpose", fake_csr_transpose)
-    torch.library.register_fake("graphengine::add_bias_relu_", fake_add_bias_relu_)
+    torch.library.register_fake("graphengine::bias_relu_", fake_bias_relu_)
     torch.library.register_fake("graphengine::gat_attention_backward", fake_attention_backward)
