@@ -7,7 +7,8 @@ import pytest
 import torch
 
 from graphengine import ops
-from graphengine.nn.dense import linear, uses_onednn
+from graphengine.nn.dense import linear, linear_layer, uses_onednn
+from tests.autograd_checks import assert_same_outputs_and_grads
 
 
 @contextlib.contextmanager
@@ -86,3 +87,26 @@ def test_repeated_products_are_bitwise_equal():
     x = torch.randn(5000, 64, generator=generator)
     weight, bias = torch.randn(48, 64, generator=generator), torch.randn(48, generator=generator)
     assert torch.equal(linear(x, weight, bias, relu=True), linear(x, weight, bias, relu=True))
+
+
+@pytest.mark.parametrize("with_bias", [False, True])
+def test_linear_layer_outputs_and_gradients_equal_torchs_linear(with_bias):
+    generator = torch.Generator().manual_seed(3)
+    x = torch.randn(400, 24, generator=generator, requires_grad=True)
+    weight = torch.randn(16, 24, generator=generator, requires_grad=True)
+    bias = torch.randn(16, generator=generator, requires_grad=True) if with_bias else None
+    params = [x, weight] + ([bias] if with_bias else [])
+    if torch.backends.mkldnn.is_available():
+        assert "OneDnnLinear" in type(linear_layer(x, weight, bias).grad_fn).__name__
+    reference_bias = bias.double() if with_bias else None
+    assert_same_outputs_and_grads(
+        lambda: linear_layer(x, weight, bias),
+        lambda: torch.nn.functional.linear(x.double(), weight.double(), reference_bias),
+        params,
+    )
+
+
+def test_linear_layer_follows_autocast():
+    x, weight = torch.randn(30, 8), torch.randn(4, 8)
+    with torch.autocast("cpu", dtype=torch.bfloat16):
+        assert linear_layer(x, weight).dtype == torch.bfloat16

@@ -34,6 +34,7 @@ import functools
 import logging
 
 import torch
+from torch.autograd.function import once_differentiable
 
 from graphengine import ops
 from graphengine.nn.aggregation import uses_kernel
@@ -75,6 +76,40 @@ def linear(
     if relu_mask is not None:
         torch.logical_not(out <= 0, out=relu_mask)
     return out.relu_()
+
+
+def linear_layer(
+    x: torch.Tensor, weight: torch.Tensor, bias: torch.Tensor | None = None
+) -> torch.Tensor:
+    """``torch.nn.functional.linear(x, weight, bias)``, differentiable, with the forward and
+    input-gradient products on oneDNN where :func:`uses_onednn` (the weights' gradient on
+    torch's ``mm``): ``x`` ``[rows, in]``, ``weight`` ``[out, in]``, ``bias`` ``[out]`` or
+    ``None``, to ``[rows, out]``. Under ``torch.autocast``, and wherever oneDNN is not used,
+    it is torch's own ``linear``, so autocast casts as it does for PyG's layers."""
+    if uses_onednn(x) and not torch.is_autocast_enabled("cpu"):
+        return _OneDnnLinear.apply(x, weight, bias)
+    return torch.nn.functional.linear(x, weight, bias)
+
+
+class _OneDnnLinear(torch.autograd.Function):
+    """``x @ weight.t() + bias`` with both products that have ``x``'s rows as theirs on
+    oneDNN: see :func:`linear_layer`."""
+
+    @staticmethod
+    def forward(ctx, x, weight, bias):
+        ctx.save_for_backward(x, weight)
+        ctx.has_bias = bias is not None
+        return linear(x, weight, bias)
+
+    @staticmethod
+    @once_differentiable
+    def backward(ctx, grad):
+        x, weight = ctx.saved_tensors
+        needs = ctx.needs_input_grad
+        grad_x = linear(grad, weight.t(), None) if needs[0] else None
+        grad_weight = grad.t() @ x if needs[1] else None
+        grad_bias = grad.sum(0) if needs[2] and ctx.has_bias else None
+        return grad_x, grad_weight, grad_bias
 
 
 def uses_onednn(x: torch.Tensor) -> bool:

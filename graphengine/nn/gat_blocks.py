@@ -20,9 +20,12 @@ from typing import TYPE_CHECKING
 
 import torch
 import torch.nn.functional as F
+from torch.nn.parameter import UninitializedParameter
 from torch_geometric.nn import GATConv
+from torch_geometric.nn.dense.linear import Linear as PygLinear
 
 from graphengine import ops
+from graphengine.nn.dense import linear_layer
 
 if TYPE_CHECKING:  # blocks.py runs these layers
     from graphengine.nn.blocks import Block
@@ -62,7 +65,7 @@ def gat_block(conv: GATConv, x: torch.Tensor, block: Block) -> torch.Tensor:
             + ops.INSTALL_HINT
         )
     heads, channels, num_dst = conv.heads, conv.out_channels, block.num_dst
-    h = conv.lin(x).view(-1, heads, channels)
+    h = _project(conv.lin, x).view(-1, heads, channels)
     dropout = None
     if conv.training and conv.dropout > 0:
         slots = block.edge_index.shape[1] + (num_dst if conv.add_self_loops else 0)
@@ -83,6 +86,16 @@ def gat_block(conv: GATConv, x: torch.Tensor, block: Block) -> torch.Tensor:
     if conv.bias is not None:
         out = out + conv.bias
     return out
+
+
+def _project(lin: torch.nn.Module, x: torch.Tensor) -> torch.Tensor:
+    """``lin(x)`` for PyG's ``Linear`` (``F.linear`` of its weight and bias), on oneDNN's
+    product where :func:`~graphengine.nn.dense.linear_layer` uses it; other modules, and a
+    lazy ``Linear`` not yet initialized and one with hooks, run as they are."""
+    plain = not (lin._forward_hooks or lin._forward_pre_hooks)
+    if type(lin) is PygLinear and plain and not isinstance(lin.weight, UninitializedParameter):
+        return linear_layer(x, lin.weight, lin.bias)
+    return lin(x)
 
 
 class _Attention(torch.autograd.Function):

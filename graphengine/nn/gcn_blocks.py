@@ -21,6 +21,7 @@ import torch
 from torch_geometric.nn import GCNConv
 
 from graphengine.nn.aggregation import CsrAdjacency, value_dtype, weighted_sum
+from graphengine.nn.dense import linear_layer
 
 if TYPE_CHECKING:  # blocks.py runs these layers
     from graphengine.nn.blocks import Block
@@ -70,10 +71,8 @@ def gcn_block(conv: GCNConv, x: torch.Tensor, block: Block, scale: torch.Tensor)
     linear_first = block.num_src * in_channels * out_channels + num_edges * out_channels
     aggregate_first = num_edges * in_channels + block.num_dst * in_channels * out_channels
     if linear_first < aggregate_first:
-        h = x @ weight.t()
+        h = linear_layer(x, weight)
         out = torch.addcmul(weighted_sum(adjacency, h), h[: block.num_dst], self_weight)
         return out + conv.bias if conv.bias is not None else out
     aggregated = torch.addcmul(weighted_sum(adjacency, x), x[: block.num_dst], self_weight)
-    if conv.bias is not None:
-        return torch.addmm(conv.bias, aggregated, weight.t())
-    return aggregated @ weight.t()
+    return linear_layer(aggregated, weight, conv.bias)
