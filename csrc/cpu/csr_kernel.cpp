@@ -47,7 +47,10 @@
 namespace graphengine {
 namespace {
 
-constexpr int64_t kPrefetchEdges = 4;  // how far ahead a row's sources are prefetched
+// How far ahead a row's sources are prefetched. On a synthetic-products batch's first layer
+// (605K edges, 2 threads), 8 against 4: bfloat16 rows (200 B) 12.3 -> 10.2 ms, float32 rows
+// 16.1 -> 15.8 ms; 16 the same as 8, 32 slower.
+constexpr int64_t kPrefetchEdges = 8;
 constexpr int64_t kCacheLine = 64;
 constexpr int64_t kRowBlock = 64;  // rows per parallel task (and per partial column sum)
 

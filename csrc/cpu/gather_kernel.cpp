@@ -12,7 +12,9 @@
 namespace graphengine {
 namespace {
 
-constexpr int64_t kPrefetchDistance = 4;
+// Rows prefetched ahead. On a synthetic-products batch (376K rows of 400 B from 420 MB, 2
+// threads), 8 against 4: 14 -> 12.4 ms (bfloat16 rows: 7.7 -> 7.2 ms); 16 no better.
+constexpr int64_t kPrefetchDistance = 8;
 constexpr int64_t kCacheLine = 64;
 constexpr int64_t kMaxPrefetchLines = 16;
 constexpr int64_t kGrain = 2048;

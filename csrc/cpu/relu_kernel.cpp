@@ -56,13 +56,19 @@ GRAPHENGINE_ROW_LOOP void bias_relu_row(float* out, const float* bias, bool* kee
 // bfloat16: the sum rounded to nearest even, as c10::BFloat16 rounds (NaN stays NaN).
 GRAPHENGINE_ROW_LOOP void bias_relu_row(uint16_t* out, const float* bias, bool* keep,
                                         int64_t n) {
+  if (keep == nullptr) {
+#pragma omp simd
+    for (int64_t i = 0; i < n; ++i) {
+      const float value = bfloat16_to_float(out[i]) + bias[i];
+      out[i] = float_to_bfloat16(value < 0.0f ? 0.0f : value);
+    }
+    return;
+  }
 #pragma omp simd
   for (int64_t i = 0; i < n; ++i) {
     const float value = bfloat16_to_float(out[i]) + bias[i];
     out[i] = float_to_bfloat16(value < 0.0f ? 0.0f : value);
-    if (keep != nullptr) {
-      keep[i] = !(value <= 0.0f);
-    }
+    keep[i] = !(value <= 0.0f);
   }
 }
 
@@ -109,8 +115,9 @@ void bias_relu_cpu(at::Tensor& out, const std::optional<at::Tensor>& bias,
                 "bias_relu_: 'mask' must be a contiguous CPU Bool ", out.sizes(),
                 " tensor (got ", mask->scalar_type(), " ", mask->sizes(), ")");
   }
-  const at::Tensor bias_float = bias.has_value() ? bias->to(at::kFloat).contiguous()
-                                                 : at::zeros({channels}, out.options().dtype(at::kFloat));
+  const at::Tensor bias_float =
+      bias.has_value() ? bias->to(at::kFloat).contiguous()
+                       : at::zeros({channels}, out.options().dtype(at::kFloat));
   const float* b = bias_float.data_ptr<float>();
   bool* keep = mask.has_value() ? mask->data_ptr<bool>() : nullptr;
   dispatch_row_loop_type(out.scalar_type(), [&](auto type_tag) {

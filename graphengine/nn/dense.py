@@ -56,9 +56,9 @@ def linear(
     its backward needs. Not differentiable (the fused layers call it in their own autograd
     functions).
 
-    Without oneDNN, the product runs without the bias and the extension's ``bias_relu_``
-    adds it and applies the ReLU in one pass (``addmm`` would copy the bias into every
-    output row first)."""
+    With a ReLU and without oneDNN, the product runs without the bias and the extension's
+    ``bias_relu_`` adds it in the ReLU's pass (``addmm`` would first copy the bias into every
+    output row)."""
     if relu_mask is not None and not relu:
         raise ValueError("'relu_mask' needs 'relu'")
     bias_with_relu = None  # the bias, when bias_relu_ adds it in the ReLU's pass
@@ -86,7 +86,7 @@ def linear_layer(
     torch's ``mm``): ``x`` ``[rows, in]``, ``weight`` ``[out, in]``, ``bias`` ``[out]`` or
     ``None``, to ``[rows, out]``. Under ``torch.autocast``, and wherever oneDNN is not used,
     it is torch's own ``linear``, so autocast casts as it does for PyG's layers."""
-    if uses_onednn(x) and not torch.is_autocast_enabled("cpu"):
+    if uses_onednn(x) and weight.dtype == x.dtype and not torch.is_autocast_enabled("cpu"):
         return _OneDnnLinear.apply(x, weight, bias)
     return torch.nn.functional.linear(x, weight, bias)
 
