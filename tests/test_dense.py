@@ -110,3 +110,14 @@ def test_linear_layer_follows_autocast():
     x, weight = torch.randn(30, 8), torch.randn(4, 8)
     with torch.autocast("cpu", dtype=torch.bfloat16):
         assert linear_layer(x, weight).dtype == torch.bfloat16
+
+
+def test_linear_layer_takes_expanded_and_transposed_gradients():
+    generator = torch.Generator().manual_seed(4)
+    x = torch.randn(50, 8, generator=generator, requires_grad=True)
+    weight = torch.randn(4, 8, generator=generator, requires_grad=True)
+    for grad in (torch.ones(1, 4).expand(50, 4), torch.randn(4, 50, generator=generator).t()):
+        got = torch.autograd.grad(linear_layer(x, weight), (x, weight), grad)
+        expected = torch.autograd.grad(torch.nn.functional.linear(x, weight), (x, weight), grad)
+        for a, b in zip(got, expected, strict=True):
+            torch.testing.assert_close(a, b, rtol=1e-5, atol=1e-5)
