@@ -89,21 +89,23 @@ def test_repeated_products_are_bitwise_equal():
     assert torch.equal(linear(x, weight, bias, relu=True), linear(x, weight, bias, relu=True))
 
 
+@pytest.mark.parametrize("relu", [False, True])
 @pytest.mark.parametrize("with_bias", [False, True])
-def test_linear_layer_outputs_and_gradients_equal_torchs_linear(with_bias):
+def test_linear_layer_outputs_and_gradients_equal_torchs_linear(with_bias, relu):
     generator = torch.Generator().manual_seed(3)
     x = torch.randn(400, 24, generator=generator, requires_grad=True)
     weight = torch.randn(16, 24, generator=generator, requires_grad=True)
     bias = torch.randn(16, generator=generator, requires_grad=True) if with_bias else None
     params = [x, weight] + ([bias] if with_bias else [])
     if torch.backends.mkldnn.is_available():
-        assert "OneDnnLinear" in type(linear_layer(x, weight, bias).grad_fn).__name__
+        assert "OneDnnLinear" in type(linear_layer(x, weight, bias, relu).grad_fn).__name__
     reference_bias = bias.double() if with_bias else None
-    assert_same_outputs_and_grads(
-        lambda: linear_layer(x, weight, bias),
-        lambda: torch.nn.functional.linear(x.double(), weight.double(), reference_bias),
-        params,
-    )
+
+    def reference():
+        out = torch.nn.functional.linear(x.double(), weight.double(), reference_bias)
+        return out.relu() if relu else out
+
+    assert_same_outputs_and_grads(lambda: linear_layer(x, weight, bias, relu), reference, params)
 
 
 def test_linear_layer_follows_autocast():

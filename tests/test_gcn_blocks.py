@@ -28,8 +28,9 @@ def graph_with_self_loops(num_nodes=2000, num_edges=20_000, channels=24) -> Data
     [
         ([5, 4, 3], 64, (24, 32, 3, 6)),  # more sources than destinations: aggregate first
         ([-1], 2000, (24, 8, 1, 4)),  # every node a seed, wide to narrow: linear first
+        ([-1, -1], 2000, (24, 8, 2, 4)),  # the same, then ReLU and a second layer
     ],
-    ids=["sampled", "all-seeds"],
+    ids=["sampled", "all-seeds", "all-seeds-2-layers"],
 )
 def test_gcn_on_blocks_equals_pyg_on_the_whole_batch(fanouts, batch_size, sizes):
     data = graph_with_self_loops()

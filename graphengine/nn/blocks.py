@@ -203,7 +203,8 @@ def block_forward(
         elif fuses_gcn(conv):
             if scale is None:
                 scale = batch_degree_scale(blocks[0], blocks[0].num_src)
-            x = gcn_block(conv, x_src, block, scale)
+            relu = layer < last and isinstance(model.act, torch.nn.ReLU)
+            x = gcn_block(conv, x_src, block, scale, relu)
         else:
             x = block_conv(conv, x, block)
         if layer < last:

@@ -79,37 +79,59 @@ def linear(
 
 
 def linear_layer(
-    x: torch.Tensor, weight: torch.Tensor, bias: torch.Tensor | None = None
+    x: torch.Tensor, weight: torch.Tensor, bias: torch.Tensor | None = None, relu: bool = False
 ) -> torch.Tensor:
-    """``torch.nn.functional.linear(x, weight, bias)``, differentiable, with the forward and
-    input-gradient products on oneDNN where :func:`uses_onednn` (the weights' gradient on
-    torch's ``mm``): ``x`` ``[rows, in]``, ``weight`` ``[out, in]``, ``bias`` ``[out]`` or
-    ``None``, to ``[rows, out]``. Under ``torch.autocast``, and wherever oneDNN is not used,
-    it is torch's own ``linear``, so autocast casts as it does for PyG's layers."""
+    """``torch.nn.functional.linear(x, weight, bias)``, then ReLU when ``relu``,
+    differentiable, with the forward and input-gradient products on oneDNN where
+    :func:`uses_onednn` (the weights' gradient on torch's ``mm``), the ReLU in one pass after
+    the product and its backward with the bias gradient in one pass (the extension's
+    ``bias_relu_`` and ``relu_backward_sum``): ``x`` ``[rows, in]``, ``weight`` ``[out, in]``,
+    ``bias`` ``[out]`` or ``None``, to ``[rows, out]``. Under ``torch.autocast``, and
+    wherever oneDNN is not used, it is torch's own ``linear`` and ``relu``, so autocast casts
+    as it does for PyG's layers. Not twice differentiable."""
     if uses_onednn(x) and weight.dtype == x.dtype and not torch.is_autocast_enabled("cpu"):
-        return _OneDnnLinear.apply(x, weight, bias)
-    return torch.nn.functional.linear(x, weight, bias)
+        return _OneDnnLinear.apply(x, weight, bias, relu)
+    out = torch.nn.functional.linear(x, weight, bias)
+    return torch.relu(out) if relu else out
+
+
+def relu_and_bias_backward(
+    grad: torch.Tensor, relu_out: torch.Tensor, wants_bias: bool
+) -> tuple[torch.Tensor, torch.Tensor | None]:
+    """ReLU's backward and the gradient of a bias added before it: ``grad`` zeroed where
+    ``relu_out <= 0`` (NaN keeps its gradient, as torch's ``threshold_backward``), both
+    ``[rows, channels]``, and its column sums ``[channels]`` when ``wants_bias`` (else
+    ``None``); in one pass on the extension's CPU kernel."""
+    if wants_bias and uses_kernel(grad):
+        return torch.ops.graphengine.relu_backward_sum(grad.contiguous(), relu_out)
+    grad = torch.ops.aten.threshold_backward(grad, relu_out, 0)
+    return grad, grad.sum(0) if wants_bias else None
 
 
 class _OneDnnLinear(torch.autograd.Function):
-    """``x @ weight.t() + bias`` with both products that have ``x``'s rows as theirs on
-    oneDNN: see :func:`linear_layer`."""
+    """``relu?(x @ weight.t() + bias)`` with both products that have ``x``'s rows as theirs
+    on oneDNN: see :func:`linear_layer`."""
 
     @staticmethod
-    def forward(ctx, x, weight, bias):
-        ctx.save_for_backward(x, weight)
-        ctx.has_bias = bias is not None
-        return linear(x, weight, bias)
+    def forward(ctx, x, weight, bias, relu: bool):
+        out = linear(x, weight, bias, relu)
+        ctx.save_for_backward(x, weight, out if relu else None)
+        ctx.has_bias, ctx.relu = bias is not None, relu
+        return out
 
     @staticmethod
     @once_differentiable
     def backward(ctx, grad):
-        x, weight = ctx.saved_tensors
+        x, weight, out = ctx.saved_tensors
         needs = ctx.needs_input_grad
+        wants_bias = needs[2] and ctx.has_bias
+        if ctx.relu:
+            grad, grad_bias = relu_and_bias_backward(grad, out, wants_bias)
+        else:
+            grad_bias = grad.sum(0) if wants_bias else None
         grad_x = linear(grad, weight.t(), None) if needs[0] else None
         grad_weight = grad.t() @ x if needs[1] else None
-        grad_bias = grad.sum(0) if needs[2] and ctx.has_bias else None
-        return grad_x, grad_weight, grad_bias
+        return grad_x, grad_weight, grad_bias, None
 
 
 def uses_onednn(x: torch.Tensor) -> bool:

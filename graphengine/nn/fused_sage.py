@@ -39,7 +39,7 @@ from graphengine.nn.aggregation import (
     uses_kernel,
     weighted_sum,
 )
-from graphengine.nn.dense import linear
+from graphengine.nn.dense import linear, relu_and_bias_backward
 
 if TYPE_CHECKING:  # blocks.py runs these layers
     from graphengine.nn.blocks import Block
@@ -205,15 +205,10 @@ class FusedSageMean(torch.autograd.Function):
         grad_x = grad_weight_l = grad_bias = grad_weight_r = None
         wants_bias = needs[2] and ctx.has_bias
         input_relu, output_relu = ctx.links
-        if ctx.masks_output_grad and wants_bias and uses_kernel(grad):
-            grad, grad_bias = torch.ops.graphengine.relu_backward_sum(grad.contiguous(), out)
-        else:
-            if ctx.masks_output_grad:
-                grad = torch.ops.aten.threshold_backward(grad, out, 0)
-            if wants_bias:
-                grad_bias = (
-                    grad.sum(0) if output_relu is None else output_relu.take_column_sum(grad)
-                )
+        if ctx.masks_output_grad:
+            grad, grad_bias = relu_and_bias_backward(grad, out, wants_bias)
+        elif wants_bias:
+            grad_bias = grad.sum(0) if output_relu is None else output_relu.take_column_sum(grad)
         if needs[1] or needs[3]:
             grad_weight = grad.t() @ both
             grad_weight_l, grad_weight_r = grad_weight[:, :channels], grad_weight[:, channels:]

@@ -18,9 +18,10 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 import torch
+from torch.autograd.function import once_differentiable
 from torch_geometric.nn import GCNConv
 
-from graphengine.nn.aggregation import CsrAdjacency, value_dtype, weighted_sum
+from graphengine.nn.aggregation import CsrAdjacency, input_gradient, value_dtype, weighted_sum
 from graphengine.nn.dense import linear_layer
 
 if TYPE_CHECKING:  # blocks.py runs these layers
@@ -55,8 +56,11 @@ def batch_degree_scale(first: Block, num_nodes: int) -> torch.Tensor:
     return degree.rsqrt_()
 
 
-def gcn_block(conv: GCNConv, x: torch.Tensor, block: Block, scale: torch.Tensor) -> torch.Tensor:
-    """PyG's ``conv(x_batch, edge_index_batch)`` for the block's destinations:
+def gcn_block(
+    conv: GCNConv, x: torch.Tensor, block: Block, scale: torch.Tensor, relu: bool = False
+) -> torch.Tensor:
+    """PyG's ``conv(x_batch, edge_index_batch)`` for the block's destinations (then ReLU
+    when ``relu``, in the product's own autograd node where the layer aggregates first):
     ``x`` ``[num_src, in_channels]`` to ``[num_dst, out_channels]``, with ``scale`` from
     :func:`batch_degree_scale`. Differentiable by autograd."""
     source, target = block.edge_index
@@ -72,7 +76,33 @@ def gcn_block(conv: GCNConv, x: torch.Tensor, block: Block, scale: torch.Tensor)
     aggregate_first = num_edges * in_channels + block.num_dst * in_channels * out_channels
     if linear_first < aggregate_first:
         h = linear_layer(x, weight)
-        out = torch.addcmul(weighted_sum(adjacency, h), h[: block.num_dst], self_weight)
-        return out + conv.bias if conv.bias is not None else out
-    aggregated = torch.addcmul(weighted_sum(adjacency, x), x[: block.num_dst], self_weight)
-    return linear_layer(aggregated, weight, conv.bias)
+        out = _SelfLoopSum.apply(h, adjacency, self_weight)
+        out = out + conv.bias if conv.bias is not None else out
+        return torch.relu(out) if relu else out
+    aggregated = _SelfLoopSum.apply(x, adjacency, self_weight)
+    return linear_layer(aggregated, weight, conv.bias, relu)
+
+
+class _SelfLoopSum(torch.autograd.Function):
+    """``adjacency @ x + self_weight * x[:num_rows]``: a GCN layer's sum over in-edges and
+    its self loop, ``x`` ``[num_cols, width]`` and ``self_weight`` ``[num_rows, 1]`` (both
+    of one dtype) to ``[num_rows, width]``. As ``torch.addcmul`` of a product and a slice,
+    its backward would zero-fill a gradient of ``x``'s full size for the slice and add it to
+    the product's (two passes over ``[num_cols, width]``); here the self loop's gradient is
+    added in the transposed product's own pass (:func:`input_gradient`)."""
+
+    @staticmethod
+    def forward(ctx, x, adjacency: CsrAdjacency, self_weight):
+        ctx.adjacency = adjacency
+        ctx.save_for_backward(self_weight)
+        out = weighted_sum(adjacency, x)
+        return out.addcmul_(x[: adjacency.num_rows], self_weight)
+
+    @staticmethod
+    @once_differentiable
+    def backward(ctx, grad):
+        if not ctx.needs_input_grad[0]:
+            return None, None, None
+        (self_weight,) = ctx.saved_tensors
+        grad_x, _ = input_gradient(ctx.adjacency, grad, grad * self_weight)
+        return grad_x, None, None
