@@ -72,7 +72,8 @@ TORCH_LIBRARY(graphengine, m) {
       "csr_sum(Tensor rowptr, Tensor col, Tensor? value, Tensor x) -> Tensor");
   m.def(
       "input_gradient(Tensor rowptr, Tensor col, Tensor? value, Tensor grad, "
-      "Tensor? root_grad=None, Tensor? relu_mask=None) -> (Tensor, Tensor)");
+      "Tensor? root_grad=None, Tensor? relu_mask=None, bool column_sums=True) "
+      "-> (Tensor, Tensor)");
   m.def(
       "csr_sum_into(Tensor rowptr, Tensor col, Tensor? value, Tensor x, Tensor(a!) out, "
       "Tensor(b!)? root_out=None, Tensor? index=None) -> ()");

@@ -160,6 +160,7 @@ def test_input_gradient_adds_the_root_term_and_does_the_relus_backward(backend, 
     ops.set_backend(backend)
     try:
         got, column_sum = input_gradient(adjacency, grad, wide[:, 8:], relu_mask)
+        unsummed, no_sum = input_gradient(adjacency, grad, wide[:, 8:], relu_mask, False)
         plain, _ = input_gradient(adjacency, grad)
     finally:
         ops.set_backend(previous)
@@ -168,6 +169,7 @@ def test_input_gradient_adds_the_root_term_and_does_the_relus_backward(backend, 
     np.testing.assert_allclose(plain.double().numpy(), expected.numpy(), rtol=1e-2, atol=1e-2)
     expected[:30] += wide[:, 8:].double()
     expected[(relu_out <= 0)] = 0
+    assert no_sum is None and torch.equal(unsummed, got)
     assert got.dtype == dtype and got.shape == (50, 8)
     assert not got[relu_out <= 0].any()
     np.testing.assert_allclose(got.double().numpy(), expected.numpy(), rtol=1e-2, atol=1e-2)
@@ -395,6 +397,7 @@ def test_operators_pass_torch_opcheck():
     torch.library.opcheck(ops_.csr_transpose.default, (*args, adjacency.num_cols))
     relu_mask = torch.randn(adjacency.num_rows, 5) > 0
     torch.library.opcheck(ops_.input_gradient.default, (*square[:3], x, x[:7], relu_mask))
+    torch.library.opcheck(ops_.input_gradient.default, (*square[:3], x, None, None, False))
     out = torch.randn(30, 7)
     mask = torch.empty(30, 7, dtype=torch.bool)
     torch.library.opcheck(ops_.bias_relu_.default, (out, torch.randn(7), mask))

@@ -26,7 +26,7 @@
 // ([num_rows, width] bool, contiguous rows: where the ReLU that gave the layer its input
 // passed it on) is false (that ReLU's backward), each row rounded once from float32; and the
 // result's column sums [width] (the previous layer's bias gradient), added in fixed blocks of
-// rows so that they do not depend on the thread count.
+// rows so that they do not depend on the thread count (with `column_sums`; else an empty [0]).
 #include <ATen/ATen.h>
 #include <ATen/MemoryOverlap.h>
 #include <ATen/Parallel.h>
@@ -340,7 +340,8 @@ std::tuple<at::Tensor, at::Tensor> input_gradient_cpu(const at::Tensor& rowptr,
                                                       const std::optional<at::Tensor>& value,
                                                       const at::Tensor& grad,
                                                       const std::optional<at::Tensor>& root_grad,
-                                                      const std::optional<at::Tensor>& relu_mask) {
+                                                      const std::optional<at::Tensor>& relu_mask,
+                                                      bool column_sums) {
   check_csr(rowptr, col, value, grad, grad.size(0), "input_gradient", "grad");
   const int64_t num_rows = rowptr.numel() - 1, width = grad.size(1);
   if (root_grad.has_value()) {
@@ -356,6 +357,11 @@ std::tuple<at::Tensor, at::Tensor> input_gradient_cpu(const at::Tensor& rowptr,
                 ", strides ", mask.strides(), ")");
   }
   at::Tensor out = pooled_empty({num_rows, width}, grad.options());
+  if (!column_sums) {
+    run_csr_sum(rowptr, col, value, grad, out, root_grad, relu_mask, std::nullopt, nullptr,
+                std::nullopt);
+    return {out, at::empty({0}, grad.options())};
+  }
   const int64_t num_blocks = (num_rows + kRowBlock - 1) / kRowBlock;
   at::Tensor block_sums = at::zeros({num_blocks, width}, grad.options().dtype(at::kFloat));
   run_csr_sum(rowptr, col, value, grad, out, root_grad, relu_mask, std::nullopt,

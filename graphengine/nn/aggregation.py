@@ -217,7 +217,8 @@ def input_gradient(
     grad: torch.Tensor,
     root_grad: torch.Tensor | None = None,
     relu_mask: torch.Tensor | None = None,
-) -> tuple[torch.Tensor, torch.Tensor]:
+    column_sums: bool = True,
+) -> tuple[torch.Tensor, torch.Tensor | None]:
     """The gradient reaching an aggregating layer's input, and its column sums.
 
     The gradient ``[num_cols, width]`` in ``grad``'s dtype is ``adjacency.transposed @ grad``
@@ -225,22 +226,24 @@ def input_gradient(
     (``[<= num_cols, width]``: the root term's gradient) on its first rows, and, with
     ``relu_mask`` (bool ``[num_cols, width]``: where the ReLU that gave the layer its input
     passed it on), zero where the mask is false: that ReLU's backward. The column sums
-    ``[width]`` (the gradient of a bias added before the ReLU) come in the same pass on the
-    CPU kernel. Not differentiable."""
+    ``[width]`` (the gradient of a bias added before the ReLU; ``None`` without
+    ``column_sums``) come in the same pass on the CPU kernel. Not differentiable."""
     transposed = adjacency.transposed
     if uses_kernel(grad):
-        return torch.ops.graphengine.input_gradient(
+        result, sums = torch.ops.graphengine.input_gradient(
             transposed.rowptr,
             transposed.col,
             transposed.value.to(torch.float32),
             *(_contiguous_rows(t) for t in (grad, root_grad, relu_mask)),
+            column_sums,
         )
+        return result, sums if column_sums else None
     result = _product(transposed, grad.contiguous())
     if root_grad is not None:
         result[: root_grad.shape[0]] += root_grad
     if relu_mask is not None:
         result.masked_fill_(relu_mask.logical_not(), 0)
-    return result, result.sum(0)
+    return result, result.sum(0) if column_sums else None
 
 
 def uses_kernel(x: torch.Tensor) -> bool:

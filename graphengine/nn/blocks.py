@@ -191,9 +191,10 @@ def block_forward(
     link = None  # the ReLU before this layer, when this layer does its backward
     for layer, (conv, block) in enumerate(zip(model.convs, blocks, strict=True)):
         x_src = x if x.shape[0] == block.num_src else x[: block.num_src]
-        relu = False
+        relu = False  # whether the layer applies the ReLU after it itself
+        relu_follows = layer < last and isinstance(model.act, torch.nn.ReLU)
         if fused and fuses(conv):
-            relu = layer < last and isinstance(model.act, torch.nn.ReLU)
+            relu = relu_follows
             links = relu and fuses(model.convs[layer + 1]) and torch.is_grad_enabled()
             output_link = ReluLink() if links else None
             x = sage_mean(conv, x_src, block, relu, input_relu=link, output_relu=output_link)
@@ -203,7 +204,7 @@ def block_forward(
         elif fuses_gcn(conv):
             if scale is None:
                 scale = batch_degree_scale(blocks[0], blocks[0].num_src)
-            relu = layer < last and isinstance(model.act, torch.nn.ReLU)
+            relu = relu_follows
             x = gcn_block(conv, x_src, block, scale, relu)
         else:
             x = block_conv(conv, x, block)

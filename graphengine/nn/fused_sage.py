@@ -215,7 +215,11 @@ class FusedSageMean(torch.autograd.Function):
         if needs[0]:
             grad_both = linear(grad, weight.t(), None)
             grad_x, column_sum = input_gradient(
-                ctx.adjacency, grad_both[:, :channels], grad_both[:, channels:], input_relu_mask
+                ctx.adjacency,
+                grad_both[:, :channels],
+                grad_both[:, channels:],
+                input_relu_mask,
+                column_sums=input_relu is not None,
             )
             if input_relu is not None:
                 input_relu.leave(grad_x, column_sum)

@@ -104,5 +104,5 @@ class _SelfLoopSum(torch.autograd.Function):
         if not ctx.needs_input_grad[0]:
             return None, None, None
         (self_weight,) = ctx.saved_tensors
-        grad_x, _ = input_gradient(ctx.adjacency, grad, grad * self_weight)
+        grad_x, _ = input_gradient(ctx.adjacency, grad, grad * self_weight, column_sums=False)
         return grad_x, None, None

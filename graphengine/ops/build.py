@@ -156,8 +156,11 @@ def _register_fakes() -> None:
     def fake_csr_sum(rowptr, col, value, x):
         return x.new_empty((rowptr.shape[0] - 1, x.shape[1]))
 
-    def fake_input_gradient(rowptr, col, value, grad, root_grad=None, relu_mask=None):
-        return grad.new_empty((rowptr.shape[0] - 1, grad.shape[1])), grad.new_empty(grad.shape[1])
+    def fake_input_gradient(
+        rowptr, col, value, grad, root_grad=None, relu_mask=None, column_sums=True
+    ):
+        sums = grad.new_empty(grad.shape[1] if column_sums else 0)
+        return grad.new_empty((rowptr.shape[0] - 1, grad.shape[1])), sums
 
     def fake_csr_sum_into(rowptr, col, value, x, out, root_out=None, index=None):
         return None
