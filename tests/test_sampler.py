@@ -7,7 +7,9 @@ import numpy as np
 import pytest
 from scipy.stats import chisquare
 
+import samplers.neighbor
 from samplers import NeighborSampler, SamplerInput, check_csc
+from samplers._kernels.neighbor import EMPTY
 from tests.conftest import random_csc
 
 GRAPHS = [
@@ -20,6 +22,15 @@ FANOUTS = [
     pytest.param([-1, 4], id="all-4"),
     pytest.param([70, 1], id="selection-70-1"),
 ]
+
+
+@pytest.fixture(params=["dense-ids", "hash-ids"])
+def id_map(request, monkeypatch):
+    """Both maps from node ids to batch-local ids: the array over all nodes that graphs this
+    small get, and the hash table of larger graphs."""
+    if request.param == "hash-ids":
+        monkeypatch.setattr(samplers.neighbor, "DENSE_IDS_MAX_NODES", 0)
+    return request.param
 
 
 def sample(indptr, indices, fanouts, seeds, seed=0, replace=False):
@@ -53,7 +64,7 @@ def replay(out, fanouts):
 @pytest.mark.parametrize("graph", GRAPHS)
 @pytest.mark.parametrize("fanouts", FANOUTS)
 @pytest.mark.parametrize("replace", [False, True], ids=["no-replace", "replace"])
-def test_sample_matches_brute_force_rules(graph, fanouts, replace):
+def test_sample_matches_brute_force_rules(graph, fanouts, replace, id_map):
     num_nodes, num_edges, seed, dtype = graph
     indptr, indices = random_csc(num_nodes, num_edges, seed, dtype)
     seeds = np.random.default_rng(seed).choice(num_nodes, 17, replace=False)
@@ -146,14 +157,14 @@ def test_same_seed_same_batch_any_thread_count():
     assert not np.array_equal(first.edge, other.edge)
 
 
-def test_relabel_table_grows_past_initial_capacity():
+def test_relabel_table_grows_past_initial_capacity(id_map):
     indptr, indices = random_csc(50_000, 800_000, 2)
     out = sample(indptr, indices, [-1, -1, -1], [0, 1])
     assert len(out.node) > 4096
     assert np.array_equal(replay(out, [-1, -1, -1]), out.node)
 
 
-def test_repeated_seeds_keep_their_positions():
+def test_repeated_seeds_keep_their_positions(id_map):
     indptr, indices = random_csc(100, 1000, 4)
     out = sample(indptr, indices, [3], [5, 9, 5])
     assert list(out.node[:3]) == [5, 9, 5]
@@ -235,3 +246,43 @@ def test_a_node_draws_the_same_neighbors_wherever_it_sits_in_the_frontier():
         }
 
     assert neighbors_by_seed(first) == neighbors_by_seed(second)
+
+
+@pytest.mark.parametrize("replace", [False, True], ids=["no-replace", "replace"])
+def test_dense_and_hash_id_maps_give_the_same_batches(replace, monkeypatch):
+    indptr, indices = random_csc(3000, 40_000, seed=6)
+    seeds = np.random.default_rng(6).choice(3000, 300)  # with repeats
+    dense = NeighborSampler(indptr, indices, [8, 4, -1], replace=replace)
+    batches = [dense.sample_from_nodes(SamplerInput(seeds, np.arange(300), s)) for s in range(3)]
+    assert len(dense._free_id_maps) == 1  # one map, reused batch after batch
+    assert (dense._free_id_maps[0] == EMPTY).all()
+    monkeypatch.setattr(samplers.neighbor, "DENSE_IDS_MAX_NODES", 0)
+    hashed = NeighborSampler(indptr, indices, [8, 4, -1], replace=replace)
+    for s, batch in enumerate(batches):
+        expected = hashed.sample_from_nodes(SamplerInput(seeds, np.arange(300), s))
+        for field in ("node", "row", "col", "edge", "num_sampled_nodes", "num_sampled_edges"):
+            assert np.array_equal(getattr(batch, field), getattr(expected, field)), field
+    assert hashed._free_id_maps == []
+
+
+def test_a_failed_batch_leaves_no_ids_behind(monkeypatch):
+    """A call that fails part way drops its dense map (half filled) instead of handing it to
+    the next call."""
+    indptr, indices = random_csc(500, 5000, seed=3)
+    seeds = np.arange(0, 500, 9)
+    sampler = NeighborSampler(indptr, indices, [5, 5])
+    expected = sampler.sample_from_nodes(SamplerInput(seeds, seeds, 1))
+    hop = NeighborSampler.sample_hop
+
+    def fail_on_second_hop(self, frontier, *args, **kwargs):
+        if frontier.shape[0] != seeds.shape[0]:
+            raise RuntimeError("the second hop failed")
+        return hop(self, frontier, *args, **kwargs)
+
+    with monkeypatch.context() as patch:
+        patch.setattr(NeighborSampler, "sample_hop", fail_on_second_hop)
+        with pytest.raises(RuntimeError, match="second hop"):
+            sampler.sample_from_nodes(SamplerInput(seeds, seeds, 1))
+    again = sampler.sample_from_nodes(SamplerInput(seeds, seeds, 1))
+    for field in ("node", "row", "col", "edge"):
+        assert np.array_equal(getattr(again, field), getattr(expected, field))

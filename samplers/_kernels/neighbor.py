@@ -6,8 +6,10 @@ Arrays only: ``indptr`` (int64, ``[num_nodes + 1]``), ``indices`` (int32 or int6
 One hop runs in three steps: ``hop_offsets`` (how many neighbors each frontier
 node gets, parallel), ``hop_sample`` (which ones, parallel over frontier nodes,
 each with its own random stream, numbered by the node's original id) and ``relabel``
-(global to batch-local ids with an open-addressing hash table whose size follows the batch,
-sequential so that new nodes are numbered in order of first appearance, as PyG does).
+(global to batch-local ids, sequential so that new nodes are numbered in order of first
+appearance, as PyG does). The id map is an open-addressing hash table whose size follows the
+batch (``insert_nodes``, ``relabel``) or, on graphs small enough, an array over all the
+graph's nodes (``insert_nodes_dense``, ``relabel_dense``, ``clear_dense``).
 """
 
 import numpy as np
@@ -210,3 +212,40 @@ def relabel(nbr, begin, table, shift, n_id, num_nodes, out_row):
                 break
             s = (s + 1) & mask
     return end, num_nodes
+
+
+@njit(nogil=True, cache=True)
+def insert_nodes_dense(nodes, count, local):
+    """Give ``nodes[:count]`` (int64 ids) the local ids ``0..count - 1`` in ``local`` (int32
+    ``[num_nodes]``, ``EMPTY`` for nodes outside the batch); a repeated node keeps its first."""
+    for i in range(count):
+        if local[nodes[i]] == EMPTY:
+            local[nodes[i]] = i
+
+
+@njit(nogil=True, cache=True)
+def relabel_dense(nbr, local, n_id, num_nodes, out_row):
+    """``relabel`` with the id map ``local`` (int32 ``[num_nodes]``, see
+    ``insert_nodes_dense``): one read per edge where the hash table probes. Returns the new
+    node count."""
+    end = nbr.shape[0]
+    for e in range(end):
+        if e + PREFETCH_DISTANCE < end:
+            prefetch(local, nbr[e + PREFETCH_DISTANCE])
+        node = nbr[e]
+        v = local[node]
+        if v == EMPTY:
+            v = num_nodes
+            local[node] = v
+            n_id[num_nodes] = node
+            num_nodes += 1
+        out_row[e] = v
+    return num_nodes
+
+
+@njit(nogil=True, cache=True)
+def clear_dense(local, nodes, count):
+    """Reset ``local`` to ``EMPTY`` at ``nodes[:count]`` (int64): the map is ready for the
+    next batch without a pass over all the graph's nodes."""
+    for i in range(count):
+        local[nodes[i]] = EMPTY
