@@ -72,15 +72,15 @@ TORCH_LIBRARY(graphengine, m) {
       "csr_sum(Tensor rowptr, Tensor col, Tensor? value, Tensor x) -> Tensor");
   m.def(
       "input_gradient(Tensor rowptr, Tensor col, Tensor? value, Tensor grad, "
-      "Tensor? root_grad=None, Tensor? relu_mask=None, bool column_sums=True) "
+      "Tensor? root_grad=None, Tensor? relu_input=None, bool column_sums=True) "
       "-> (Tensor, Tensor)");
   m.def(
       "csr_sum_into(Tensor rowptr, Tensor col, Tensor? value, Tensor x, Tensor(a!) out, "
-      "Tensor(b!)? root_out=None, Tensor? index=None) -> ()");
+      "Tensor(b!)? root_out=None, Tensor? index=None, bool relu=False) -> ()");
   m.def(
       "csr_transpose(Tensor rowptr, Tensor col, Tensor? value, int num_cols) "
       "-> (Tensor, Tensor, Tensor)");
-  m.def("bias_relu_(Tensor(a!) out, Tensor? bias=None, Tensor(b!)? mask=None) -> ()");
+  m.def("bias_relu_(Tensor(a!) out, Tensor? bias=None) -> ()");
   m.def(
       "gat_attention(Tensor h, Tensor att_src, Tensor att_dst, Tensor rowptr, Tensor col, "
       "float negative_slope, bool self_loops, Tensor? dropout=None) "

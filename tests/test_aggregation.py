@@ -147,20 +147,60 @@ def test_root_rows_are_copied_beside_the_sum(backend):
 
 
 @pytest.mark.parametrize("backend", ["csrc", "torch"])
+@pytest.mark.parametrize(
+    "dtype", [torch.float32, torch.bfloat16, torch.float16], ids=["float32", "bfloat16", "half"]
+)
+def test_a_relu_is_applied_to_the_rows_as_they_are_read(backend, dtype):
+    """With ``relu``, the sum and the root copy are those of ``relu(x)``: NaN stays NaN."""
+    adjacency = random_adjacency()
+    generator = torch.Generator().manual_seed(3)
+    x = torch.randn(adjacency.num_rows + 5, 6, generator=generator).to(dtype)
+    x[3, 1] = float("nan")
+    x[4, 2] = -0.0
+    square = CsrAdjacency(adjacency.rowptr, adjacency.col, adjacency.value, x.shape[0])
+    table = torch.full((adjacency.num_rows, 12), float("nan"), dtype=dtype)
+    previous = ops.get_backend()
+    ops.set_backend(backend)
+    try:
+        weighted_sum(square, x, out=table[:, :6], root_out=table[:, 6:], relu=True)
+    finally:
+        ops.set_backend(previous)
+    rectified = torch.relu(x.double())
+    expected = torch.from_numpy(scipy_product(square, rectified))
+    reads_nan = torch.zeros(adjacency.num_rows, 6, dtype=torch.bool)
+    for i in range(adjacency.num_rows):  # rows summing row 3 (NaN in column 1)
+        edges = adjacency.col[adjacency.rowptr[i] : adjacency.rowptr[i + 1]]
+        reads_nan[i, 1] = bool((edges == 3).any())
+    assert torch.equal(table[:, :6].isnan(), reads_nan)
+    np.testing.assert_allclose(
+        table[:, :6].double()[~reads_nan].numpy(),
+        expected[~reads_nan].numpy(),
+        rtol=1e-2 if dtype != torch.float32 else 1e-5,
+        atol=2e-2 if dtype != torch.float32 else 1e-5,
+    )
+    torch.testing.assert_close(
+        table[:, 6:], torch.relu(x[: adjacency.num_rows]), rtol=0, atol=0, equal_nan=True
+    )
+    with pytest.raises(ValueError, match="'root_out' and 'relu' need 'out'"):
+        weighted_sum(square, x, relu=True)
+
+
+@pytest.mark.parametrize("backend", ["csrc", "torch"])
 @pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16], ids=["float32", "bfloat16"])
 def test_input_gradient_adds_the_root_term_and_does_the_relus_backward(backend, dtype):
     adjacency = random_adjacency()  # [70, 50]: the gradient reaches 50 input rows
     generator = torch.Generator().manual_seed(1)
     grad = torch.randn(adjacency.num_rows, 8, generator=generator).to(dtype)
     wide = torch.randn(30, 16, generator=generator).to(dtype)  # root rows, strided
-    relu_out = torch.randn(adjacency.num_cols, 8, generator=generator).relu().to(dtype)
-    relu_out[4, 2] = float("nan")  # its gradient is kept, as threshold_backward keeps it
-    relu_mask = relu_out.isnan() | (relu_out > 0)
+    relu_input = torch.randn(adjacency.num_cols, 16, generator=generator).to(dtype)[:, ::2]
+    relu_input[4, 2] = float("nan")  # its gradient is kept, as the kernels' ReLU keeps NaN
+    relu_input[5, 3] = -0.0
+    relu_out = torch.relu(relu_input)
     previous = ops.get_backend()
     ops.set_backend(backend)
     try:
-        got, column_sum = input_gradient(adjacency, grad, wide[:, 8:], relu_mask)
-        unsummed, no_sum = input_gradient(adjacency, grad, wide[:, 8:], relu_mask, False)
+        got, column_sum = input_gradient(adjacency, grad, wide[:, 8:], relu_input)
+        unsummed, no_sum = input_gradient(adjacency, grad, wide[:, 8:], relu_input, False)
         plain, _ = input_gradient(adjacency, grad)
     finally:
         ops.set_backend(previous)
@@ -186,11 +226,10 @@ def test_input_gradient_refuses_tables_of_the_wrong_shape():
     grad = torch.randn(adjacency.num_rows, 4)
     with pytest.raises(RuntimeError, match=r"'root_grad' must be a CPU Float \[<= 50, 4\]"):
         input_gradient(adjacency, grad, torch.randn(51, 4))
-    mask = torch.ones(50, 4, dtype=torch.bool)
-    with pytest.raises(RuntimeError, match=r"'relu_mask' must be a CPU Bool \[50, 4\]"):
-        input_gradient(adjacency, grad, None, mask[:49])
-    with pytest.raises(RuntimeError, match=r"'relu_mask' must be a CPU Bool .* \(got Float"):
-        input_gradient(adjacency, grad, None, torch.randn(50, 4))
+    with pytest.raises(RuntimeError, match=r"'relu_input' must be a CPU Float \[50, 4\]"):
+        input_gradient(adjacency, grad, None, torch.randn(49, 4))
+    with pytest.raises(RuntimeError, match=r"'relu_input' must be a CPU Float .* \(got BFloat16"):
+        input_gradient(adjacency, grad, None, torch.randn(50, 4).bfloat16())
 
 
 @pytest.mark.parametrize("backend", ["csrc", "torch"])
@@ -238,7 +277,7 @@ def test_root_rows_need_an_output_and_enough_rows():
     out, root = torch.empty(adjacency.num_rows, 4), torch.empty(adjacency.num_rows, 4)
     with pytest.raises(RuntimeError, match="'root_out' needs at least 70 sources \\(got 50\\)"):
         torch.ops.graphengine.csr_sum_into(*args, out, root)
-    with pytest.raises(ValueError, match="'root_out' needs 'out'"):
+    with pytest.raises(ValueError, match="'root_out' and 'relu' need 'out'"):
         weighted_sum(adjacency, x, root_out=root)
     with pytest.raises(ValueError, match=r"'root_out' must be torch\.float32 of shape \[70, 4\]"):
         weighted_sum(adjacency, x, out=out, root_out=root[:, :3])
@@ -249,20 +288,15 @@ def test_root_rows_need_an_output_and_enough_rows():
 
 @pytest.mark.parametrize("with_bias", [True, False], ids=["bias", "no-bias"])
 @pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16, torch.float16])
-def test_bias_relu_equals_torchs_add_then_relu_and_masks_what_passed(dtype, with_bias):
+def test_bias_relu_equals_torchs_add_then_relu(dtype, with_bias):
     generator = torch.Generator().manual_seed(0)
     out = torch.randn(300, 37, generator=generator).to(dtype)
-    out[5, 3] = float("nan")  # relu keeps NaN, and its backward keeps NaN's gradient
-    out[7, 1] = 0.0  # zero does not pass
+    out[5, 3] = float("nan")  # relu keeps NaN
     bias = torch.randn(37, generator=generator).to(dtype) if with_bias else None
-    before = (out.float() + bias.float()) if with_bias else out.float()
     expected = (out + bias).relu() if with_bias else out.relu()
-    mask = torch.zeros(300, 37, dtype=torch.bool)
-    torch.ops.graphengine.bias_relu_(out, bias, mask)
+    torch.ops.graphengine.bias_relu_(out, bias)
     assert torch.equal(out.isnan(), expected.isnan())
     assert torch.equal(out.nan_to_num(), expected.nan_to_num())
-    assert torch.equal(mask, ~(before <= 0))
-    assert mask[5, 3] and (with_bias or not mask[7, 1])
 
 
 def test_bias_relu_refuses_bad_input():
@@ -274,10 +308,6 @@ def test_bias_relu_refuses_bad_input():
         bias_relu_(out, torch.randn(3).double())
     with pytest.raises(RuntimeError, match="contiguous 2-D"):
         bias_relu_(out.t(), torch.randn(4))
-    with pytest.raises(RuntimeError, match=r"'mask' must be a contiguous CPU Bool \[4, 3\]"):
-        bias_relu_(out, None, torch.zeros(4, 3))
-    with pytest.raises(RuntimeError, match=r"'mask' must be a contiguous CPU Bool"):
-        bias_relu_(out, None, torch.zeros(3, 4, dtype=torch.bool).t())
 
 
 def test_float64_runs_on_torch_in_float64():
@@ -394,12 +424,12 @@ def test_operators_pass_torch_opcheck():
     index = torch.randperm(x.shape[0])
     indexed = (*args, x, table[:, :5], table[:, 5:], index)
     torch.library.opcheck(ops_.csr_sum_into.default, indexed)
+    torch.library.opcheck(ops_.csr_sum_into.default, (*indexed, True))
     torch.library.opcheck(ops_.csr_transpose.default, (*args, adjacency.num_cols))
-    relu_mask = torch.randn(adjacency.num_rows, 5) > 0
-    torch.library.opcheck(ops_.input_gradient.default, (*square[:3], x, x[:7], relu_mask))
+    relu_input = torch.randn(adjacency.num_rows, 5)
+    torch.library.opcheck(ops_.input_gradient.default, (*square[:3], x, x[:7], relu_input))
     torch.library.opcheck(ops_.input_gradient.default, (*square[:3], x, None, None, False))
     out = torch.randn(30, 7)
-    mask = torch.empty(30, 7, dtype=torch.bool)
-    torch.library.opcheck(ops_.bias_relu_.default, (out, torch.randn(7), mask))
-    torch.library.opcheck(ops_.bias_relu_.default, (out, None, None))
+    torch.library.opcheck(ops_.bias_relu_.default, (out, torch.randn(7)))
+    torch.library.opcheck(ops_.bias_relu_.default, (out, None))
     torch.library.opcheck(ops_.relu_backward_sum.default, (torch.randn(30, 7), out.relu()))

@@ -18,15 +18,19 @@
 // in one table); the copy runs while the row's scattered sources are awaited. With
 // csr_sum_into's `index` (int64 [num_sources], each in [0, x.size(0))), the sources are x's
 // rows index[0..] (col points into index): x is a whole feature table and the product reads a
-// batch's rows where they lie, instead of after a gather that copies them.
+// batch's rows where they lie, instead of after a gather that copies them. With its `relu`,
+// the sources (and the root rows copied) are max(x, 0) as read (NaN stays NaN, as torch's relu
+// keeps it): x is the previous layer's output before its ReLU, which then takes no pass of its
+// own.
 //
 // input_gradient is a layer's backward through its aggregation, over the transposed
 // adjacency: the sum of `grad`'s rows, plus `root_grad` ([<= num_rows, width], grad's dtype,
-// contiguous rows: the root term's gradient) on the first rows, zeroed where `relu_mask`
-// ([num_rows, width] bool, contiguous rows: where the ReLU that gave the layer its input
-// passed it on) is false (that ReLU's backward), each row rounded once from float32; and the
-// result's column sums [width] (the previous layer's bias gradient), added in fixed blocks of
-// rows so that they do not depend on the thread count (with `column_sums`; else an empty [0]).
+// contiguous rows: the root term's gradient) on the first rows, zeroed where `relu_input`
+// ([num_rows, width], grad's dtype, contiguous rows: what the ReLU that gave the layer its
+// input was given) is <= 0 (that ReLU's backward; NaN keeps its gradient), each row rounded
+// once from float32; and the result's column sums [width] (the previous layer's bias
+// gradient), added in fixed blocks of rows so that they do not depend on the thread count
+// (with `column_sums`; else an empty [0]).
 #include <ATen/ATen.h>
 #include <ATen/MemoryOverlap.h>
 #include <ATen/Parallel.h>
@@ -70,6 +74,41 @@ GRAPHENGINE_ROW_LOOP void add_scaled(float w, const uint16_t* x, float* acc, int
   }
 }
 
+// The ReLU of v: 0 where v <= 0, else v (NaN stays NaN, as torch's relu keeps it).
+inline float relu_value(float v) { return v <= 0.0f ? 0.0f : v; }
+
+// acc += w * max(x, 0), x float.
+GRAPHENGINE_ROW_LOOP void add_scaled_relu(float w, const float* x, float* acc, int64_t n) {
+#pragma omp simd
+  for (int64_t i = 0; i < n; ++i) {
+    acc[i] += w * relu_value(x[i]);
+  }
+}
+
+// acc += w * max(x, 0), x bfloat16.
+GRAPHENGINE_ROW_LOOP void add_scaled_relu(float w, const uint16_t* x, float* acc, int64_t n) {
+#pragma omp simd
+  for (int64_t i = 0; i < n; ++i) {
+    acc[i] += w * relu_value(bfloat16_to_float(x[i]));
+  }
+}
+
+// out = max(x, 0), x and out float.
+GRAPHENGINE_ROW_LOOP void copy_relu(const float* x, float* out, int64_t n) {
+#pragma omp simd
+  for (int64_t i = 0; i < n; ++i) {
+    out[i] = relu_value(x[i]);
+  }
+}
+
+// out = max(x, 0), x and out bfloat16 (exact: each value is kept or zeroed).
+GRAPHENGINE_ROW_LOOP void copy_relu(const uint16_t* x, uint16_t* out, int64_t n) {
+#pragma omp simd
+  for (int64_t i = 0; i < n; ++i) {
+    out[i] = bfloat16_to_float(x[i]) <= 0.0f ? static_cast<uint16_t>(0) : x[i];
+  }
+}
+
 // out = acc rounded to bfloat16 (to nearest even; NaN stays NaN), as c10::BFloat16 rounds.
 GRAPHENGINE_ROW_LOOP void store_bfloat16(const float* acc, uint16_t* out, int64_t n) {
 #pragma omp simd
@@ -78,15 +117,35 @@ GRAPHENGINE_ROW_LOOP void store_bfloat16(const float* acc, uint16_t* out, int64_
   }
 }
 
-template <typename scalar_t>
+// acc += w * x, or w * max(x, 0) with kRelu.
+template <bool kRelu, typename scalar_t>
 void add_scaled_row(float w, const scalar_t* x, float* acc, int64_t n) {
-  if constexpr (std::is_same_v<scalar_t, float>) {
-    add_scaled(w, x, acc, n);
-  } else if constexpr (std::is_same_v<scalar_t, at::BFloat16>) {
-    add_scaled(w, reinterpret_cast<const uint16_t*>(x), acc, n);
+  if constexpr (std::is_same_v<scalar_t, float> || std::is_same_v<scalar_t, at::BFloat16>) {
+    const auto* bits = reinterpret_cast<const row_bits_t<scalar_t>*>(x);
+    if constexpr (kRelu) {
+      add_scaled_relu(w, bits, acc, n);
+    } else {
+      add_scaled(w, bits, acc, n);
+    }
   } else {
     for (int64_t i = 0; i < n; ++i) {
-      acc[i] += w * static_cast<float>(x[i]);
+      const float value = static_cast<float>(x[i]);
+      acc[i] += w * (kRelu ? relu_value(value) : value);
+    }
+  }
+}
+
+// out = x, or max(x, 0) with kRelu.
+template <bool kRelu, typename scalar_t>
+void copy_row(const scalar_t* x, scalar_t* out, int64_t n) {
+  if constexpr (!kRelu) {
+    std::memcpy(out, x, n * sizeof(scalar_t));
+  } else if constexpr (std::is_same_v<scalar_t, float> || std::is_same_v<scalar_t, at::BFloat16>) {
+    using bits_t = row_bits_t<scalar_t>;
+    copy_relu(reinterpret_cast<const bits_t*>(x), reinterpret_cast<bits_t*>(out), n);
+  } else {
+    for (int64_t i = 0; i < n; ++i) {
+      out[i] = static_cast<float>(x[i]) <= 0.0f ? scalar_t(0.0f) : x[i];
     }
   }
 }
@@ -197,12 +256,30 @@ void check_output(const at::Tensor& out, const at::Tensor& x, int64_t num_rows,
   at::assert_no_overlap(out, x);
 }
 
-// acc = 0 where `keep` is 0 (false: the ReLU before the layer output 0 there). Read as bytes:
-// GCC does not vectorize loads of bool.
-GRAPHENGINE_ROW_LOOP void mask_row(const uint8_t* keep, float* acc, int64_t n) {
+// acc = 0 where the ReLU's input z <= 0 (it output 0 there): its backward. z float.
+GRAPHENGINE_ROW_LOOP void relu_backward_row(const float* z, float* acc, int64_t n) {
 #pragma omp simd
   for (int64_t i = 0; i < n; ++i) {
-    acc[i] = keep[i] != 0 ? acc[i] : 0.0f;
+    acc[i] = z[i] <= 0.0f ? 0.0f : acc[i];
+  }
+}
+
+// The same, z bfloat16.
+GRAPHENGINE_ROW_LOOP void relu_backward_row(const uint16_t* z, float* acc, int64_t n) {
+#pragma omp simd
+  for (int64_t i = 0; i < n; ++i) {
+    acc[i] = bfloat16_to_float(z[i]) <= 0.0f ? 0.0f : acc[i];
+  }
+}
+
+template <typename scalar_t>
+void relu_backward_row(const scalar_t* z, float* acc, int64_t n) {
+  if constexpr (std::is_same_v<scalar_t, float> || std::is_same_v<scalar_t, at::BFloat16>) {
+    relu_backward_row(reinterpret_cast<const row_bits_t<scalar_t>*>(z), acc, n);
+  } else {
+    for (int64_t i = 0; i < n; ++i) {
+      acc[i] = static_cast<float>(z[i]) <= 0.0f ? 0.0f : acc[i];
+    }
   }
 }
 
@@ -215,12 +292,12 @@ struct Rows {
 };
 
 // What a row gets after its sum: `add`'s row added (rows below add.count), zeroed where
-// `relu_mask` is false, x's own row copied into `root_out`, and the result added to its row
+// `relu_input` is <= 0, x's own row copied into `root_out`, and the result added to its row
 // block's column sums (`block_sums`, [blocks of kRowBlock rows, width] float32).
 template <typename scalar_t>
 struct Epilogue {
   Rows<const scalar_t> add;
-  Rows<const uint8_t> relu_mask;
+  Rows<const scalar_t> relu_input;
   Rows<scalar_t> root_out;
   float* block_sums = nullptr;
 };
@@ -233,7 +310,8 @@ GRAPHENGINE_ROW_LOOP void add_row(const float* x, float* acc, int64_t n) {
   }
 }
 
-template <typename scalar_t>
+// With kRelu, the sources (and root rows) are max(x, 0) as read.
+template <bool kRelu, typename scalar_t>
 void csr_sum_kernel(const int64_t* rowptr, const int64_t* col, const float* value,
                     const scalar_t* x, int64_t x_stride, const int64_t* index, int64_t num_rows,
                     int64_t width, scalar_t* out, int64_t out_stride,
@@ -263,13 +341,14 @@ void csr_sum_kernel(const int64_t* rowptr, const int64_t* col, const float* valu
         if (e + kPrefetchEdges < edges_end) {
           prefetch_row(source_row(col[e + kPrefetchEdges]), row_bytes);
         }
-        add_scaled_row(value == nullptr ? 1.0f : value[e], source_row(col[e]), acc, width);
+        add_scaled_row<kRelu>(value == nullptr ? 1.0f : value[e], source_row(col[e]), acc,
+                              width);
       }
       if (i < epilogue.add.count) {
-        add_scaled_row(1.0f, epilogue.add.data + i * epilogue.add.stride, acc, width);
+        add_scaled_row<false>(1.0f, epilogue.add.data + i * epilogue.add.stride, acc, width);
       }
-      if (epilogue.relu_mask.data != nullptr) {
-        mask_row(epilogue.relu_mask.data + i * epilogue.relu_mask.stride, acc, width);
+      if (epilogue.relu_input.data != nullptr) {
+        relu_backward_row(epilogue.relu_input.data + i * epilogue.relu_input.stride, acc, width);
       }
       if (epilogue.block_sums != nullptr) {
         add_row(acc, epilogue.block_sums + (i / kRowBlock) * width, width);
@@ -283,8 +362,8 @@ void csr_sum_kernel(const int64_t* rowptr, const int64_t* col, const float* valu
         }
       }
       if (epilogue.root_out.data != nullptr) {
-        std::memcpy(epilogue.root_out.data + i * epilogue.root_out.stride, source_row(i),
-                    row_bytes);
+        copy_row<kRelu>(source_row(i), epilogue.root_out.data + i * epilogue.root_out.stride,
+                        width);
       }
     }
   });
@@ -294,9 +373,9 @@ void csr_sum_kernel(const int64_t* rowptr, const int64_t* col, const float* valu
 void run_csr_sum(const at::Tensor& rowptr, const at::Tensor& col,
                  const std::optional<at::Tensor>& value, const at::Tensor& x,
                  const at::Tensor& out, const std::optional<at::Tensor>& add,
-                 const std::optional<at::Tensor>& relu_mask,
+                 const std::optional<at::Tensor>& relu_input,
                  const std::optional<at::Tensor>& root_out, float* block_sums,
-                 const std::optional<at::Tensor>& index) {
+                 const std::optional<at::Tensor>& index, bool relu) {
   const int64_t num_rows = rowptr.numel() - 1, width = x.size(1);
   if (num_rows == 0 || width == 0) {
     return;
@@ -311,17 +390,17 @@ void run_csr_sum(const at::Tensor& rowptr, const at::Tensor& col,
     if (add.has_value()) {
       epilogue.add = {add->data_ptr<scalar_t>(), add->stride(0), add->size(0)};
     }
-    if (relu_mask.has_value()) {
-      epilogue.relu_mask = {reinterpret_cast<const uint8_t*>(relu_mask->data_ptr<bool>()),
-                           relu_mask->stride(0), num_rows};
+    if (relu_input.has_value()) {
+      epilogue.relu_input = {relu_input->data_ptr<scalar_t>(), relu_input->stride(0), num_rows};
     }
     if (root_out.has_value()) {
       epilogue.root_out = {root_out->data_ptr<scalar_t>(), root_out->stride(0), num_rows};
     }
     epilogue.block_sums = block_sums;
-    csr_sum_kernel<scalar_t>(ptr, source, weight, x.data_ptr<scalar_t>(), stride,
-                             index.has_value() ? index->data_ptr<int64_t>() : nullptr, num_rows,
-                             width, out.data_ptr<scalar_t>(), out.stride(0), epilogue);
+    auto kernel = relu ? csr_sum_kernel<true, scalar_t> : csr_sum_kernel<false, scalar_t>;
+    kernel(ptr, source, weight, x.data_ptr<scalar_t>(), stride,
+           index.has_value() ? index->data_ptr<int64_t>() : nullptr, num_rows, width,
+           out.data_ptr<scalar_t>(), out.stride(0), epilogue);
   };
   dispatch_row_loop_type(x.scalar_type(), run);  // check_csr allowed it
 }
@@ -331,7 +410,7 @@ at::Tensor csr_sum_cpu(const at::Tensor& rowptr, const at::Tensor& col,
   check_csr(rowptr, col, value, x, x.size(0), "csr_sum", "x");
   at::Tensor out = pooled_empty({rowptr.numel() - 1, x.size(1)}, x.options());
   run_csr_sum(rowptr, col, value, x, out, std::nullopt, std::nullopt, std::nullopt, nullptr,
-              std::nullopt);
+              std::nullopt, false);
   return out;
 }
 
@@ -340,39 +419,33 @@ std::tuple<at::Tensor, at::Tensor> input_gradient_cpu(const at::Tensor& rowptr,
                                                       const std::optional<at::Tensor>& value,
                                                       const at::Tensor& grad,
                                                       const std::optional<at::Tensor>& root_grad,
-                                                      const std::optional<at::Tensor>& relu_mask,
+                                                      const std::optional<at::Tensor>& relu_input,
                                                       bool column_sums) {
   check_csr(rowptr, col, value, grad, grad.size(0), "input_gradient", "grad");
   const int64_t num_rows = rowptr.numel() - 1, width = grad.size(1);
   if (root_grad.has_value()) {
     check_rows(*root_grad, grad, num_rows, false, "input_gradient", "root_grad");
   }
-  if (relu_mask.has_value()) {
-    const at::Tensor& mask = *relu_mask;
-    TORCH_CHECK(mask.scalar_type() == at::kBool && mask.device().is_cpu() && mask.dim() == 2 &&
-                    mask.size(0) == num_rows && mask.size(1) == width &&
-                    (width <= 1 || mask.stride(1) == 1),
-                "input_gradient: 'relu_mask' must be a CPU Bool [", num_rows, ", ", width,
-                "] tensor with contiguous rows (got ", mask.scalar_type(), " ", mask.sizes(),
-                ", strides ", mask.strides(), ")");
+  if (relu_input.has_value()) {
+    check_rows(*relu_input, grad, num_rows, true, "input_gradient", "relu_input");
   }
   at::Tensor out = pooled_empty({num_rows, width}, grad.options());
   if (!column_sums) {
-    run_csr_sum(rowptr, col, value, grad, out, root_grad, relu_mask, std::nullopt, nullptr,
-                std::nullopt);
+    run_csr_sum(rowptr, col, value, grad, out, root_grad, relu_input, std::nullopt, nullptr,
+                std::nullopt, false);
     return {out, at::empty({0}, grad.options())};
   }
   const int64_t num_blocks = (num_rows + kRowBlock - 1) / kRowBlock;
   at::Tensor block_sums = at::zeros({num_blocks, width}, grad.options().dtype(at::kFloat));
-  run_csr_sum(rowptr, col, value, grad, out, root_grad, relu_mask, std::nullopt,
-              block_sums.data_ptr<float>(), std::nullopt);
+  run_csr_sum(rowptr, col, value, grad, out, root_grad, relu_input, std::nullopt,
+              block_sums.data_ptr<float>(), std::nullopt, false);
   return {out, sum_row_blocks(block_sums).to(grad.scalar_type())};
 }
 
 void csr_sum_into_cpu(const at::Tensor& rowptr, const at::Tensor& col,
                       const std::optional<at::Tensor>& value, const at::Tensor& x,
                       const at::Tensor& out, const std::optional<at::Tensor>& root_out,
-                      const std::optional<at::Tensor>& index) {
+                      const std::optional<at::Tensor>& index, bool relu) {
   // With `index`, the sources are x's rows index[0..], which the entries of col point into.
   const int64_t num_sources = index.has_value() ? index->numel() : x.size(0);
   if (index.has_value()) {
@@ -391,7 +464,8 @@ void csr_sum_into_cpu(const at::Tensor& rowptr, const at::Tensor& col,
     check_output(*root_out, x, num_rows, "root_out");
     at::assert_no_overlap(*root_out, out);
   }
-  run_csr_sum(rowptr, col, value, x, out, std::nullopt, std::nullopt, root_out, nullptr, index);
+  run_csr_sum(rowptr, col, value, x, out, std::nullopt, std::nullopt, root_out, nullptr, index,
+              relu);
 }
 
 // The transpose [num_cols, num_rows]: the entries grouped by column, in row order within one

@@ -4,9 +4,7 @@
 // bias_relu_: out = max(out + bias, 0) in place (NaN stays NaN, as torch's relu keeps it), after
 // a product without bias (torch's addmm with a bias first broadcasts the bias into its output,
 // a pass, and then accumulates the product into it), or after one that added it (no bias
-// here). With `mask` (bool, out's shape, contiguous), it also writes where the ReLU passed its
-// input on (out + bias not <= 0, NaN included): what the ReLU's backward needs, a quarter of
-// the bytes of the float32 output it would otherwise keep.
+// here).
 //
 // relu_backward_sum: grad_in = 0 where out <= 0, else grad (as torch's threshold_backward, NaN
 // outputs keep their gradient), and its column sums (the gradient of a bias added before the
@@ -36,67 +34,43 @@ namespace {
 
 constexpr int64_t kRowBlock = 512;  // rows per partial column sum
 
-GRAPHENGINE_ROW_LOOP void bias_relu_row(float* out, const float* bias, bool* keep, int64_t n) {
-  if (keep == nullptr) {
-#pragma omp simd
-    for (int64_t i = 0; i < n; ++i) {
-      const float value = out[i] + bias[i];
-      out[i] = value < 0.0f ? 0.0f : value;
-    }
-    return;
-  }
+GRAPHENGINE_ROW_LOOP void bias_relu_row(float* out, const float* bias, int64_t n) {
 #pragma omp simd
   for (int64_t i = 0; i < n; ++i) {
     const float value = out[i] + bias[i];
     out[i] = value < 0.0f ? 0.0f : value;
-    keep[i] = !(value <= 0.0f);
   }
 }
 
 // bfloat16: the sum rounded to nearest even, as c10::BFloat16 rounds (NaN stays NaN).
-GRAPHENGINE_ROW_LOOP void bias_relu_row(uint16_t* out, const float* bias, bool* keep,
-                                        int64_t n) {
-  if (keep == nullptr) {
-#pragma omp simd
-    for (int64_t i = 0; i < n; ++i) {
-      const float value = bfloat16_to_float(out[i]) + bias[i];
-      out[i] = float_to_bfloat16(value < 0.0f ? 0.0f : value);
-    }
-    return;
-  }
+GRAPHENGINE_ROW_LOOP void bias_relu_row(uint16_t* out, const float* bias, int64_t n) {
 #pragma omp simd
   for (int64_t i = 0; i < n; ++i) {
     const float value = bfloat16_to_float(out[i]) + bias[i];
     out[i] = float_to_bfloat16(value < 0.0f ? 0.0f : value);
-    keep[i] = !(value <= 0.0f);
   }
 }
 
-void bias_relu_row(at::Half* out, const float* bias, bool* keep, int64_t n) {
+void bias_relu_row(at::Half* out, const float* bias, int64_t n) {
   for (int64_t i = 0; i < n; ++i) {
     const float value = static_cast<float>(out[i]) + bias[i];
     out[i] = at::Half(value < 0.0f ? 0.0f : value);
-    if (keep != nullptr) {
-      keep[i] = !(value <= 0.0f);
-    }
   }
 }
 
 template <typename scalar_t>
-void bias_relu_kernel(at::Tensor& out, const float* bias, bool* keep) {
+void bias_relu_kernel(at::Tensor& out, const float* bias) {
   using bits_t = row_bits_t<scalar_t>;
   const int64_t rows = out.size(0), channels = out.size(1);
   auto* data = reinterpret_cast<bits_t*>(out.data_ptr<scalar_t>());
   at::parallel_for(0, rows, 256, [&](int64_t begin, int64_t end) {
     for (int64_t r = begin; r < end; ++r) {
-      bias_relu_row(data + r * channels, bias, keep == nullptr ? nullptr : keep + r * channels,
-                    channels);
+      bias_relu_row(data + r * channels, bias, channels);
     }
   });
 }
 
-void bias_relu_cpu(at::Tensor& out, const std::optional<at::Tensor>& bias,
-                   const std::optional<at::Tensor>& mask) {
+void bias_relu_cpu(at::Tensor& out, const std::optional<at::Tensor>& bias) {
   TORCH_CHECK(out.dim() == 2 && out.is_contiguous() && is_row_loop_type(out.scalar_type()) &&
                   out.device().is_cpu(),
               "bias_relu_: 'out' must be a contiguous 2-D float32, bfloat16 or float16 CPU "
@@ -109,19 +83,12 @@ void bias_relu_cpu(at::Tensor& out, const std::optional<at::Tensor>& bias,
                 "bias_relu_: 'bias' must be a CPU ", out.scalar_type(), " [", channels,
                 "] tensor (got ", bias->scalar_type(), " ", bias->sizes(), ")");
   }
-  if (mask.has_value()) {
-    TORCH_CHECK(mask->scalar_type() == at::kBool && mask->sizes() == out.sizes() &&
-                    mask->is_contiguous() && mask->device().is_cpu(),
-                "bias_relu_: 'mask' must be a contiguous CPU Bool ", out.sizes(),
-                " tensor (got ", mask->scalar_type(), " ", mask->sizes(), ")");
-  }
   const at::Tensor bias_float =
       bias.has_value() ? bias->to(at::kFloat).contiguous()
                        : at::zeros({channels}, out.options().dtype(at::kFloat));
   const float* b = bias_float.data_ptr<float>();
-  bool* keep = mask.has_value() ? mask->data_ptr<bool>() : nullptr;
   dispatch_row_loop_type(out.scalar_type(), [&](auto type_tag) {
-    bias_relu_kernel<decltype(type_tag)>(out, b, keep);
+    bias_relu_kernel<decltype(type_tag)>(out, b);
   });
 }
 

@@ -178,21 +178,25 @@ def weighted_sum(
     x: torch.Tensor | IndexedRows,
     out: torch.Tensor | None = None,
     root_out: torch.Tensor | None = None,
+    relu: bool = False,
 ) -> torch.Tensor:
     """``adjacency @ x``: ``x`` ``[num_cols, width]`` to ``[num_rows, width]`` in ``x``'s
     dtype (rows without entries are zeros). Differentiable in ``x``, except when written into
     ``out`` (``[num_rows, width]``, ``x``'s dtype, contiguous rows: e.g. the left columns of
     a wider table), which is for autograd functions' own forward passes. With ``root_out``
     (``out`` given too; the same shape and dtype), ``x[:num_rows]`` is copied into it in the
-    same pass: GraphSAGE's root term beside its mean. ``x`` may be :class:`IndexedRows` when
-    written into ``out``: the CPU kernel reads the rows from the table."""
+    same pass: GraphSAGE's root term beside its mean. With ``relu`` (``out`` given too), the
+    product and the copy are of ``relu(x)``, applied as the rows are read: ``x`` is a layer's
+    output before the ReLU after it, which then takes no pass of its own. ``x`` may be
+    :class:`IndexedRows` when written into ``out``: the CPU kernel reads the rows from the
+    table."""
     if len(x.shape) != 2 or x.shape[0] != adjacency.num_cols:
         raise ValueError(
             f"'x' must be 2-D with {adjacency.num_cols} rows (got shape {list(x.shape)})"
         )
     if out is None:
-        if root_out is not None:
-            raise ValueError("'root_out' needs 'out'")
+        if root_out is not None or relu:
+            raise ValueError("'root_out' and 'relu' need 'out'")
         if isinstance(x, IndexedRows):
             x = x.gather()
         return _WeightedSum.apply(adjacency, x)
@@ -205,18 +209,18 @@ def weighted_sum(
             )
     if isinstance(x, IndexedRows):
         if uses_kernel(x.table):
-            return _product(adjacency, x.table, out, root_out, x.index.contiguous())
+            return _product(adjacency, x.table, out, root_out, x.index.contiguous(), relu)
         x = x.gather()
     if torch.is_grad_enabled() and x.requires_grad:
         raise RuntimeError("weighted_sum(..., out=) does not differentiate; call it without")
-    return _product(adjacency, x, out, root_out)
+    return _product(adjacency, x, out, root_out, relu=relu)
 
 
 def input_gradient(
     adjacency: CsrAdjacency,
     grad: torch.Tensor,
     root_grad: torch.Tensor | None = None,
-    relu_mask: torch.Tensor | None = None,
+    relu_input: torch.Tensor | None = None,
     column_sums: bool = True,
 ) -> tuple[torch.Tensor, torch.Tensor | None]:
     """The gradient reaching an aggregating layer's input, and its column sums.
@@ -224,8 +228,9 @@ def input_gradient(
     The gradient ``[num_cols, width]`` in ``grad``'s dtype is ``adjacency.transposed @ grad``
     (``grad`` ``[num_rows, width]``: the aggregation's output gradient), plus ``root_grad``
     (``[<= num_cols, width]``: the root term's gradient) on its first rows, and, with
-    ``relu_mask`` (bool ``[num_cols, width]``: where the ReLU that gave the layer its input
-    passed it on), zero where the mask is false: that ReLU's backward. The column sums
+    ``relu_input`` (``[num_cols, width]``, ``grad``'s dtype: what the ReLU that gave the layer
+    its input was given), zero where that is ``<= 0``: the ReLU's backward (NaN keeps its
+    gradient). The column sums
     ``[width]`` (the gradient of a bias added before the ReLU; ``None`` without
     ``column_sums``) come in the same pass on the CPU kernel. Not differentiable."""
     transposed = adjacency.transposed
@@ -234,15 +239,15 @@ def input_gradient(
             transposed.rowptr,
             transposed.col,
             transposed.value.to(torch.float32),
-            *(_contiguous_rows(t) for t in (grad, root_grad, relu_mask)),
+            *(_contiguous_rows(t) for t in (grad, root_grad, relu_input)),
             column_sums,
         )
         return result, sums if column_sums else None
     result = _product(transposed, grad.contiguous())
     if root_grad is not None:
         result[: root_grad.shape[0]] += root_grad
-    if relu_mask is not None:
-        result.masked_fill_(relu_mask.logical_not(), 0)
+    if relu_input is not None:
+        result.masked_fill_(relu_input <= 0, 0)
     return result, result.sum(0) if column_sums else None
 
 
@@ -263,16 +268,20 @@ def _product(
     out: torch.Tensor | None = None,
     root_out: torch.Tensor | None = None,
     index: torch.Tensor | None = None,
+    relu: bool = False,
 ) -> torch.Tensor:
-    """``adjacency @ x`` (into ``out``, with ``root_out``: see :func:`weighted_sum`). With
-    ``index`` (the kernel and ``out`` only), the sources are ``x``'s rows ``index``."""
+    """``adjacency @ x`` (into ``out``, with ``root_out`` and ``relu``: see
+    :func:`weighted_sum`). With ``index`` (the kernel and ``out`` only), the sources are
+    ``x``'s rows ``index``."""
     if uses_kernel(x):
         value = adjacency.value.to(torch.float32)
         args = (adjacency.rowptr, adjacency.col, value, _contiguous_rows(x))
         if out is None:
             return torch.ops.graphengine.csr_sum(*args)
-        torch.ops.graphengine.csr_sum_into(*args, out, root_out, index)
+        torch.ops.graphengine.csr_sum_into(*args, out, root_out, index, relu)
         return out
+    if relu:
+        x = torch.relu(x)
     if root_out is not None:
         root_out.copy_(x[: adjacency.num_rows])
     if out is not None:

@@ -188,15 +188,14 @@ def block_forward(
     scale = None  # GCN's batch degrees, once a GCN layer needs them
     if isinstance(x, IndexedRows) and not (fused and fuses(model.convs[0])):
         x = x.gather()  # only the fused mean layer reads rows from the table
-    link = None  # the ReLU before this layer, when this layer does its backward
+    link = None  # the ReLU before this layer, when this layer applies it
     for layer, (conv, block) in enumerate(zip(model.convs, blocks, strict=True)):
         x_src = x if x.shape[0] == block.num_src else x[: block.num_src]
         relu = False  # whether the layer applies the ReLU after it itself
         relu_follows = layer < last and isinstance(model.act, torch.nn.ReLU)
         if fused and fuses(conv):
             relu = relu_follows
-            links = relu and fuses(model.convs[layer + 1]) and torch.is_grad_enabled()
-            output_link = ReluLink() if links else None
+            output_link = ReluLink() if relu and fuses(model.convs[layer + 1]) else None
             x = sage_mean(conv, x_src, block, relu, input_relu=link, output_relu=output_link)
             link = output_link
         elif fused and fuses_gat(conv, x_src):

@@ -1,10 +1,10 @@
 """The fused layers' dense products, through oneDNN's inner product on the CPU.
 
 torch runs a float32 ``x @ w.t()`` on the CPU through MKL's sgemm, and its bfloat16 one
-through oneDNN. torch also ships oneDNN's float32 inner product, as the op its compiler
+through oneDNN's matmul. torch also ships oneDNN's inner product, as the op its compiler
 lowers linear layers to (``torch.ops.mkldnn._linear_pointwise``). On this machine's CPU (AMD
-EPYC, Zen 4, AVX-512; 2 threads) that op is faster on a GraphSAGE step's products. Measured
-alone, medians of 9, in two runs (GFLOP/s):
+EPYC, Zen 4, AVX-512; 2 threads) that op is faster on a GraphSAGE step's float32 products.
+Measured alone, medians of 9, in two runs (GFLOP/s):
 
 ============================================= =========== ===========
 product (rows from synthetic-products' step)  MKL         oneDNN
@@ -15,14 +15,18 @@ product (rows from synthetic-products' step)  MKL         oneDNN
 ============================================= =========== ===========
 
 oneDNN adds the bias inside the product (MKL's ``addmm`` first copies it into every output
-row). Its fused ReLU is not used: it turns NaN into 0, where torch's ReLU keeps NaN, and
-that would hide a diverged model. The weights' gradient ``grad.t() @ x``, a product over the
-batch's rows, stays on MKL: oneDNN's inner product wants both operands with the batch's rows
-contiguous, which here means transposing ``[109k, 256]`` first (102 against 151 GFLOP/s).
+row). In bfloat16 the inner product is as fast as torch's product without a bias (391-419
+against 392-426 GFLOP/s on the shapes above) and adds the bias, where torch's ``addmm`` took
+327-405; it runs where oneDNN has bfloat16 kernels for this CPU. Its fused ReLU is not
+used: it turns NaN into 0, where torch's ReLU keeps NaN, and that would hide a diverged
+model. The weights' gradient ``grad.t() @ x``, a product over the batch's rows, stays on
+torch's ``mm``: oneDNN's inner product wants both operands with the batch's rows contiguous,
+which here means transposing ``[109k, 256]`` first (102 against 151 GFLOP/s in float32).
 
 The op is private to torch, so it is used where it was checked once in this process
-against a float64 product (a small problem with a strided input, within float32 rounding),
-and only on float32 CPU tensors with torch's oneDNN enabled (``torch.backends.mkldnn``).
+against a float64 product (a small problem with a strided input, within float32 and
+bfloat16 rounding), and only on float32 or bfloat16 CPU tensors with torch's oneDNN enabled
+(``torch.backends.mkldnn``).
 The ``"torch"`` ops backend (:func:`graphengine.ops.set_backend`,
 ``GRAPHENGINE_OPS_BACKEND=torch``) computes with torch's own ops everywhere, this product
 included.
@@ -47,20 +51,15 @@ def linear(
     weight: torch.Tensor,
     bias: torch.Tensor | None,
     relu: bool = False,
-    relu_mask: torch.Tensor | None = None,
 ) -> torch.Tensor:
-    """``x @ weight.t() + bias``, then ReLU when ``relu``: ``x`` float ``[rows, in]``,
-    ``weight`` ``[out, in]`` and ``bias`` ``[out]`` (or ``None``) in ``x``'s dtype, to
-    ``[rows, out]``. ``relu_mask`` (with ``relu``; bool ``[rows, out]``) is filled with where
-    the ReLU passed its input on (not ``<= 0``; NaN passes, as torch's ReLU keeps it): all
-    its backward needs. Not differentiable (the fused layers call it in their own autograd
-    functions).
+    """``x @ weight.t() + bias``, then ReLU when ``relu`` (NaN stays NaN, as torch's ReLU
+    keeps it): ``x`` float ``[rows, in]``, ``weight`` ``[out, in]`` and ``bias`` ``[out]``
+    (or ``None``) in ``x``'s dtype, to ``[rows, out]``. Not differentiable (the fused layers
+    call it in their own autograd functions).
 
     With a ReLU and without oneDNN, the product runs without the bias and the extension's
     ``bias_relu_`` adds it in the ReLU's pass (``addmm`` would first copy the bias into every
     output row)."""
-    if relu_mask is not None and not relu:
-        raise ValueError("'relu_mask' needs 'relu'")
     bias_with_relu = None  # the bias, when bias_relu_ adds it in the ReLU's pass
     if uses_onednn(x):
         out = torch.ops.mkldnn._linear_pointwise(x, weight.contiguous(), bias, "none", [], "")
@@ -71,10 +70,8 @@ def linear(
     if not relu:
         return out
     if uses_kernel(out):
-        torch.ops.graphengine.bias_relu_(out, bias_with_relu, relu_mask)
+        torch.ops.graphengine.bias_relu_(out, bias_with_relu)
         return out
-    if relu_mask is not None:
-        torch.logical_not(out <= 0, out=relu_mask)
     return out.relu_()
 
 
@@ -135,37 +132,52 @@ class _OneDnnLinear(torch.autograd.Function):
 
 
 def uses_onednn(x: torch.Tensor) -> bool:
-    """Whether :func:`linear` runs oneDNN's inner product on ``x``: a 2-D float32 CPU
-    tensor, not the ``"torch"`` ops backend, torch's oneDNN enabled and checked."""
+    """Whether :func:`linear` runs oneDNN's inner product on ``x``: a 2-D float32 or
+    bfloat16 CPU tensor, not the ``"torch"`` ops backend, torch's oneDNN enabled and checked
+    (for bfloat16, where oneDNN has bfloat16 kernels for this CPU)."""
     return (
         x.device.type == "cpu"
-        and x.dtype == torch.float32
+        and x.dtype in _ONEDNN_TOLERANCE
         and x.dim() == 2
         and ops.get_backend() != "torch"
         and torch.backends.mkldnn.is_available()
         and torch.backends.mkldnn.enabled
-        and _onednn_product_checks()
+        and _onednn_product_checks(x.dtype)
     )
 
 
+# Relative and absolute tolerance of the once-per-process check, by dtype (inputs of
+# magnitude about 1, 5 terms a sum).
+_ONEDNN_TOLERANCE = {torch.float32: 1e-5, torch.bfloat16: 3e-2}
+
+
 @functools.cache
-def _onednn_product_checks() -> bool:
-    """Whether ``torch.ops.mkldnn._linear_pointwise`` computes ``x @ w.t() + b`` here, on a
-    small problem with a strided input, against float64 (once per process)."""
+def _onednn_product_checks(dtype: torch.dtype) -> bool:
+    """Whether ``torch.ops.mkldnn._linear_pointwise`` computes ``x @ w.t() + b`` in ``dtype``
+    here, on a small problem with a strided input, against float64 (once per process and
+    dtype)."""
+    if dtype == torch.bfloat16 and not torch.ops.mkldnn._is_mkldnn_bf16_supported():
+        return False
     generator = torch.Generator().manual_seed(0)
-    x = torch.randn(7, 10, generator=generator)[:, ::2]
-    weight, bias = torch.randn(3, 5, generator=generator), torch.randn(3, generator=generator)
+    x = torch.randn(7, 10, generator=generator)[:, ::2].to(dtype)
+    weight = torch.randn(3, 5, generator=generator).to(dtype)
+    bias = torch.randn(3, generator=generator).to(dtype)
     expected = x.double() @ weight.double().t() + bias.double()
     try:
         got = torch.ops.mkldnn._linear_pointwise(x, weight, bias, "none", [], "")
     except (AttributeError, RuntimeError, TypeError) as error:
-        logger.info("oneDNN's inner product is unavailable (%s); products run on torch.mm", error)
+        logger.info(
+            "oneDNN's %s inner product is unavailable (%s); products run on torch.mm", dtype, error
+        )
         return False
+    tolerance = _ONEDNN_TOLERANCE[dtype]
     if (
         got.shape != expected.shape
-        or got.dtype != x.dtype
-        or not torch.allclose(got.double(), expected, rtol=1e-5, atol=1e-5)
+        or got.dtype != dtype
+        or not torch.allclose(got.double(), expected, rtol=tolerance, atol=tolerance)
     ):
-        logger.warning("oneDNN's inner product disagrees with torch's; products run on torch.mm")
+        logger.warning(
+            "oneDNN's %s inner product disagrees with torch's; products run on torch.mm", dtype
+        )
         return False
     return True

@@ -9,17 +9,18 @@ and transposition in the sparse product's backward, a separate ReLU. Profiled he
 as long as the step's matrix products.
 
 :class:`FusedSageMean` does the same math in fewer passes: one product for the neighbor and
-root weights (no sum pass), on oneDNN's float32 inner product where torch has it
+root weights (no sum pass), on oneDNN's inner product where torch has it
 (:mod:`graphengine.nn.dense`: faster than MKL's on this CPU, the bias added inside), the root
 rows copied beside the mean by the aggregation kernel itself, the ReLU in one pass after the
-product, ReLU's backward and the bias gradient in one pass (``csrc/cpu/relu_kernel.cpp``) or,
-between two fused layers, in the next layer's input-gradient pass (:class:`ReluLink`; the
-first layer keeps a bool mask of where its ReLU passed, not its float output), and a backward
-that adds the root term's input gradient into the first rows of the aggregation's (no
-zero-filled slice gradient), the aggregation's transpose running as a weighted CSR product
-over the block's edges grouped by source (:mod:`graphengine.nn.aggregation`). The weights
-are the PyG layer's own, so the results are those of PyG's ``SAGEConv`` (up to float
-rounding) and PyG's optimizers, checkpoints and DDP see nothing different.
+product and its backward with the bias gradient in one pass (``csrc/cpu/relu_kernel.cpp``)
+or, between two fused layers, in no pass of their own (:class:`ReluLink`: the next layer
+applies the ReLU to the rows its aggregation reads and its backward in its input-gradient
+pass), and a backward that adds the root term's input gradient into the first rows of the
+aggregation's (no zero-filled slice gradient), the aggregation's transpose running as a
+weighted CSR product over the block's edges grouped by source
+(:mod:`graphengine.nn.aggregation`). The weights are the PyG layer's own, so the results are
+those of PyG's ``SAGEConv`` (up to float rounding) and PyG's optimizers, checkpoints and DDP
+see nothing different.
 """
 
 from __future__ import annotations
@@ -59,30 +60,20 @@ def fuses(conv: torch.nn.Module) -> bool:
 
 @dataclass(eq=False)
 class ReluLink:
-    """A ReLU between two fused layers whose backward the second layer does, in the pass that
-    sums its input gradient (``csrc/cpu/csr_kernel.cpp``'s ``input_gradient``), instead of the
-    first doing it in a pass of its own.
+    """A ReLU between two fused layers that the second layer computes, instead of the first
+    in passes of its own: forward on the rows its aggregation reads (``csr_sum_into`` with
+    ``relu``, ``csrc/cpu/csr_kernel.cpp``), backward in the pass that sums its input gradient
+    (``input_gradient`` with the ReLU's input, which it keeps for that).
 
-    Forward, the first layer leaves here where its ReLU passed its input on (a bool mask, a
-    quarter of the bytes of the float32 output the backward would otherwise keep), and the
-    second takes it. Backward, the second layer leaves the gradient it returns and that
-    gradient's column sums; the first takes those sums as its bias gradient when the gradient
-    reaching it is that very tensor (not, say, one scaled by a dropout's backward in between,
-    whose column sums it computes itself)."""
+    The first layer returns its output before the ReLU. What lies between the two must
+    commute with the ReLU: dropout does (it scales by nonnegative factors). Backward, the
+    second layer leaves here the gradient it returns and that gradient's column sums; the
+    first takes those sums as its bias gradient when the gradient reaching it is that very
+    tensor (not, say, one scaled by a dropout's backward in between, whose column sums it
+    computes itself)."""
 
-    mask: torch.Tensor | None = None
     grad: torch.Tensor | None = None
     column_sum: torch.Tensor | None = None
-
-    def take_mask(self) -> torch.Tensor:
-        """The first layer's ReLU mask (bool ``[rows, channels]``), once."""
-        mask, self.mask = self.mask, None
-        if mask is None:
-            raise ValueError(
-                "'input_relu' holds no ReLU mask: give the same ReluLink as the previous fused "
-                "layer's 'output_relu', and run that layer first"
-            )
-        return mask
 
     def leave(self, grad: torch.Tensor, column_sum: torch.Tensor) -> None:
         self.grad, self.column_sum = grad, column_sum
@@ -115,10 +106,11 @@ def sage_mean(
     weights cast to it; their gradients come back in their own dtypes), as autocast runs
     PyG's linear layers.
 
-    ``input_relu``: ``x`` is the output of the previous fused layer's ReLU (possibly through
-    dropout), whose backward this layer does (see :class:`ReluLink`). ``output_relu`` (with
-    ``relu``): the one layer reading this layer's output does this ReLU's backward, as its
-    ``input_relu``. Give one link to both, on consecutive layers, or the gradients are wrong
+    ``input_relu``: ``x`` is the output of the previous fused layer before its ReLU (possibly
+    through dropout), which this layer applies, forward and backward (see :class:`ReluLink`).
+    ``output_relu`` (with ``relu``): this layer returns its output before the ReLU, which the
+    one layer reading it applies, as its ``input_relu``. Give one link to both, on
+    consecutive layers, or the results are wrong
     (:func:`~graphengine.nn.blocks.block_forward` does).
 
     ``x`` may be :class:`~graphengine.nn.aggregation.IndexedRows` (a first layer's features,
@@ -176,30 +168,31 @@ class FusedSageMean(torch.autograd.Function):
     ):
         num_dst, channels = adjacency.num_rows, x.shape[1]
         both = weight_l.new_empty(num_dst, 2 * channels, dtype=x.dtype)
-        weighted_sum(adjacency, x, out=both[:, :channels], root_out=both[:, channels:])
+        weighted_sum(
+            adjacency,
+            x,
+            out=both[:, :channels],
+            root_out=both[:, channels:],
+            relu=input_relu is not None,
+        )
         weight = torch.cat([weight_l, weight_r], dim=1)
-        relu_mask = None
-        if output_relu is not None:
-            relu_mask = torch.empty(num_dst, weight.shape[0], dtype=torch.bool, device=both.device)
-        out = linear(both, weight, bias, relu, relu_mask)
-        if output_relu is not None:
-            output_relu.mask = relu_mask
-        ctx.adjacency = adjacency
         ctx.masks_output_grad = relu and output_relu is None
+        out = linear(both, weight, bias, ctx.masks_output_grad)
+        ctx.adjacency = adjacency
         ctx.links = (input_relu, output_relu)
         ctx.has_bias = bias is not None
         ctx.save_for_backward(
             both,
             weight,
             out if ctx.masks_output_grad else None,
-            input_relu.take_mask() if input_relu is not None else None,
+            x if input_relu is not None else None,
         )
         return out
 
     @staticmethod
     @once_differentiable
     def backward(ctx, grad):
-        both, weight, out, input_relu_mask = ctx.saved_tensors
+        both, weight, out, relu_input = ctx.saved_tensors
         channels = both.shape[1] // 2
         needs = ctx.needs_input_grad
         grad_x = grad_weight_l = grad_bias = grad_weight_r = None
@@ -218,7 +211,7 @@ class FusedSageMean(torch.autograd.Function):
                 ctx.adjacency,
                 grad_both[:, :channels],
                 grad_both[:, channels:],
-                input_relu_mask,
+                relu_input,
                 column_sums=input_relu is not None,
             )
             if input_relu is not None:

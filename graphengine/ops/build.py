@@ -157,12 +157,12 @@ def _register_fakes() -> None:
         return x.new_empty((rowptr.shape[0] - 1, x.shape[1]))
 
     def fake_input_gradient(
-        rowptr, col, value, grad, root_grad=None, relu_mask=None, column_sums=True
+        rowptr, col, value, grad, root_grad=None, relu_input=None, column_sums=True
     ):
         sums = grad.new_empty(grad.shape[1] if column_sums else 0)
         return grad.new_empty((rowptr.shape[0] - 1, grad.shape[1])), sums
 
-    def fake_csr_sum_into(rowptr, col, value, x, out, root_out=None, index=None):
+    def fake_csr_sum_into(rowptr, col, value, x, out, root_out=None, index=None, relu=False):
         return None
 
     def fake_csr_transpose(rowptr, col, value, num_cols):
@@ -172,7 +172,7 @@ def _register_fakes() -> None:
             col.new_empty(col.shape, dtype=torch.float32),
         )
 
-    def fake_bias_relu_(out, bias=None, mask=None):
+    def fake_bias_relu_(out, bias=None):
         return None
 
     def fake_relu_backward_sum(grad, out):
