@@ -30,9 +30,12 @@ from samplers.neighbor import (
     SUBGRAPH_TYPES,
     TEMPORAL_STRATEGIES,
     BatchNodes,
+    DenseBatchNodes,
     EdgeBuffers,
     HopSlots,
+    IdMaps,
     NeighborSampler,
+    batch_nodes,
     check_fanouts,
     check_times,
     check_weights,
@@ -213,6 +216,7 @@ class HeteroNeighborSampler(BaseSampler):
         # Buffer sizes of the last batch: hints only, so races between threads are harmless.
         self._table_bits = dict.fromkeys(self.node_types, MIN_TABLE_BITS)
         self._nodes = dict.fromkeys(self.node_types, 0)
+        self._id_maps = {t: IdMaps.for_graph(self.num_nodes[t]) for t in self.node_types}
         self._edges = dict.fromkeys(self.edge_types, 0)
 
     @property
@@ -349,8 +353,10 @@ class HeteroNeighborSampler(BaseSampler):
         if self.num_threads is not None:
             numba.set_num_threads(min(self.num_threads, numba.config.NUMBA_NUM_THREADS))
 
+        dense = not disjoint and self.subgraph_type != "induced"
         nodes = {
-            t: BatchNodes(
+            t: batch_nodes(
+                self._id_maps[t] if dense else None,
                 self._table_bits[t],
                 self._nodes[t],
                 disjoint or self.num_nodes[t] > np.iinfo(np.int32).max,
@@ -426,6 +432,9 @@ class HeteroNeighborSampler(BaseSampler):
         col = {e: edges[e].col[: edges[e].used] for e in self.edge_types}
         edge = {e: edges[e].edge[: edges[e].used] for e in self.edge_types}
         out_nodes = {t: nodes[t].keys[: nodes[t].count] for t in self.node_types}
+        for t, kind in nodes.items():
+            if isinstance(kind, DenseBatchNodes):  # a failed call drops its maps instead
+                self._id_maps[t].give_back(kind)
         counts_nodes: dict | None = {t: tuple(c) for t, c in num_sampled_nodes.items()}
         counts_edges: dict | None = {e: tuple(c) for e, c in num_sampled_edges.items()}
         if self.subgraph_type == "induced":

@@ -98,9 +98,7 @@ class MultiHopSampler(BaseSampler):
         self._table_bits = MIN_TABLE_BITS
         self._nodes = 0
         self._edges = 0
-        # Dense id maps free for the next call (DenseBatchNodes), all entries EMPTY; each
-        # concurrent call takes its own (list pop and append are atomic).
-        self._free_id_maps: list[np.ndarray] = []
+        self._id_maps = IdMaps.for_graph(self.num_nodes)
 
     @property
     def temporal(self) -> bool:
@@ -154,16 +152,11 @@ class MultiHopSampler(BaseSampler):
 
     def _batch_nodes(self, disjoint: bool) -> BatchNodes | DenseBatchNodes:
         """An empty batch's node ids and their map to local ids, with buffers sized like the
-        previous batch's (so that one allocation usually suffices): a dense map on graphs up
-        to ``DENSE_IDS_MAX_NODES`` nodes, except for disjoint trees (whose keys carry the
-        tree) and induced subgraphs (which read the hash table)."""
-        if disjoint or self.subgraph_type == "induced" or self.num_nodes > DENSE_IDS_MAX_NODES:
-            return BatchNodes(self._table_bits, self._nodes, disjoint or self._wide_ids)
-        try:
-            ids = self._free_id_maps.pop()
-        except IndexError:
-            ids = np.full(self.num_nodes, kernels.EMPTY, dtype=np.int32)
-        return DenseBatchNodes(ids, self._nodes)
+        previous batch's (so that one allocation usually suffices): see
+        :func:`batch_nodes`."""
+        dense = not disjoint and self.subgraph_type != "induced"
+        wide = disjoint or self._wide_ids
+        return batch_nodes(self._id_maps if dense else None, self._table_bits, self._nodes, wide)
 
     def seed_times(self, inputs: SamplerInput, seeds: np.ndarray) -> np.ndarray | None:
         """Each seed's time (int64 ``[batch_size]``) in temporal sampling, else ``None``."""
@@ -235,7 +228,7 @@ class MultiHopSampler(BaseSampler):
         self._nodes, self._edges = nodes.count, edges.used
         keys = nodes.keys[: nodes.count]
         if isinstance(nodes, DenseBatchNodes):  # a failed call drops its map instead
-            self._free_id_maps.append(nodes.release())
+            self._id_maps.give_back(nodes)
         row, col, edge = (a[: edges.used] for a in (edges.row, edges.col, edges.edge))
         weight = None if edges.weight is None else edges.weight[: edges.used]
         if self.subgraph_type != "directional":
@@ -690,6 +683,46 @@ class DenseBatchNodes:
         """``ids``, all ``EMPTY`` again, for the next batch."""
         kernels.clear_dense(self.ids, self.keys, self.count)
         return self.ids
+
+
+class IdMaps:
+    """The dense id maps of one set of ``num_nodes`` nodes (:class:`DenseBatchNodes`): int32
+    arrays over all of them, all ``EMPTY``, free for the next call. Each concurrent call
+    takes its own (list pop and append are atomic); a call that fails drops the one it took
+    instead of giving it back half filled."""
+
+    def __init__(self, num_nodes: int):
+        self.num_nodes = num_nodes
+        self.free: list[np.ndarray] = []
+
+    @classmethod
+    def for_graph(cls, num_nodes: int) -> IdMaps | None:
+        """Maps for ``num_nodes`` nodes, or ``None`` above ``DENSE_IDS_MAX_NODES``."""
+        return cls(num_nodes) if num_nodes <= DENSE_IDS_MAX_NODES else None
+
+    def take(self, nodes_hint: int) -> DenseBatchNodes:
+        """An empty batch over a free map (a new one when none is free)."""
+        try:
+            ids = self.free.pop()
+        except IndexError:
+            ids = np.full(self.num_nodes, kernels.EMPTY, dtype=np.int32)
+        return DenseBatchNodes(ids, nodes_hint)
+
+    def give_back(self, nodes: DenseBatchNodes) -> None:
+        """``nodes``' map, cleared, for the next call."""
+        self.free.append(nodes.release())
+
+
+def batch_nodes(
+    id_maps: IdMaps | None, bits_hint: int, nodes_hint: int, wide: bool
+) -> BatchNodes | DenseBatchNodes:
+    """An empty batch's nodes of one kind: over a dense map from ``id_maps`` when given (the
+    caller leaves them out for disjoint trees, whose keys carry the tree, and for induced
+    subgraphs, which read the hash table), else over a hash table (:class:`BatchNodes`,
+    ``bits_hint``, ``wide``). ``nodes_hint``: room for keys to start with."""
+    if id_maps is not None:
+        return id_maps.take(nodes_hint)
+    return BatchNodes(bits_hint, nodes_hint, wide)
 
 
 class HopSlots:

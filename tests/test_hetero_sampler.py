@@ -7,6 +7,7 @@ import numpy as np
 import pytest
 
 from samplers import NeighborSampler, SamplerInput
+from samplers._kernels.neighbor import EMPTY
 from samplers.hetero import HeteroNeighborSampler, hetero_fanouts
 from samplers.neighbor import merge_reverse
 from tests.conftest import random_csc
@@ -210,7 +211,7 @@ SEEDS = {"a": [3, 17, 0, 29, 11], "b": [4, 22, 9], "c": [1, 2, 24, 13]}
     "fanouts", [[3, 2], [1, 1, 1], [-1, 2], [2, 0]], ids=["3-2", "1-1-1", "all-2", "2-0"]
 )
 @pytest.mark.parametrize("replace", [False, True], ids=["no-replace", "replace"])
-def test_matches_brute_force_rules(input_type, fanouts, replace):
+def test_matches_brute_force_rules(input_type, fanouts, replace, id_map):
     s = sampler(fanouts, replace=replace)
     seeds = SEEDS[input_type]
     out = run(s, seeds, seed=5, input_type=input_type)
@@ -235,11 +236,23 @@ def test_samples_reach_every_type():
         assert out.row[edge_type].shape[0] > 0, edge_type
 
 
-def test_repeated_seeds():
+def test_repeated_seeds(id_map):
     seeds = [3, 17, 3, 3, 0]
     out = run(sampler([2, 2]), seeds)
     np.testing.assert_array_equal(out.node["a"][:5], seeds)
     replay(out, GRAPH, every([2, 2]), seeds, "a")
+
+
+def test_each_node_type_reuses_one_dense_id_map():
+    s = sampler([3, 2])
+    first = run(s, SEEDS["a"], seed=1)
+    second = run(s, SEEDS["a"], seed=1)
+    assert_same(first, second)
+    for t in NUM_NODES:
+        assert len(s._id_maps[t].free) == 1 and (s._id_maps[t].free[0] == EMPTY).all()
+    disjoint = sampler([3, 2], disjoint=True)  # trees in the keys: hash tables only
+    run(disjoint, SEEDS["a"])
+    assert all(disjoint._id_maps[t].free == [] for t in NUM_NODES)
 
 
 def test_deterministic_and_seed_dependent():
@@ -564,7 +577,7 @@ HOMOGENEOUS = [
 
 
 @pytest.mark.parametrize("kwargs", HOMOGENEOUS)
-def test_homogeneous_graph_matches_neighbor_sampler(kwargs):
+def test_homogeneous_graph_matches_neighbor_sampler(kwargs, id_map):
     indptr, indices = random_csc(120, 900, 5, np.int64)
     rng = np.random.default_rng(6)
     plain, typed = dict(kwargs), dict(kwargs)
@@ -617,7 +630,7 @@ def test_no_hops_and_empty_batch():
     assert empty.num_sampled_edges == {e: (0, 0) for e in EDGE_TYPES}
 
 
-def test_larger_batch_grows_tables():
+def test_larger_batch_grows_tables(id_map):
     num_nodes = {"u": 5000, "v": 3000}
     rng = np.random.default_rng(8)
     csc = {

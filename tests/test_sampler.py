@@ -24,15 +24,6 @@ FANOUTS = [
 ]
 
 
-@pytest.fixture(params=["dense-ids", "hash-ids"])
-def id_map(request, monkeypatch):
-    """Both maps from node ids to batch-local ids: the array over all nodes that graphs this
-    small get, and the hash table of larger graphs."""
-    if request.param == "hash-ids":
-        monkeypatch.setattr(samplers.neighbor, "DENSE_IDS_MAX_NODES", 0)
-    return request.param
-
-
 def sample(indptr, indices, fanouts, seeds, seed=0, replace=False):
     sampler = NeighborSampler(indptr, indices, fanouts, replace=replace)
     seeds = np.asarray(seeds, dtype=np.int64)
@@ -254,15 +245,15 @@ def test_dense_and_hash_id_maps_give_the_same_batches(replace, monkeypatch):
     seeds = np.random.default_rng(6).choice(3000, 300)  # with repeats
     dense = NeighborSampler(indptr, indices, [8, 4, -1], replace=replace)
     batches = [dense.sample_from_nodes(SamplerInput(seeds, np.arange(300), s)) for s in range(3)]
-    assert len(dense._free_id_maps) == 1  # one map, reused batch after batch
-    assert (dense._free_id_maps[0] == EMPTY).all()
+    assert len(dense._id_maps.free) == 1  # one map, reused batch after batch
+    assert (dense._id_maps.free[0] == EMPTY).all()
     monkeypatch.setattr(samplers.neighbor, "DENSE_IDS_MAX_NODES", 0)
     hashed = NeighborSampler(indptr, indices, [8, 4, -1], replace=replace)
     for s, batch in enumerate(batches):
         expected = hashed.sample_from_nodes(SamplerInput(seeds, np.arange(300), s))
         for field in ("node", "row", "col", "edge", "num_sampled_nodes", "num_sampled_edges"):
             assert np.array_equal(getattr(batch, field), getattr(expected, field)), field
-    assert hashed._free_id_maps == []
+    assert hashed._id_maps is None
 
 
 def test_a_failed_batch_leaves_no_ids_behind(monkeypatch):
