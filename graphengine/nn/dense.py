@@ -156,14 +156,14 @@ def _onednn_product_checks(dtype: torch.dtype) -> bool:
     """Whether ``torch.ops.mkldnn._linear_pointwise`` computes ``x @ w.t() + b`` in ``dtype``
     here, on a small problem with a strided input, against float64 (once per process and
     dtype)."""
-    if dtype == torch.bfloat16 and not torch.ops.mkldnn._is_mkldnn_bf16_supported():
-        return False
     generator = torch.Generator().manual_seed(0)
-    x = torch.randn(7, 10, generator=generator)[:, ::2].to(dtype)
+    x = torch.randn(7, 10, generator=generator).to(dtype)[:, ::2]
     weight = torch.randn(3, 5, generator=generator).to(dtype)
     bias = torch.randn(3, generator=generator).to(dtype)
     expected = x.double() @ weight.double().t() + bias.double()
     try:
+        if dtype == torch.bfloat16 and not torch.ops.mkldnn._is_mkldnn_bf16_supported():
+            return False
         got = torch.ops.mkldnn._linear_pointwise(x, weight, bias, "none", [], "")
     except (AttributeError, RuntimeError, TypeError) as error:
         logger.info(
