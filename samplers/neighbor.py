@@ -8,7 +8,7 @@ own the other frontier nodes, each owner running :class:`NeighborSampler`'s hop 
 
 from __future__ import annotations
 
-from abc import abstractmethod
+from abc import ABC, abstractmethod
 from collections.abc import Sequence
 from typing import NamedTuple
 
@@ -599,7 +599,39 @@ class EdgeBuffers:
         self.used = self.end
 
 
-class BatchNodes:
+class _BatchKeys(ABC):
+    """What both maps of a batch's nodes share: ``keys`` (int64, the first ``count`` used) in
+    local-id order, with room for ``nodes_hint`` to start with; subclasses map keys to local
+    ids (:meth:`_map_seeds`, :meth:`_map_rows`)."""
+
+    def __init__(self, nodes_hint: int):
+        self.keys = np.empty(nodes_hint, dtype=np.int64)
+        self.count = 0
+
+    def start(self, keys: np.ndarray) -> None:
+        """The seeds (int64 keys), local ids ``0..len(keys) - 1`` (a repeated seed maps to
+        its first)."""
+        self.count = keys.shape[0]
+        self.keys = np.empty(max(self.keys.shape[0], self.count), dtype=np.int64)
+        self.keys[: self.count] = keys
+        self._map_seeds()
+
+    def relabel(self, rows: np.ndarray) -> None:
+        """Map ``rows`` (int64 keys) to local ids in place, appending the new ones in order of
+        first appearance."""
+        self.keys = grow(self.keys, self.count, self.count + rows.shape[0])
+        self._map_rows(rows)
+
+    @abstractmethod
+    def _map_seeds(self) -> None:
+        """Give the seeds just stored their local ids."""
+
+    @abstractmethod
+    def _map_rows(self, rows: np.ndarray) -> None:
+        """Map ``rows`` to local ids in place, ``keys`` having room for all of them."""
+
+
+class BatchNodes(_BatchKeys):
     """A batch's nodes of one kind (the batch, or one node type of a heterogeneous one):
     ``keys`` (int64, the first ``count`` used: node ids, with the tree above
     ``REPEAT_SHIFT`` when disjoint) in local-id order, and the open-addressing hash table
@@ -613,29 +645,20 @@ class BatchNodes:
     """
 
     def __init__(self, bits_hint: int, nodes_hint: int, wide: bool):
+        super().__init__(nodes_hint)
         self.bits = max(MIN_TABLE_BITS, bits_hint)
         self.dtype = np.int64 if wide else np.int32
-        self.keys = np.empty(nodes_hint, dtype=np.int64)
-        self.count = 0
         self.table: np.ndarray | None = None
 
     def _rebuild(self) -> None:
         self.table = np.full(2 << self.bits, kernels.EMPTY, dtype=self.dtype)
         kernels.insert_nodes(self.keys, self.count, self.table, 64 - self.bits)
 
-    def start(self, keys: np.ndarray) -> None:
-        """The seeds (int64 keys), local ids ``0..len(keys) - 1`` (a repeated seed maps to
-        its first)."""
-        self.count = keys.shape[0]
-        self.keys = np.empty(max(self.keys.shape[0], self.count), dtype=np.int64)
-        self.keys[: self.count] = keys
+    def _map_seeds(self) -> None:
         self.bits = max(self.bits, int(2 * max(self.count, 1) - 1).bit_length())
         self._rebuild()
 
-    def relabel(self, rows: np.ndarray) -> None:
-        """Map ``rows`` (int64 keys) to local ids in place, appending the new ones in order of
-        first appearance."""
-        self.keys = grow(self.keys, self.count, self.count + rows.shape[0])
+    def _map_rows(self, rows: np.ndarray) -> None:
         if self.table is None:
             self._rebuild()
         done = 0
@@ -649,11 +672,11 @@ class BatchNodes:
             self._rebuild()
 
 
-class DenseBatchNodes:
+class DenseBatchNodes(_BatchKeys):
     """:class:`BatchNodes` whose map from node ids to local ids is ``ids``, an int32 array
     over all the graph's nodes (``EMPTY`` outside the batch), reused from batch to batch:
-    relabelling reads one entry per edge where the hash table probes. ``keys`` and
-    ``count`` as :class:`BatchNodes` has them; no hash table (induced subgraphs need one).
+    relabelling reads one entry per edge where the hash table probes. No hash table
+    (induced subgraphs need one).
 
     Args:
         ids: int32 ``[num_nodes]``, all ``EMPTY``.
@@ -661,22 +684,13 @@ class DenseBatchNodes:
     """
 
     def __init__(self, ids: np.ndarray, nodes_hint: int):
+        super().__init__(nodes_hint)
         self.ids = ids
-        self.keys = np.empty(nodes_hint, dtype=np.int64)
-        self.count = 0
 
-    def start(self, keys: np.ndarray) -> None:
-        """The seeds (int64 node ids), local ids ``0..len(keys) - 1`` (a repeated seed maps
-        to its first)."""
-        self.count = keys.shape[0]
-        self.keys = np.empty(max(self.keys.shape[0], self.count), dtype=np.int64)
-        self.keys[: self.count] = keys
+    def _map_seeds(self) -> None:
         kernels.insert_nodes_dense(self.keys, self.count, self.ids)
 
-    def relabel(self, rows: np.ndarray) -> None:
-        """Map ``rows`` (int64 node ids) to local ids in place, appending the new ones in
-        order of first appearance."""
-        self.keys = grow(self.keys, self.count, self.count + rows.shape[0])
+    def _map_rows(self, rows: np.ndarray) -> None:
         self.count = kernels.relabel_dense(rows, self.ids, self.keys, self.count, rows)
 
     def release(self) -> np.ndarray:
