@@ -74,9 +74,6 @@ GRAPHENGINE_ROW_LOOP void add_scaled(float w, const uint16_t* x, float* acc, int
   }
 }
 
-// The ReLU of v: 0 where v <= 0, else v (NaN stays NaN, as torch's relu keeps it).
-inline float relu_value(float v) { return v <= 0.0f ? 0.0f : v; }
-
 // acc += w * max(x, 0), x float.
 GRAPHENGINE_ROW_LOOP void add_scaled_relu(float w, const float* x, float* acc, int64_t n) {
 #pragma omp simd

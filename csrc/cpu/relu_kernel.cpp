@@ -38,7 +38,7 @@ GRAPHENGINE_ROW_LOOP void bias_relu_row(float* out, const float* bias, int64_t n
 #pragma omp simd
   for (int64_t i = 0; i < n; ++i) {
     const float value = out[i] + bias[i];
-    out[i] = value < 0.0f ? 0.0f : value;
+    out[i] = relu_value(value);
   }
 }
 
@@ -47,14 +47,14 @@ GRAPHENGINE_ROW_LOOP void bias_relu_row(uint16_t* out, const float* bias, int64_
 #pragma omp simd
   for (int64_t i = 0; i < n; ++i) {
     const float value = bfloat16_to_float(out[i]) + bias[i];
-    out[i] = float_to_bfloat16(value < 0.0f ? 0.0f : value);
+    out[i] = float_to_bfloat16(relu_value(value));
   }
 }
 
 void bias_relu_row(at::Half* out, const float* bias, int64_t n) {
   for (int64_t i = 0; i < n; ++i) {
     const float value = static_cast<float>(out[i]) + bias[i];
-    out[i] = at::Half(value < 0.0f ? 0.0f : value);
+    out[i] = at::Half(relu_value(value));
   }
 }
 

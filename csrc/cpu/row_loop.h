@@ -19,6 +19,9 @@
 
 namespace graphengine {
 
+// The ReLU of v: 0 where v <= 0, else v (NaN stays NaN, as torch's relu keeps it).
+inline float relu_value(float v) { return v <= 0.0f ? 0.0f : v; }
+
 // The float a bfloat16's bits stand for.
 inline float bfloat16_to_float(uint16_t bits) {
   const uint32_t wide = static_cast<uint32_t>(bits) << 16;
