@@ -81,6 +81,7 @@ TORCH_LIBRARY(graphengine, m) {
       "csr_transpose(Tensor rowptr, Tensor col, Tensor? value, int num_cols) "
       "-> (Tensor, Tensor, Tensor)");
   m.def("bias_relu_(Tensor(a!) out, Tensor? bias=None) -> ()");
+  m.def("transpose_into(Tensor src, Tensor(a!) out) -> ()");
   m.def(
       "gat_attention(Tensor h, Tensor att_src, Tensor att_dst, Tensor rowptr, Tensor col, "
       "float negative_slope, bool self_loops, Tensor? dropout=None) "

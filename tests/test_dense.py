@@ -7,7 +7,9 @@ import pytest
 import torch
 
 from graphengine import ops
-from graphengine.nn.dense import linear, linear_layer, uses_onednn
+from graphengine.nn import dense
+from graphengine.nn.aggregation import uses_kernel
+from graphengine.nn.dense import linear, linear_layer, uses_onednn, weight_gradient
 from tests.autograd_checks import assert_same_outputs_and_grads
 
 
@@ -122,3 +124,84 @@ def test_linear_layer_takes_expanded_and_transposed_gradients():
         expected = torch.autograd.grad(torch.nn.functional.linear(x, weight), (x, weight), grad)
         for a, b in zip(got, expected, strict=True):
             torch.testing.assert_close(a, b, rtol=1e-5, atol=1e-5)
+
+
+needs_kernels = pytest.mark.skipif(
+    not uses_kernel(torch.zeros(1)), reason="the extension's CPU kernels are not built"
+)
+
+
+@needs_kernels
+@pytest.mark.parametrize(
+    "dtype", [torch.float32, torch.bfloat16, torch.float16], ids=["float32", "bfloat16", "half"]
+)
+def test_transpose_into_equals_torchs_transpose(dtype):
+    """Rows not a multiple of the kernel's 16, columns not of its 8, rows strided."""
+    generator = torch.Generator().manual_seed(5)
+    for rows, channels in ((1000, 203), (37, 8), (16, 16), (1, 5), (300, 1)):
+        table = torch.randn(rows, channels + 3, generator=generator).to(dtype)
+        src = table[:, 2 : 2 + channels]
+        out = torch.full((channels, rows), 7.0, dtype=dtype)
+        torch.ops.graphengine.transpose_into(src, out)
+        assert torch.equal(out, src.t())
+    torch.ops.graphengine.transpose_into(torch.empty(0, 4), torch.empty(4, 0))
+
+
+@needs_kernels
+def test_transpose_into_rejects_bad_arguments():
+    src = torch.randn(6, 4)
+    transpose = torch.ops.graphengine.transpose_into
+    with pytest.raises(RuntimeError, match=r"'out' must be a contiguous Float \[4, 6\]"):
+        transpose(src, torch.empty(6, 4))
+    with pytest.raises(RuntimeError, match="'out' must be"):
+        transpose(src, torch.empty(4, 6, dtype=torch.float64))
+    with pytest.raises(RuntimeError, match="not contiguous"):
+        transpose(src, torch.empty(6, 4).t())
+    with pytest.raises(RuntimeError, match=r"'src' must be .* contiguous rows"):
+        transpose(src.t(), torch.empty(6, 4))
+    with pytest.raises(RuntimeError, match="'src' must be"):
+        transpose(src.double(), torch.empty(4, 6, dtype=torch.float64))
+    torch.library.opcheck(torch.ops.graphengine.transpose_into.default, (src, torch.empty(4, 6)))
+
+
+@pytest.mark.parametrize("block_rows", [None, 64], ids=["4096-row-blocks", "64-row-blocks"])
+@pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16], ids=["float32", "bfloat16"])
+def test_weight_gradient_equals_the_float64_product(block_rows, dtype, monkeypatch):
+    """Rows past several blocks with a partial last one, a strided ``x``, and fewer rows
+    than a block (torch's mm)."""
+    if block_rows is not None:
+        monkeypatch.setattr(dense, "BLOCK_ROWS", block_rows)
+    generator = torch.Generator().manual_seed(6)
+    for rows in (2 * dense.BLOCK_ROWS + 37, dense.BLOCK_ROWS, dense.BLOCK_ROWS - 1, 0):
+        x = torch.randn(rows, 45, generator=generator).to(dtype)[:, 3:40]
+        grad = torch.randn(rows, 19, generator=generator).to(dtype)
+        got = weight_gradient(grad, x)
+        expected = grad.double().t() @ x.double()
+        assert got.dtype == dtype and got.shape == (19, 37)
+        blocked = dtype == torch.float32 and rows >= dense.BLOCK_ROWS and uses_kernel(x)
+        assert got.is_contiguous() != (blocked and uses_onednn(x))  # blocks: a transposed view
+        scale = max(1.0, rows**0.5)  # a sum of `rows` products of about 1 each
+        tolerance = (1e-5 if dtype == torch.float32 else 2e-2) * scale
+        torch.testing.assert_close(got.double(), expected, rtol=tolerance, atol=tolerance)
+
+
+def test_weight_gradient_is_bitwise_repeatable(monkeypatch):
+    monkeypatch.setattr(dense, "BLOCK_ROWS", 256)
+    generator = torch.Generator().manual_seed(7)
+    x, grad = torch.randn(3000, 40, generator=generator), torch.randn(3000, 24, generator=generator)
+    assert torch.equal(weight_gradient(grad, x), weight_gradient(grad, x))
+
+
+def test_linear_layer_weight_gradient_in_blocks_equals_torchs(monkeypatch):
+    monkeypatch.setattr(dense, "BLOCK_ROWS", 128)
+    generator = torch.Generator().manual_seed(8)
+    x = torch.randn(1000, 24, generator=generator, requires_grad=True)
+    weight = torch.randn(16, 24, generator=generator, requires_grad=True)
+    bias = torch.randn(16, generator=generator, requires_grad=True)
+
+    def reference():
+        return torch.nn.functional.linear(x.double(), weight.double(), bias.double()).relu()
+
+    assert_same_outputs_and_grads(
+        lambda: linear_layer(x, weight, bias, True), reference, [x, weight, bias]
+    )

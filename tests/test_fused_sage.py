@@ -7,6 +7,7 @@ from torch_geometric.nn import GraphSAGE, SAGEConv
 
 from graphengine import NeighborLoader
 from graphengine.datasets import SyntheticSpec, generate
+from graphengine.nn import dense
 from graphengine.nn.aggregation import mean_adjacency
 from graphengine.nn.blocks import Block, block_conv, block_forward, to_blocks
 from graphengine.nn.fused_sage import FusedSageMean, ReluLink, fuses, sage_mean
@@ -56,7 +57,10 @@ def test_a_relu_backward_handed_to_the_next_layer_matches_finite_differences():
 
 @pytest.mark.parametrize("bias", [True, False], ids=["bias", "no-bias"])
 @pytest.mark.parametrize("relu", [True, False], ids=["relu", "linear"])
-def test_equals_pyg_sageconv_on_the_block(bias, relu):
+@pytest.mark.parametrize("block_rows", [None, 5], ids=["mm-weight-grad", "blocked-weight-grad"])
+def test_equals_pyg_sageconv_on_the_block(bias, relu, block_rows, monkeypatch):
+    if block_rows is not None:  # 12 destinations: blocks of 5, 5 and 2 rows
+        monkeypatch.setattr(dense, "BLOCK_ROWS", block_rows)
     torch.manual_seed(0)
     block = random_block()
     conv = SAGEConv(6, 4, bias=bias)

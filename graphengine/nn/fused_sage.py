@@ -40,7 +40,7 @@ from graphengine.nn.aggregation import (
     uses_kernel,
     weighted_sum,
 )
-from graphengine.nn.dense import linear, relu_and_bias_backward
+from graphengine.nn.dense import linear, relu_and_bias_backward, weight_gradient
 
 if TYPE_CHECKING:  # blocks.py runs these layers
     from graphengine.nn.blocks import Block
@@ -203,7 +203,7 @@ class FusedSageMean(torch.autograd.Function):
         elif wants_bias:
             grad_bias = grad.sum(0) if output_relu is None else output_relu.take_column_sum(grad)
         if needs[1] or needs[3]:
-            grad_weight = grad.t() @ both
+            grad_weight = weight_gradient(grad, both)
             grad_weight_l, grad_weight_r = grad_weight[:, :channels], grad_weight[:, channels:]
         if needs[0]:
             grad_both = linear(grad, weight.t(), None)

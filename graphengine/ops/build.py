@@ -102,6 +102,7 @@ def _compile(verbose: bool) -> str | None:
         csrc / "cpu" / "gat_kernel.cpp",
         csrc / "cpu" / "csr_kernel.cpp",
         csrc / "cpu" / "relu_kernel.cpp",
+        csrc / "cpu" / "transpose_kernel.cpp",
         csrc / "cpu" / "disk_prefetch.cpp",
     ]
     if with_cuda():
