@@ -3,9 +3,10 @@
 //
 // The fused layers' weights' gradient grad.t() @ x runs on oneDNN's inner product as
 // x.t() @ grad, a block of rows at a time; oneDNN wants x.t() with its rows contiguous. torch's
-// strided copy does that at about 3 GB/s; this kernel moves square tiles through the cache
-// (each tile's rows read whole, its columns written whole), so that a block small enough to
-// stay in the cache is transposed in about the time of reading it.
+// strided copy transposes [109k, 200] float32 in 35 ms; this kernel takes 8.6 ms, and 0.1 ms
+// for a block of 4096 rows already in the cache. float32 on x86 goes through AVX registers 16
+// rows by 8 columns at a time (each of out's rows gets 64 contiguous bytes), requesting the
+// rows 32 ahead from memory; the edges, other dtypes and other CPUs copy square tiles.
 //
 // Shapes: src [rows, channels] with stride(1) == 1, out [channels, rows] contiguous, both one of
 // float32, bfloat16 or float16 (the same), on the CPU. The values are moved as bits, unchanged.
@@ -69,15 +70,25 @@ __attribute__((target("avx"))) inline void transpose_8x8(__m256 rows[8]) {
   }
 }
 
-// float32 rows [r0, r0 + rows) of src into out, 16 rows by 8 columns at a time (so that each
-// of out's rows gets 64 contiguous bytes), the edges scalar.
+constexpr int64_t kPrefetchRows = 32;  // how far ahead the AVX path requests rows
+
+// float32 rows [r0, r0 + rows) of src into out, 16 rows by 8 columns at a time, the edges
+// scalar.
 __attribute__((target("avx"))) void transpose_rows_avx(const float* src, int64_t src_stride,
                                                        float* out, int64_t out_stride,
                                                        int64_t r0, int64_t rows, int64_t cols) {
   const int64_t full_cols = cols - cols % 8;
   int64_t r = r0;
   for (; r + 16 <= r0 + rows; r += 16) {
+    // The rows kPrefetchRows ahead, a column block at a time, requested from memory now.
+    const bool prefetches = r + kPrefetchRows + 16 <= r0 + rows;
     for (int64_t c = 0; c < full_cols; c += 8) {
+      if (prefetches) {
+        for (int i = 0; i < 16; ++i) {
+          const float* ahead = src + (r + kPrefetchRows + i) * src_stride + c;
+          _mm_prefetch(reinterpret_cast<const char*>(ahead), _MM_HINT_T0);
+        }
+      }
       __m256 upper[8], lower[8];
       for (int i = 0; i < 8; ++i) {
         upper[i] = _mm256_loadu_ps(src + (r + i) * src_stride + c);
@@ -145,4 +156,6 @@ void transpose_into_cpu(const at::Tensor& src, at::Tensor& out) {
 }  // namespace
 }  // namespace graphengine
 
-TORCH_LIBRARY_IMPL(graphengine, CPU, m) { m.impl("transpose_into", &graphengine::transpose_into_cpu); }
+TORCH_LIBRARY_IMPL(graphengine, CPU, m) {
+  m.impl("transpose_into", &graphengine::transpose_into_cpu);
+}

@@ -166,13 +166,10 @@ def weight_gradient(grad: torch.Tensor, x: torch.Tensor) -> torch.Tensor:
         return grad.t() @ x
     total = torch.zeros(channels, grad.shape[1], dtype=torch.float32)
     buffer = x.new_empty(channels * BLOCK_ROWS)
-    for start in range(0, rows, BLOCK_ROWS):
-        end = min(rows, start + BLOCK_ROWS)
-        x_block_t = buffer[: channels * (end - start)].view(channels, end - start)
-        torch.ops.graphengine.transpose_into(x[start:end], x_block_t)
-        total += torch.ops.mkldnn._linear_pointwise(
-            x_block_t, grad[start:end].t(), None, "none", [], ""
-        )
+    for x_block, grad_block in zip(x.split(BLOCK_ROWS), grad.split(BLOCK_ROWS), strict=True):
+        x_block_t = buffer[: x_block.numel()].view(channels, x_block.shape[0])
+        torch.ops.graphengine.transpose_into(x_block, x_block_t)
+        total += torch.ops.mkldnn._linear_pointwise(x_block_t, grad_block.t(), None, "none", [], "")
     return total.t()
 
 
