@@ -270,6 +270,70 @@ def test_indexed_rows_refuse_ids_outside_the_table():
         )
 
 
+@pytest.mark.parametrize("backend", ["csrc", "torch"])
+@pytest.mark.parametrize(
+    "dtype", [torch.float32, torch.bfloat16, torch.float16], ids=["float32", "bfloat16", "half"]
+)
+@pytest.mark.parametrize("num_rows", [7, 16, 70, 1000])
+@pytest.mark.parametrize("relu", [False, True], ids=["plain", "relu"])
+def test_outputs_are_also_written_transposed(backend, dtype, num_rows, relu):
+    """Row counts below, at and across the kernel's 16-row tiles and its 64-row tasks; a width
+    that is not a multiple of its 8 columns; ``relu`` on the rows read."""
+    adjacency = random_adjacency(num_rows=num_rows, num_cols=num_rows + 9, num_entries=6 * num_rows)
+    x = torch.randn(adjacency.num_cols, 13, generator=torch.Generator().manual_seed(4)).to(dtype)
+    table = torch.full((num_rows, 26), float("nan"), dtype=dtype)
+    table_t = torch.full((26, num_rows), float("nan"), dtype=dtype)
+    previous = ops.set_backend(backend)
+    try:
+        weighted_sum(
+            adjacency,
+            x,
+            out=table[:, :13],
+            root_out=table[:, 13:],
+            relu=relu,
+            out_t=table_t[:13],
+            root_out_t=table_t[13:],
+        )
+    finally:
+        ops.set_backend(previous)
+    source = x.relu() if relu else x
+    assert torch.equal(table[:, 13:], source[:num_rows])
+    tolerance = 1e-5 if dtype == torch.float32 else 2e-2
+    np.testing.assert_allclose(
+        table[:, :13].double().numpy(),
+        scipy_product(adjacency, source),
+        rtol=tolerance,
+        atol=tolerance,
+    )
+    assert torch.equal(table_t, table.t())
+
+
+def test_transposed_outputs_are_checked():
+    adjacency = random_adjacency()  # 70 rows, 50 columns
+    x = torch.randn(80, 4)
+    args = (adjacency.rowptr, adjacency.col, adjacency.value, x)
+    out, root = torch.empty(70, 4), torch.empty(70, 4)
+    into = torch.ops.graphengine.csr_sum_into
+    with pytest.raises(RuntimeError, match=r"'out_t' must be a CPU Float \[4, 70\] tensor"):
+        into(*args, out, root, None, False, torch.empty(70, 4))
+    with pytest.raises(RuntimeError, match="'out_t' must be"):
+        into(*args, out, root, None, False, torch.empty(4, 70, dtype=torch.float64))
+    with pytest.raises(RuntimeError, match="'root_out_t' must be"):
+        into(*args, out, root, None, False, None, torch.empty(70, 4).t())  # columns strided
+    with pytest.raises(RuntimeError, match="'root_out_t' needs 'root_out'"):
+        into(*args, out, None, None, False, None, torch.empty(4, 70))
+    both_t = torch.empty(4, 70)
+    with pytest.raises(RuntimeError, match="memory"):  # the two copies in one place
+        into(*args, out, root, None, False, both_t, both_t)
+    with pytest.raises(ValueError, match=r"'out_t' must be torch\.float32 of shape \[4, 70\]"):
+        weighted_sum(adjacency, x[:50], out=out, out_t=torch.empty(70, 4))
+    with pytest.raises(ValueError, match="'root_out_t' needs 'root_out'"):
+        weighted_sum(adjacency, x[:50], out=out, root_out_t=torch.empty(4, 70))
+    torch.library.opcheck(
+        into.default, (*args, out, root, None, True, torch.empty(4, 70), torch.empty(4, 70))
+    )
+
+
 def test_root_rows_need_an_output_and_enough_rows():
     adjacency = random_adjacency()  # 70 rows, 50 columns: x has fewer rows than the result
     x = torch.randn(adjacency.num_cols, 4)
