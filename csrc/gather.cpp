@@ -76,8 +76,7 @@ TORCH_LIBRARY(graphengine, m) {
       "-> (Tensor, Tensor)");
   m.def(
       "csr_sum_into(Tensor rowptr, Tensor col, Tensor? value, Tensor x, Tensor(a!) out, "
-      "Tensor(b!)? root_out=None, Tensor? index=None, bool relu=False, "
-      "Tensor(c!)? out_t=None, Tensor(d!)? root_out_t=None) -> ()");
+      "Tensor(b!)? root_out=None, Tensor? index=None, bool relu=False) -> ()");
   m.def(
       "csr_transpose(Tensor rowptr, Tensor col, Tensor? value, int num_cols) "
       "-> (Tensor, Tensor, Tensor)");

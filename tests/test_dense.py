@@ -9,13 +9,7 @@ import torch
 from graphengine import ops
 from graphengine.nn import dense
 from graphengine.nn.aggregation import uses_kernel
-from graphengine.nn.dense import (
-    linear,
-    linear_layer,
-    uses_onednn,
-    weight_gradient,
-    weight_gradient_from_columns,
-)
+from graphengine.nn.dense import linear, linear_layer, uses_onednn, weight_gradient
 from tests.autograd_checks import assert_same_outputs_and_grads
 
 
@@ -211,20 +205,3 @@ def test_linear_layer_weight_gradient_in_blocks_equals_torchs(monkeypatch):
     assert_same_outputs_and_grads(
         lambda: linear_layer(x, weight, bias, True), reference, [x, weight, bias]
     )
-
-
-@pytest.mark.parametrize("block_rows", [None, 64], ids=["4096-rows", "64-rows"])
-def test_weight_gradient_from_columns_equals_the_float64_product(block_rows, monkeypatch):
-    """From ``x.t()`` with its rows contiguous: one oneDNN product from BLOCK_ROWS rows on,
-    torch's mm below."""
-    if block_rows is not None:
-        monkeypatch.setattr(dense, "BLOCK_ROWS", block_rows)
-    generator = torch.Generator().manual_seed(9)
-    for rows in (dense.BLOCK_ROWS + 37, dense.BLOCK_ROWS - 1):
-        x_t = torch.randn(37, rows, generator=generator)
-        grad = torch.randn(rows, 19, generator=generator)
-        got = weight_gradient_from_columns(grad, x_t)
-        assert got.dtype == torch.float32 and got.shape == (19, 37)
-        tolerance = 1e-5 * rows**0.5
-        expected = grad.double().t() @ x_t.double().t()
-        torch.testing.assert_close(got.double(), expected, rtol=tolerance, atol=tolerance)

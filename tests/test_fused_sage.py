@@ -33,7 +33,7 @@ def test_gradients_match_finite_differences():
     adjacency = mean_adjacency(block, torch.float64)
     for relu in (False, True):
         assert torch.autograd.gradcheck(
-            lambda *args, r=relu: FusedSageMean.apply(*args, adjacency, r, None, None, True),
+            lambda *args, r=relu: FusedSageMean.apply(*args, adjacency, r, None, None),
             (x, weight_l, bias, weight_r),
         )
 
@@ -49,19 +49,17 @@ def test_a_relu_backward_handed_to_the_next_layer_matches_finite_differences():
 
     def two_layers(x, *weights):
         link = ReluLink()
-        hidden = FusedSageMean.apply(x, *weights[:3], adjacencies[0], True, None, link, True)
-        return FusedSageMean.apply(hidden, *weights[3:], adjacencies[1], False, link, None, True)
+        hidden = FusedSageMean.apply(x, *weights[:3], adjacencies[0], True, None, link)
+        return FusedSageMean.apply(hidden, *weights[3:], adjacencies[1], False, link, None)
 
     assert torch.autograd.gradcheck(two_layers, (x, *weights))
 
 
 @pytest.mark.parametrize("bias", [True, False], ids=["bias", "no-bias"])
 @pytest.mark.parametrize("relu", [True, False], ids=["relu", "linear"])
-@pytest.mark.parametrize("block_rows", [None, 5], ids=["mm-weight-grad", "onednn-weight-grad"])
+@pytest.mark.parametrize("block_rows", [None, 5], ids=["mm-weight-grad", "blocked-weight-grad"])
 def test_equals_pyg_sageconv_on_the_block(bias, relu, block_rows, monkeypatch):
-    """With 5-row blocks, the 12 destinations' weights' gradient runs on oneDNN from the
-    transposed copy the aggregation writes."""
-    if block_rows is not None:
+    if block_rows is not None:  # 12 destinations: blocks of 5, 5 and 2 rows
         monkeypatch.setattr(dense, "BLOCK_ROWS", block_rows)
     torch.manual_seed(0)
     block = random_block()

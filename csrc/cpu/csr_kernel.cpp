@@ -21,9 +21,7 @@
 // batch's rows where they lie, instead of after a gather that copies them. With its `relu`,
 // the sources (and the root rows copied) are max(x, 0) as read (NaN stays NaN, as torch's relu
 // keeps it): x is the previous layer's output before its ReLU, which then takes no pass of its
-// own. With its `out_t` and `root_out_t` ([width, num_rows], x's dtype, contiguous rows), out
-// and root_out are also written transposed, 16 rows at a time while they are in the L1 cache:
-// the layout in which oneDNN's inner product takes them for the weights' gradient.
+// own.
 //
 // input_gradient is a layer's backward through its aggregation, over the transposed
 // adjacency: the sum of `grad`'s rows, plus `root_grad` ([<= num_rows, width], grad's dtype,
@@ -42,7 +40,6 @@
 #include <atomic>
 #include <cstdint>
 #include <cstring>
-#include <initializer_list>
 #include <optional>
 #include <tuple>
 #include <type_traits>
@@ -50,7 +47,6 @@
 
 #include "buffer_pool.h"
 #include "row_loop.h"
-#include "transpose.h"
 
 namespace graphengine {
 namespace {
@@ -294,31 +290,14 @@ struct Rows {
 
 // What a row gets after its sum: `add`'s row added (rows below add.count), zeroed where
 // `relu_input` is <= 0, x's own row copied into `root_out`, and the result added to its row
-// block's column sums (`block_sums`, [blocks of kRowBlock rows, width] float32). Every
-// kTransposeTile rows, the rows just written to out and root_out are copied as columns into
-// `out_t` and `root_out_t` ([width, num_rows]: Rows whose rows are out's columns).
+// block's column sums (`block_sums`, [blocks of kRowBlock rows, width] float32).
 template <typename scalar_t>
 struct Epilogue {
   Rows<const scalar_t> add;
   Rows<const scalar_t> relu_input;
   Rows<scalar_t> root_out;
-  Rows<scalar_t> out_t;
-  Rows<scalar_t> root_out_t;
   float* block_sums = nullptr;
 };
-
-// Rows written to out between two transposed copies: a multiple of 16 (transpose.h's tiles)
-// that divides kRowBlock, so that each copy's rows are still in the L1 cache.
-constexpr int64_t kTransposeTile = 16;
-
-// Columns [first, first + count) of `columns` <- rows [first, first + count) of `rows`.
-template <typename scalar_t>
-void copy_as_columns(const Rows<scalar_t>& rows, const Rows<scalar_t>& columns, int64_t first,
-                     int64_t count, int64_t width) {
-  using bits_t = std::conditional_t<sizeof(scalar_t) == 4, uint32_t, uint16_t>;
-  transpose_rows(reinterpret_cast<const bits_t*>(rows.data), rows.stride,
-                 reinterpret_cast<bits_t*>(columns.data), columns.stride, first, count, width);
-}
 
 // acc += x, both float.
 GRAPHENGINE_ROW_LOOP void add_row(const float* x, float* acc, int64_t n) {
@@ -383,16 +362,6 @@ void csr_sum_kernel(const int64_t* rowptr, const int64_t* col, const float* valu
         copy_row<kRelu>(source_row(i), epilogue.root_out.data + i * epilogue.root_out.stride,
                         width);
       }
-      if ((i + 1) % kTransposeTile == 0 || i + 1 == end) {
-        const int64_t first = i - i % kTransposeTile;
-        if (epilogue.out_t.data != nullptr) {
-          copy_as_columns(Rows<scalar_t>{out, out_stride, num_rows}, epilogue.out_t, first,
-                          i + 1 - first, width);
-        }
-        if (epilogue.root_out_t.data != nullptr) {
-          copy_as_columns(epilogue.root_out, epilogue.root_out_t, first, i + 1 - first, width);
-        }
-      }
     }
   });
 }
@@ -403,9 +372,7 @@ void run_csr_sum(const at::Tensor& rowptr, const at::Tensor& col,
                  const at::Tensor& out, const std::optional<at::Tensor>& add,
                  const std::optional<at::Tensor>& relu_input,
                  const std::optional<at::Tensor>& root_out, float* block_sums,
-                 const std::optional<at::Tensor>& index, bool relu,
-                 const std::optional<at::Tensor>& out_t = std::nullopt,
-                 const std::optional<at::Tensor>& root_out_t = std::nullopt) {
+                 const std::optional<at::Tensor>& index, bool relu) {
   const int64_t num_rows = rowptr.numel() - 1, width = x.size(1);
   if (num_rows == 0 || width == 0) {
     return;
@@ -425,12 +392,6 @@ void run_csr_sum(const at::Tensor& rowptr, const at::Tensor& col,
     }
     if (root_out.has_value()) {
       epilogue.root_out = {root_out->data_ptr<scalar_t>(), root_out->stride(0), num_rows};
-    }
-    if (out_t.has_value()) {
-      epilogue.out_t = {out_t->data_ptr<scalar_t>(), out_t->stride(0), width};
-    }
-    if (root_out_t.has_value()) {
-      epilogue.root_out_t = {root_out_t->data_ptr<scalar_t>(), root_out_t->stride(0), width};
     }
     epilogue.block_sums = block_sums;
     auto kernel = relu ? csr_sum_kernel<true, scalar_t> : csr_sum_kernel<false, scalar_t>;
@@ -478,32 +439,10 @@ std::tuple<at::Tensor, at::Tensor> input_gradient_cpu(const at::Tensor& rowptr,
   return {out, sum_row_blocks(block_sums).to(grad.scalar_type())};
 }
 
-// A transposed output: [width, num_rows] of x's dtype with contiguous rows, not overlapping
-// itself, x or the other outputs.
-void check_transposed_output(const at::Tensor& out_t, const at::Tensor& x, int64_t num_rows,
-                             std::initializer_list<const at::Tensor*> others, const char* name) {
-  const int64_t width = x.size(1);
-  TORCH_CHECK(out_t.scalar_type() == x.scalar_type() && out_t.device().is_cpu() &&
-                  out_t.dim() == 2 && out_t.size(0) == width && out_t.size(1) == num_rows &&
-                  (num_rows <= 1 || out_t.stride(1) == 1),
-              "csr_sum_into: '", name, "' must be a CPU ", x.scalar_type(), " [", width, ", ",
-              num_rows, "] tensor with contiguous rows (got ", out_t.scalar_type(), " ",
-              out_t.sizes(), ", strides ", out_t.strides(), ")");
-  at::assert_no_internal_overlap(out_t);
-  at::assert_no_overlap(out_t, x);
-  for (const at::Tensor* other : others) {
-    if (other != nullptr) {
-      at::assert_no_overlap(out_t, *other);
-    }
-  }
-}
-
 void csr_sum_into_cpu(const at::Tensor& rowptr, const at::Tensor& col,
                       const std::optional<at::Tensor>& value, const at::Tensor& x,
                       const at::Tensor& out, const std::optional<at::Tensor>& root_out,
-                      const std::optional<at::Tensor>& index, bool relu,
-                      const std::optional<at::Tensor>& out_t,
-                      const std::optional<at::Tensor>& root_out_t) {
+                      const std::optional<at::Tensor>& index, bool relu) {
   // With `index`, the sources are x's rows index[0..], which the entries of col point into.
   const int64_t num_sources = index.has_value() ? index->numel() : x.size(0);
   if (index.has_value()) {
@@ -522,17 +461,8 @@ void csr_sum_into_cpu(const at::Tensor& rowptr, const at::Tensor& col,
     check_output(*root_out, x, num_rows, "root_out");
     at::assert_no_overlap(*root_out, out);
   }
-  const at::Tensor* root = root_out.has_value() ? &*root_out : nullptr;
-  if (out_t.has_value()) {
-    check_transposed_output(*out_t, x, num_rows, {&out, root}, "out_t");
-  }
-  if (root_out_t.has_value()) {
-    TORCH_CHECK(root_out.has_value(), "csr_sum_into: 'root_out_t' needs 'root_out'");
-    check_transposed_output(*root_out_t, x, num_rows,
-                            {&out, root, out_t.has_value() ? &*out_t : nullptr}, "root_out_t");
-  }
   run_csr_sum(rowptr, col, value, x, out, std::nullopt, std::nullopt, root_out, nullptr, index,
-              relu, out_t, root_out_t);
+              relu);
 }
 
 // The transpose [num_cols, num_rows]: the entries grouped by column, in row order within one

@@ -14,7 +14,7 @@ from __future__ import annotations
 import warnings
 from dataclasses import InitVar, dataclass
 from functools import cached_property
-from typing import TYPE_CHECKING, NamedTuple
+from typing import TYPE_CHECKING
 
 import torch
 from torch.autograd.function import once_differentiable
@@ -179,8 +179,6 @@ def weighted_sum(
     out: torch.Tensor | None = None,
     root_out: torch.Tensor | None = None,
     relu: bool = False,
-    out_t: torch.Tensor | None = None,
-    root_out_t: torch.Tensor | None = None,
 ) -> torch.Tensor:
     """``adjacency @ x``: ``x`` ``[num_cols, width]`` to ``[num_rows, width]`` in ``x``'s
     dtype (rows without entries are zeros). Differentiable in ``x``, except when written into
@@ -191,9 +189,7 @@ def weighted_sum(
     product and the copy are of ``relu(x)``, applied as the rows are read: ``x`` is a layer's
     output before the ReLU after it, which then takes no pass of its own. ``x`` may be
     :class:`IndexedRows` when written into ``out``: the CPU kernel reads the rows from the
-    table. ``out_t`` and ``root_out_t`` (``[width, num_rows]``, ``x``'s dtype, contiguous
-    rows; ``out`` and ``root_out`` given too) get ``out`` and ``root_out`` transposed, which
-    the CPU kernel writes in the same pass."""
+    table."""
     if len(x.shape) != 2 or x.shape[0] != adjacency.num_cols:
         raise ValueError(
             f"'x' must be 2-D with {adjacency.num_cols} rows (got shape {list(x.shape)})"
@@ -204,29 +200,20 @@ def weighted_sum(
         if isinstance(x, IndexedRows):
             x = x.gather()
         return _WeightedSum.apply(adjacency, x)
-    if root_out_t is not None and root_out is None:
-        raise ValueError("'root_out_t' needs 'root_out'")
     expected = [adjacency.num_rows, x.shape[1]]
-    transposed = expected[::-1]
-    for name, given, shape in (
-        ("out", out, expected),
-        ("root_out", root_out, expected),
-        ("out_t", out_t, transposed),
-        ("root_out_t", root_out_t, transposed),
-    ):
-        if given is not None and (list(given.shape) != shape or given.dtype != x.dtype):
+    for name, given in (("out", out), ("root_out", root_out)):
+        if given is not None and (list(given.shape) != expected or given.dtype != x.dtype):
             raise ValueError(
-                f"'{name}' must be {x.dtype} of shape {shape} (got {given.dtype} of shape "
+                f"'{name}' must be {x.dtype} of shape {expected} (got {given.dtype} of shape "
                 f"{list(given.shape)})"
             )
-    outputs = _Outputs(out, root_out, out_t, root_out_t)
     if isinstance(x, IndexedRows):
         if uses_kernel(x.table):
-            return _product(adjacency, x.table, outputs, x.index.contiguous(), relu)
+            return _product(adjacency, x.table, out, root_out, x.index.contiguous(), relu)
         x = x.gather()
     if torch.is_grad_enabled() and x.requires_grad:
         raise RuntimeError("weighted_sum(..., out=) does not differentiate; call it without")
-    return _product(adjacency, x, outputs, relu=relu)
+    return _product(adjacency, x, out, root_out, relu=relu)
 
 
 def input_gradient(
@@ -275,44 +262,30 @@ def uses_kernel(x: torch.Tensor) -> bool:
     )
 
 
-class _Outputs(NamedTuple):
-    """Where :func:`weighted_sum` writes (see there); without ``out``, a new tensor."""
-
-    out: torch.Tensor | None = None
-    root_out: torch.Tensor | None = None
-    out_t: torch.Tensor | None = None
-    root_out_t: torch.Tensor | None = None
-
-
 def _product(
     adjacency: CsrAdjacency,
     x: torch.Tensor,
-    outputs: _Outputs | None = None,
+    out: torch.Tensor | None = None,
+    root_out: torch.Tensor | None = None,
     index: torch.Tensor | None = None,
     relu: bool = False,
 ) -> torch.Tensor:
-    """``adjacency @ x`` (into ``outputs`` if given, with ``relu``: see
-    :func:`weighted_sum`). With ``index`` (the kernel and ``outputs.out`` only), the sources
-    are ``x``'s rows ``index``."""
-    out, root_out, out_t, root_out_t = outputs or _Outputs()
+    """``adjacency @ x`` (into ``out``, with ``root_out`` and ``relu``: see
+    :func:`weighted_sum`). With ``index`` (the kernel and ``out`` only), the sources are
+    ``x``'s rows ``index``."""
     if uses_kernel(x):
         value = adjacency.value.to(torch.float32)
         args = (adjacency.rowptr, adjacency.col, value, _contiguous_rows(x))
         if out is None:
             return torch.ops.graphengine.csr_sum(*args)
-        torch.ops.graphengine.csr_sum_into(*args, out, root_out, index, relu, out_t, root_out_t)
+        torch.ops.graphengine.csr_sum_into(*args, out, root_out, index, relu)
         return out
     if relu:
         x = torch.relu(x)
     if root_out is not None:
         root_out.copy_(x[: adjacency.num_rows])
-        if root_out_t is not None:
-            root_out_t.copy_(root_out.t())
     if out is not None:
-        out.copy_(_product(adjacency, x))
-        if out_t is not None:
-            out_t.copy_(out.t())
-        return out
+        return out.copy_(_product(adjacency, x))
     # On the CPU, low-precision inputs are summed in float32 with float32 weights, as the
     # kernel sums them; CUDA's sparse products accumulate in float32 themselves.
     on_cpu = x.device.type == "cpu"

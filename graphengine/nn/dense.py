@@ -155,7 +155,14 @@ def weight_gradient(grad: torch.Tensor, x: torch.Tensor) -> torch.Tensor:
     blocks are added in order, so the sum does not depend on the thread count. Else torch's
     ``mm``."""
     rows, channels = x.shape
-    if not (grad.dtype == torch.float32 and x.stride(1) == 1 and takes_columns(x, rows)):
+    if not (
+        x.dtype == torch.float32
+        and grad.dtype == torch.float32
+        and rows >= BLOCK_ROWS
+        and x.stride(1) == 1
+        and uses_onednn(x)
+        and uses_kernel(x)
+    ):
         return grad.t() @ x
     total = torch.zeros(channels, grad.shape[1], dtype=torch.float32)
     buffer = x.new_empty(channels * BLOCK_ROWS)
@@ -164,25 +171,6 @@ def weight_gradient(grad: torch.Tensor, x: torch.Tensor) -> torch.Tensor:
         torch.ops.graphengine.transpose_into(x_block, x_block_t)
         total += torch.ops.mkldnn._linear_pointwise(x_block_t, grad_block.t(), None, "none", [], "")
     return total.t()
-
-
-def takes_columns(x: torch.Tensor, rows: int) -> bool:
-    """Whether a weights' gradient over ``rows`` rows of inputs like ``x`` runs on oneDNN
-    with the inputs' columns as rows: float32, at least :data:`BLOCK_ROWS` rows, oneDNN and
-    the extension's kernels in use (:func:`weight_gradient`,
-    :func:`weight_gradient_from_columns`)."""
-    return x.dtype == torch.float32 and rows >= BLOCK_ROWS and uses_onednn(x) and uses_kernel(x)
-
-
-def weight_gradient_from_columns(grad: torch.Tensor, x_t: torch.Tensor) -> torch.Tensor:
-    """``grad.t() @ x`` from ``x_t`` = ``x.t()`` with its rows contiguous (a kernel wrote it
-    beside ``x``, as ``csr_sum_into``'s ``out_t``): ``grad`` ``[rows, out]``, ``x_t``
-    ``[in, rows]``, to ``[out, in]`` (a transposed view). One oneDNN product where
-    :func:`takes_columns`, with no transposes (the first layer's ``[109k, 256]^T @ [109k,
-    200]``: 53 ms, against 60 ms in blocks and 67 ms on ``mm``); else torch's ``mm``."""
-    if grad.dtype == torch.float32 and x_t.stride(1) == 1 and takes_columns(x_t, x_t.shape[1]):
-        return torch.ops.mkldnn._linear_pointwise(x_t, grad.t(), None, "none", [], "").t()
-    return grad.t() @ x_t.t()
 
 
 def uses_onednn(x: torch.Tensor) -> bool:

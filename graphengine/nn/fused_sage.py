@@ -40,13 +40,7 @@ from graphengine.nn.aggregation import (
     uses_kernel,
     weighted_sum,
 )
-from graphengine.nn.dense import (
-    linear,
-    relu_and_bias_backward,
-    takes_columns,
-    weight_gradient,
-    weight_gradient_from_columns,
-)
+from graphengine.nn.dense import linear, relu_and_bias_backward, weight_gradient
 
 if TYPE_CHECKING:  # blocks.py runs these layers
     from graphengine.nn.blocks import Block
@@ -140,12 +134,8 @@ def sage_mean(
         x = x if isinstance(x, IndexedRows) else x.to(dtype)
         weights = tuple(w.to(dtype) if w is not None else None for w in weights)
         with torch.autocast(device, enabled=False):
-            return FusedSageMean.apply(
-                x, *weights, mean_adjacency(block, dtype), *links, torch.is_grad_enabled()
-            )
-    return FusedSageMean.apply(
-        x, *weights, mean_adjacency(block, x.dtype), *links, torch.is_grad_enabled()
-    )
+            return FusedSageMean.apply(x, *weights, mean_adjacency(block, dtype), *links)
+    return FusedSageMean.apply(x, *weights, mean_adjacency(block, x.dtype), *links)
 
 
 def _compute_dtype(device: str, dtype: torch.dtype) -> torch.dtype:
@@ -175,24 +165,15 @@ class FusedSageMean(torch.autograd.Function):
         relu: bool,
         input_relu: ReluLink | None,
         output_relu: ReluLink | None,
-        grad_enabled: bool,
     ):
         num_dst, channels = adjacency.num_rows, x.shape[1]
         both = weight_l.new_empty(num_dst, 2 * channels, dtype=x.dtype)
-        # The weights' gradient takes [mean | x_dst] transposed where oneDNN runs it (see
-        # graphengine.nn.dense): the aggregation writes that copy too, as it writes the rows.
-        wants_weight_grad = grad_enabled and (ctx.needs_input_grad[1] or ctx.needs_input_grad[3])
-        both_t = None
-        if wants_weight_grad and takes_columns(both, num_dst):
-            both_t = both.new_empty(2 * channels, num_dst)
         weighted_sum(
             adjacency,
             x,
             out=both[:, :channels],
             root_out=both[:, channels:],
             relu=input_relu is not None,
-            out_t=both_t[:channels] if both_t is not None else None,
-            root_out_t=both_t[channels:] if both_t is not None else None,
         )
         weight = torch.cat([weight_l, weight_r], dim=1)
         ctx.masks_output_grad = relu and output_relu is None
@@ -201,8 +182,7 @@ class FusedSageMean(torch.autograd.Function):
         ctx.links = (input_relu, output_relu)
         ctx.has_bias = bias is not None
         ctx.save_for_backward(
-            both if both_t is None else None,
-            both_t,
+            both,
             weight,
             out if ctx.masks_output_grad else None,
             x if input_relu is not None else None,
@@ -212,8 +192,8 @@ class FusedSageMean(torch.autograd.Function):
     @staticmethod
     @once_differentiable
     def backward(ctx, grad):
-        both, both_t, weight, out, relu_input = ctx.saved_tensors
-        channels = weight.shape[1] // 2
+        both, weight, out, relu_input = ctx.saved_tensors
+        channels = both.shape[1] // 2
         needs = ctx.needs_input_grad
         grad_x = grad_weight_l = grad_bias = grad_weight_r = None
         wants_bias = needs[2] and ctx.has_bias
@@ -223,11 +203,7 @@ class FusedSageMean(torch.autograd.Function):
         elif wants_bias:
             grad_bias = grad.sum(0) if output_relu is None else output_relu.take_column_sum(grad)
         if needs[1] or needs[3]:
-            grad_weight = (
-                weight_gradient(grad, both)
-                if both_t is None
-                else weight_gradient_from_columns(grad, both_t)
-            )
+            grad_weight = weight_gradient(grad, both)
             grad_weight_l, grad_weight_r = grad_weight[:, :channels], grad_weight[:, channels:]
         if needs[0]:
             grad_both = linear(grad, weight.t(), None)
@@ -240,4 +216,4 @@ class FusedSageMean(torch.autograd.Function):
             )
             if input_relu is not None:
                 input_relu.leave(grad_x, column_sum)
-        return grad_x, grad_weight_l, grad_bias, grad_weight_r, None, None, None, None, None
+        return grad_x, grad_weight_l, grad_bias, grad_weight_r, None, None, None, None

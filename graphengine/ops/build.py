@@ -163,9 +163,7 @@ def _register_fakes() -> None:
         sums = grad.new_empty(grad.shape[1] if column_sums else 0)
         return grad.new_empty((rowptr.shape[0] - 1, grad.shape[1])), sums
 
-    def fake_csr_sum_into(
-        rowptr, col, value, x, out, root_out=None, index=None, relu=False, out_t=None, root_t=None
-    ):
+    def fake_csr_sum_into(rowptr, col, value, x, out, root_out=None, index=None, relu=False):
         return None
 
     def fake_csr_transpose(rowptr, col, value, num_cols):
@@ -176,9 +174,6 @@ def _register_fakes() -> None:
         )
 
     def fake_bias_relu_(out, bias=None):
-        return None
-
-    def fake_transpose_into(src, out):
         return None
 
     def fake_relu_backward_sum(grad, out):
@@ -197,5 +192,4 @@ def _register_fakes() -> None:
     torch.library.register_fake("graphengine::relu_backward_sum", fake_relu_backward_sum)
     torch.library.register_fake("graphengine::csr_transpose", fake_csr_transpose)
     torch.library.register_fake("graphengine::bias_relu_", fake_bias_relu_)
-    torch.library.register_fake("graphengine::transpose_into", fake_transpose_into)
     torch.library.register_fake("graphengine::gat_attention_backward", fake_attention_backward)
