@@ -88,10 +88,10 @@ def linear_layer(
 ) -> torch.Tensor:
     """``torch.nn.functional.linear(x, weight, bias)``, then ReLU when ``relu``,
     differentiable, with the forward and input-gradient products on oneDNN where
-    :func:`uses_onednn` (the weights' gradient on torch's ``mm``), the ReLU in one pass after
-    the product and its backward with the bias gradient in one pass (the extension's
-    ``bias_relu_`` and ``relu_backward_sum``): ``x`` ``[rows, in]``, ``weight`` ``[out, in]``,
-    ``bias`` ``[out]`` or ``None``, to ``[rows, out]``. Under ``torch.autocast``, and
+    :func:`uses_onednn` (the weights' gradient as :func:`weight_gradient` runs it), the ReLU
+    in one pass after the product and its backward with the bias gradient in one pass (the
+    extension's ``bias_relu_`` and ``relu_backward_sum``): ``x`` ``[rows, in]``, ``weight``
+    ``[out, in]``, ``bias`` ``[out]`` or ``None``, to ``[rows, out]``. Under ``torch.autocast``, and
     wherever oneDNN is not used, it is torch's own ``linear`` and ``relu``, so autocast casts
     as it does for PyG's layers. Not twice differentiable."""
     if uses_onednn(x) and weight.dtype == x.dtype and not torch.is_autocast_enabled("cpu"):

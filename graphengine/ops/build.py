@@ -176,6 +176,9 @@ def _register_fakes() -> None:
     def fake_bias_relu_(out, bias=None):
         return None
 
+    def fake_transpose_into(src, out):
+        return None
+
     def fake_relu_backward_sum(grad, out):
         return torch.empty_like(grad), grad.new_empty(grad.shape[1])
 
@@ -192,4 +195,5 @@ def _register_fakes() -> None:
     torch.library.register_fake("graphengine::relu_backward_sum", fake_relu_backward_sum)
     torch.library.register_fake("graphengine::csr_transpose", fake_csr_transpose)
     torch.library.register_fake("graphengine::bias_relu_", fake_bias_relu_)
+    torch.library.register_fake("graphengine::transpose_into", fake_transpose_into)
     torch.library.register_fake("graphengine::gat_attention_backward", fake_attention_backward)
