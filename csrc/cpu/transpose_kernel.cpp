@@ -9,14 +9,14 @@
 // rows 32 ahead from memory; the edges, other dtypes and other CPUs copy square tiles.
 //
 // Shapes: src [rows, channels] with stride(1) == 1, out [channels, rows] contiguous, both one of
-// float32, bfloat16 or float16 (the same), on the CPU. The values are moved as bits, unchanged.
+// float32, bfloat16 or float16 (the same), on the CPU. The values are copied unchanged (bfloat16
+// as its bits, as row_loop.h reads it).
 #include <ATen/ATen.h>
 #include <ATen/Parallel.h>
 #include <torch/library.h>
 
 #include <algorithm>
 #include <cstdint>
-#include <type_traits>
 
 #if defined(__x86_64__) && defined(__GNUC__)
 #include <immintrin.h>
@@ -147,7 +147,7 @@ void transpose_into_cpu(const at::Tensor& src, at::Tensor& out) {
   const int64_t src_stride = rows > 1 ? src.stride(0) : channels;
   dispatch_row_loop_type(src.scalar_type(), [&](auto type_tag) {
     using scalar_t = decltype(type_tag);
-    using bits_t = std::conditional_t<sizeof(scalar_t) == 4, uint32_t, uint16_t>;
+    using bits_t = row_bits_t<scalar_t>;
     transpose_kernel(reinterpret_cast<const bits_t*>(src.const_data_ptr<scalar_t>()), src_stride,
                      reinterpret_cast<bits_t*>(out.data_ptr<scalar_t>()), rows, channels);
   });

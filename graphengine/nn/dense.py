@@ -29,7 +29,7 @@ products, in float32 and for at least :data:`BLOCK_ROWS` rows. Measured alone, m
 two runs: the first layer's ``[109k, 256]^T @ [109k, 200]`` took 60.1-60.5 ms against 67 ms
 on ``mm``, the second's ``[12.7k, 256]^T @ [12.7k, 512]`` 17.2 against 18.5-18.7 ms. A
 bfloat16 product would round each block's sum to bfloat16, so it stays on ``mm``, as do
-fewer rows (1024 rows: 0.27 against 0.17 ms).
+fewer rows (``[1024, 47]^T @ [1024, 256]``: 0.27 against 0.17 ms).
 
 The op is private to torch, so it is used where it was checked once in this process
 against a float64 product (a small problem with a strided input, and one with strided
