@@ -11,6 +11,7 @@ from samplers.base import (
     HeteroSamplerOutput,
     SamplerInput,
     SamplerOutput,
+    as_edge_index,
 )
 from samplers.csc import check_csc, check_node_ids
 from samplers.hetero import HeteroNeighborSampler
@@ -27,6 +28,7 @@ __all__ = [
     "NeighborSampler",
     "SamplerInput",
     "SamplerOutput",
+    "as_edge_index",
     "check_csc",
     "check_fanouts",
     "check_node_ids",

@@ -102,6 +102,25 @@ class SamplerOutput:
     seed_time: np.ndarray | None = None
 
 
+def as_edge_index(row: np.ndarray, col: np.ndarray) -> np.ndarray:
+    """``row`` and ``col`` (``[num_edges]`` each, one dtype) as one ``[2, num_edges]`` array:
+    the array whose two rows they are, where they are exactly that (the samplers write their
+    last hop so, see :meth:`samplers.neighbor.EdgeBuffers.reserve`), else a stacked copy."""
+    pair = row.base
+    if (
+        isinstance(pair, np.ndarray)
+        and pair is col.base
+        and pair.shape == (2, row.shape[0])
+        and pair.flags.c_contiguous
+        and pair.dtype == row.dtype == col.dtype
+        and row.strides == col.strides == (pair.itemsize,)
+        and row.ctypes.data == pair.ctypes.data
+        and col.ctypes.data == pair.ctypes.data + row.nbytes
+    ):
+        return pair
+    return np.stack([row, col])
+
+
 @dataclass(frozen=True)
 class HeteroSamplerOutput:
     """A sampled heterogeneous subgraph: :class:`SamplerOutput`'s fields, per node type

@@ -399,7 +399,7 @@ class HeteroNeighborSampler(BaseSampler):
                     targets = frontier_keys
                     # Only the seeds can repeat; later frontiers hold each node once.
                     tagged = tag_repeats(targets) if hop == 0 else targets
-                slots = HopSlots(edges[edge_type], first)
+                slots = HopSlots(edges[edge_type], first, last=hop == self.num_hops - 1)
                 offsets = self._samplers[edge_type].sample_hop(
                     targets,
                     tagged,

@@ -207,7 +207,7 @@ class MultiHopSampler(BaseSampler):
                 # Only the seeds can repeat; later frontiers hold each node once.
                 tagged = tag_repeats(frontier) if hop == 0 else frontier
             # The hop writes global neighbor ids into the rows; relabel maps them in place.
-            slots = HopSlots(edges, frontier_start)
+            slots = HopSlots(edges, frontier_start, last=hop == len(self.fanouts) - 1)
             offsets = self.sample_hop(
                 frontier, tagged, fanout, self.hop_key(inputs.seed, hop), slots, time_limits
             )
@@ -576,12 +576,20 @@ class EdgeBuffers:
         self.used = 0
         self.end = 0
 
-    def reserve(self, count: int) -> None:
-        """Room for ``count`` edges after the committed ones."""
+    def reserve(self, count: int, last: bool = False) -> None:
+        """Room for ``count`` edges after the committed ones. For the ``last`` hop, ``row``
+        and ``col`` become the two rows of one int64 ``[2, num_edges]`` array holding exactly
+        the batch's edges, which a loader then takes as its ``edge_index`` without a copy
+        (:func:`samplers.as_edge_index`): only the earlier hops' edges are copied, here."""
         self.end = self.used + count
-        self.row, self.col, self.edge = (
-            grow(a, self.used, self.end) for a in (self.row, self.col, self.edge)
-        )
+        self.edge = grow(self.edge, self.used, self.end)
+        if last:
+            pair = np.empty((2, self.end), dtype=np.int64)
+            pair[0, : self.used] = self.row[: self.used]
+            pair[1, : self.used] = self.col[: self.used]
+            self.row, self.col = pair
+        else:
+            self.row, self.col = (grow(a, self.used, self.end) for a in (self.row, self.col))
         if self.weight is not None:
             self.weight = grow(self.weight, self.used, self.end)
             self.weight[self.used : self.end] = 1.0
@@ -744,18 +752,20 @@ class HopSlots:
 
     Attributes:
         first_local: the batch-local id of the hop's first frontier node.
+        last: whether this is the batch's last hop (see :meth:`EdgeBuffers.reserve`).
         columns_filled: whether the hop wrote the edges' batch-local destinations
             (:meth:`columns`); otherwise the sampler fills them from the offsets.
     """
 
-    def __init__(self, buffers: EdgeBuffers, first_local: int):
+    def __init__(self, buffers: EdgeBuffers, first_local: int, last: bool = False):
         self._buffers = buffers
         self.first_local = first_local
+        self.last = last
         self.columns_filled = False
 
     def reserve(self, count: int) -> tuple[np.ndarray, np.ndarray]:
         """Room for the hop's ``count`` edges: (neighbor ids, edge ids), int64 ``[count]``."""
-        self._buffers.reserve(count)
+        self._buffers.reserve(count, self.last)
         b = self._buffers
         return b.row[b.used : b.end], b.edge[b.used : b.end]
 

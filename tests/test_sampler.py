@@ -8,7 +8,7 @@ import pytest
 from scipy.stats import chisquare
 
 import samplers.neighbor
-from samplers import NeighborSampler, SamplerInput, check_csc
+from samplers import LaborSampler, NeighborSampler, SamplerInput, as_edge_index, check_csc
 from samplers._kernels.neighbor import EMPTY
 from tests.conftest import random_csc
 
@@ -146,6 +146,36 @@ def test_same_seed_same_batch_any_thread_count():
         assert np.array_equal(getattr(first, field), getattr(second, field))
     other = sample(indptr, indices, [10, 5, 3], seeds, seed=12)
     assert not np.array_equal(first.edge, other.edge)
+
+
+@pytest.mark.parametrize("sampler_class", [NeighborSampler, LaborSampler])
+def test_the_batch_edge_index_is_the_samplers_own_rows(sampler_class):
+    """The last hop makes ``row`` and ``col`` the rows of one array: the loader's
+    ``edge_index`` is that array, equal to the stacked rows, without a copy."""
+    indptr, indices = random_csc(500, 6000, 3)
+    sampler = sampler_class(indptr, indices, [4, 3, 2])
+    for batch in range(3):  # later batches start from the earlier ones' sizes
+        seeds = np.arange(batch * 20, batch * 20 + 20, dtype=np.int64)
+        out = sampler.sample_from_nodes(SamplerInput(seeds, np.arange(20), batch))
+        pair = as_edge_index(out.row, out.col)
+        assert np.array_equal(pair, np.stack([out.row, out.col]))
+        assert np.shares_memory(pair, out.row) and np.shares_memory(pair, out.col)
+        assert np.array_equal(replay(out, [4, 3, 2]), out.node)
+
+
+def test_edge_index_copies_rows_that_are_not_one_array():
+    pair = np.empty((2, 6), dtype=np.int64)  # owns its memory, as the samplers' arrays
+    pair[:] = np.arange(12).reshape(2, 6)
+    for row, col in [
+        (pair[0].copy(), pair[1].copy()),  # two arrays
+        (pair[0, :5], pair[1, :5]),  # parts of the rows
+        (pair[1], pair[0]),  # the rows swapped
+        (pair[0, ::-1], pair[1, ::-1]),  # reversed views
+    ]:
+        stacked = as_edge_index(row, col)
+        assert np.array_equal(stacked, np.stack([row, col]))
+        assert not np.shares_memory(stacked, pair)
+    assert as_edge_index(pair[0], pair[1]) is pair
 
 
 def test_relabel_table_grows_past_initial_capacity(id_map):

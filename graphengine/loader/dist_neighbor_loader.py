@@ -26,7 +26,7 @@ from graphengine.loader.pipeline import Stage
 from graphengine.loader.seeds import OwnSeedBatches, derive_seed
 from graphengine.loader.staged import StagedLoader
 from graphengine.loader.stages import CopyToDevice, SampleNodes, add_batch_fields
-from samplers import SamplerOutput, check_fanouts, check_node_ids
+from samplers import SamplerOutput, as_edge_index, check_fanouts, check_node_ids
 from samplers.neighbor import check_times
 
 log = logging.getLogger(__name__)
@@ -232,7 +232,7 @@ class DistNeighborLoader(StagedLoader):
         data = Data(
             x=x,
             y=y,
-            edge_index=torch.from_numpy(np.stack([out.row, out.col])),
+            edge_index=torch.from_numpy(as_edge_index(out.row, out.col)),
             n_id=n_id,
             e_id=torch.from_numpy(out.edge),
         )

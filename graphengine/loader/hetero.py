@@ -11,7 +11,7 @@ from torch_geometric.data import HeteroData
 
 from graphengine.data.graph_store import coo_to_csc
 from graphengine.loader.adapters import as_numpy, select_rows
-from samplers import HeteroSamplerOutput, check_node_ids
+from samplers import HeteroSamplerOutput, as_edge_index, check_node_ids
 
 EdgeType = tuple[str, str, str]
 
@@ -189,7 +189,9 @@ class GatherHeteroFeatures:
         for edge_type in self.graph.edge_types:
             store = self.data[edge_type]
             target = batch[edge_type]
-            target.edge_index = torch.from_numpy(np.stack([out.row[edge_type], out.col[edge_type]]))
+            target.edge_index = torch.from_numpy(
+                as_edge_index(out.row[edge_type], out.col[edge_type])
+            )
             edge = None if out.edge is None else out.edge.get(edge_type)
             e_id = None
             if edge is not None:

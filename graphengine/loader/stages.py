@@ -20,7 +20,7 @@ from graphengine import ops
 from graphengine.data.arrays import as_tensor
 from graphengine.data.feature_store import FeatureStore
 from graphengine.loader.seeds import BatchRequest
-from samplers import BaseSampler, SamplerInput, SamplerOutput
+from samplers import BaseSampler, SamplerInput, SamplerOutput, as_edge_index
 
 
 class SampleNodes:
@@ -200,7 +200,7 @@ class GatherFeatures:
         n_id = torch.from_numpy(out.node)
         edge = torch.from_numpy(out.edge)
         e_id = edge if self.edge_ids is None else self.edge_ids[edge]
-        data = Data(edge_index=torch.from_numpy(np.stack([out.row, out.col])))
+        data = Data(edge_index=torch.from_numpy(as_edge_index(out.row, out.col)))
         for store, index in ((self.nodes, n_id), (self.edges, e_id)):
             on_device: dict[torch.device, torch.Tensor] = {}  # index copied once per device
             for key in store.keys() if store is not None else ():
