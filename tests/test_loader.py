@@ -296,6 +296,19 @@ def test_loader_arguments_are_checked():
         NeighborLoader(data, [2], seed=1, rank=0, world_size=0)
 
 
+def test_a_pair_with_an_empty_feature_store_gives_the_structure_alone():
+    data = id_graph()
+    graph = Graph.from_data(data)
+    seeds = torch.arange(4)
+    bare = list(NeighborLoader((FeatureStore(), graph), [2, 2], input_nodes=seeds, seed=3))
+    full = list(NeighborLoader(data, [2, 2], input_nodes=seeds, seed=3))
+    assert len(bare) == len(full)
+    for got, expected in zip(bare, full, strict=True):
+        assert "x" not in got and "y" not in got
+        assert torch.equal(got.n_id, expected.n_id)
+        assert torch.equal(got.edge_index, expected.edge_index)
+
+
 @pytest.mark.skipif(torch.cuda.is_available(), reason="checks the behaviour without CUDA")
 def test_pin_memory_without_cuda_warns_and_loads_as_torch_does():
     data = id_graph()

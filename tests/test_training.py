@@ -6,6 +6,7 @@ import pytest
 import torch
 from torch_geometric.nn import MLP
 
+from graphengine import NeighborLoader
 from graphengine.cli import main
 from graphengine.datasets import load_dataset
 from graphengine.nn.models import build_model
@@ -107,11 +108,31 @@ def test_a_first_layer_reading_rows_from_the_store_trains_as_gathered_rows_do(tm
             dataset, precision=precision, eval_mode="sampled", aggregate_from_store=from_store
         )
         batch = next(iter(trainer.train_loader))
-        assert (batch.x is None) == from_store and batch.y is not None
+        assert (batch.x is None) == from_store and batch.y is None
         accuracies[from_store] = trainer.fit(1)[-1]["val_acc"]
         weights[from_store] = weights_of(trainer)
     torch.testing.assert_close(weights[True], weights[False], rtol=0, atol=0)
     assert accuracies[True] == accuracies[False]
+
+
+def test_steps_read_the_seeds_labels_from_the_dataset_when_batches_carry_none(tmp_path):
+    """The Trainer's batches carry no ``y`` (the loss reads only the seeds'); a step on
+    them is the step on the same batches with ``y`` gathered, bit for bit."""
+    dataset = load_dataset("synthetic-small", root=tmp_path)
+    bare, labelled = small_trainer(dataset), small_trainer(dataset)
+    seeds = torch.as_tensor(dataset.train_idx)[:1024]
+    options = {"input_nodes": seeds, "batch_size": 512, "seed": 5}
+    batches = list(NeighborLoader((bare.feature_store, dataset.graph), [5, 5], **options))
+    with_y = list(NeighborLoader(dataset, [5, 5], **options))
+    assert all(b.y is None for b in batches) and all(b.y is not None for b in with_y)
+    for trainer in (bare, labelled):
+        trainer.model.train()
+    for batch, reference in zip(batches, with_y, strict=True):
+        torch.manual_seed(1)  # the same dropout masks
+        stepped = bare.step(batch)
+        torch.manual_seed(1)
+        assert stepped == labelled.step(reference)
+    torch.testing.assert_close(weights_of(bare), weights_of(labelled), rtol=0, atol=0)
 
 
 def test_bf16_features_stay_float32_where_the_first_layer_reads_x_first(tmp_path):

@@ -28,7 +28,7 @@ def graph_and_gather(
             raise TypeError(
                 f"'data' as a pair must be (FeatureStore, Graph) (got {type(store).__name__} first)"
             )
-        if store.num_nodes != graph.num_nodes:
+        if store.keys() and store.num_nodes != graph.num_nodes:  # an empty store: no attributes
             raise ValueError(
                 f"'data' as a pair must hold a row per node: the FeatureStore has "
                 f"{store.num_nodes} rows, the Graph {graph.num_nodes} nodes"
