@@ -147,10 +147,13 @@ void copy_row(const scalar_t* x, scalar_t* out, int64_t n) {
   }
 }
 
+// Into L2 (locality 2), as the gather prefetches (gather_kernel.cpp): more scattered rows in
+// flight than the L1's miss buffers allow. The first layer's mean over a gathered batch, in
+// alternating processes: 11.0-15.3 ms (median 13.5) against 14.7-19.7 ms (median 15.4).
 void prefetch_row(const void* row, int64_t bytes) {
   const char* p = static_cast<const char*>(row);
   for (int64_t offset = 0; offset < bytes; offset += kCacheLine) {
-    __builtin_prefetch(p + offset);
+    __builtin_prefetch(p + offset, 0, 2);
   }
 }
 
