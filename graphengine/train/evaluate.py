@@ -25,6 +25,7 @@ from graphengine.nn.forward import SeedLogits
 from graphengine.nn.inference import layerwise_inference
 from graphengine.parallel.base import SingleProcess, Strategy
 from graphengine.train.hetero import hetero_eval_mode, seed_store
+from graphengine.train.labels import seed_labels, without_labels
 
 # Full-graph evaluation needs the whole graph's activations in memory at once.
 FULL_EVAL_MAX_EDGES = 5_000_000
@@ -158,16 +159,16 @@ class Evaluator:
         else:
             nodes = np.asarray(self.dataset.split(split))
             mine = nodes[self.strategy.rank :: self.strategy.world_size]
+            # On the CPU, batches without y: the seeds' labels are read from self._y.
+            data = without_labels(self.dataset) if self.device.type == "cpu" else self.dataset
             loader = (
-                NeighborLoader(self.dataset, self.fanouts, input_nodes=mine, **kwargs)
-                if len(mine)
-                else []
+                NeighborLoader(data, self.fanouts, input_nodes=mine, **kwargs) if len(mine) else []
             )
         correct = 0
         for batch in tqdm(loader, desc=f"eval {split}", disable=not self.progress, leave=False):
             logits = self.seed_logits(batch)
             seeds = seed_store(batch, self._target)
-            correct += int((logits.argmax(dim=-1) == seeds.y[: seeds.batch_size]).sum())
+            correct += int((logits.argmax(dim=-1) == seed_labels(seeds, self._y)).sum())
         correct, total = self.strategy.sum([correct, len(mine)])
         return correct / max(total, 1)
 

@@ -41,6 +41,7 @@ from graphengine.train.hetero import (
     feature_bytes,
     seed_store,
 )
+from graphengine.train.labels import seed_labels, without_labels
 from graphengine.train.subgraph import (
     SAMPLERS,
     SubgraphLogits,
@@ -359,16 +360,13 @@ class Trainer:
         """``features`` (the dataset, or its graph and a feature store), or, for a
         GraphDataset trained on the CPU, its graph and a feature store without ``y``
         (``self.feature_store``): :meth:`step` reads its seeds' labels from the dataset's
-        table (``self._seed_labels``), so the loader gathers no labels for the batch's
-        other nodes, which the loss never reads (on synthetic-products, 376K random reads
-        a batch of 1024 seeds: 2.0-2.3 ms of loading at 2 threads)."""
+        table (``self._seed_labels``; see :mod:`graphengine.train.labels`)."""
         if not isinstance(dataset, GraphDataset) or self.device.type != "cpu":
             return features
-        store = features[0] if isinstance(features, tuple) else dataset.feature_store()
-        del store["y"]
+        features = without_labels(dataset, features[0] if isinstance(features, tuple) else None)
         self._seed_labels = as_tensor(dataset.y)
-        self.feature_store = store
-        return store, dataset.graph
+        self.feature_store = features[0]
+        return features
 
     def _bf16_features(self, dataset):
         """``dataset``, or, for a GraphDataset on the CPU, its graph and a feature store whose
@@ -603,7 +601,7 @@ class Trainer:
                 loss, target = subgraph_loss(logits, batch)
             else:
                 logits = self._train_model(batch)
-                target = self._seed_targets(seed_store(batch, self._target))
+                target = seed_labels(seed_store(batch, self._target), self._seed_labels)
                 # A worker of a partitioned graph may get no seeds for a step; it still takes
                 # part in the gradients' all-reduce, with zeros.
                 loss = F.cross_entropy(logits, target) if len(target) else logits.sum() * 0.0
@@ -611,14 +609,6 @@ class Trainer:
         self.optimizer.step()
         right = int((logits.argmax(dim=-1) == target).sum())
         return float(loss.detach()), right, len(target)
-
-    def _seed_targets(self, seeds) -> torch.Tensor:
-        """The labels of ``seeds``' first ``batch_size`` nodes (int64): its ``y``, or where
-        the training batches carry none, the dataset's (see :meth:`_without_y`)."""
-        labels = getattr(seeds, "y", None)
-        if labels is None and self._seed_labels is not None:
-            return self._seed_labels[seeds.n_id[: seeds.batch_size]].long()
-        return labels[: seeds.batch_size].long()
 
     def evaluate(self, split: str) -> float:
         """Accuracy on ``split`` (``'train'``, ``'val'`` or ``'test'``); every worker calls it."""

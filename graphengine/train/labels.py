@@ -1,0 +1,36 @@
+"""Seed labels read from the dataset's table, instead of gathered for every node of a batch.
+
+A node-classification loss or accuracy reads the labels of a batch's seeds only (its first
+``batch_size`` nodes), while a loader gathers ``y`` for all of the batch's nodes: on
+synthetic-products, 376K random reads of an 8 MB table a batch of 1024 seeds (2.0-2.3 ms of
+loading at 2 threads). The Trainer and the Evaluator load their CPU batches from
+:func:`without_labels` and read the seeds' labels with :func:`seed_labels`.
+"""
+
+from __future__ import annotations
+
+import torch
+
+from graphengine.data.feature_store import FeatureStore
+from graphengine.data.graph_store import Graph
+from graphengine.datasets.dataset import GraphDataset
+
+
+def without_labels(
+    dataset: GraphDataset, store: FeatureStore | None = None
+) -> tuple[FeatureStore, Graph]:
+    """``dataset``'s graph and ``store`` (by default ``dataset.feature_store()``) with its ``y``
+    table removed, for a loader whose batches then carry no ``y``."""
+    store = dataset.feature_store() if store is None else store
+    del store["y"]
+    return store, dataset.graph
+
+
+def seed_labels(seeds, labels: torch.Tensor | None) -> torch.Tensor:
+    """The labels (int64 ``[batch_size]``) of the first ``batch_size`` nodes of ``seeds`` (a
+    batch, or its target type's store): its ``y``, or for a batch without one, the rows of
+    ``labels`` (the dataset's ``[num_nodes]`` table) at the batch's ``n_id``."""
+    y = getattr(seeds, "y", None)
+    if y is None and labels is not None:
+        return labels[seeds.n_id[: seeds.batch_size]].long()
+    return y[: seeds.batch_size].long()
