@@ -4,12 +4,14 @@ import json
 
 import pytest
 import torch
+from torch_geometric.data import Data
 from torch_geometric.nn import MLP
 
 from graphengine import NeighborLoader
 from graphengine.cli import main
 from graphengine.datasets import load_dataset
 from graphengine.nn.models import build_model
+from graphengine.train.labels import seed_labels
 from graphengine.train.trainer import Trainer
 
 
@@ -133,6 +135,17 @@ def test_steps_read_the_seeds_labels_from_the_dataset_when_batches_carry_none(tm
         torch.manual_seed(1)
         assert stepped == labelled.step(reference)
     torch.testing.assert_close(weights_of(bare), weights_of(labelled), rtol=0, atol=0)
+
+
+def test_seed_labels_of_a_batch_without_y_need_a_table():
+    batch = Data(n_id=torch.tensor([4, 0, 2]), batch_size=2, num_nodes=3)
+    labels = torch.tensor([10, 11, 12, 13, 14], dtype=torch.int32)
+    assert torch.equal(seed_labels(batch, labels), torch.tensor([14, 10]))
+    batch.y = torch.tensor([1, 2, 3])
+    assert torch.equal(seed_labels(batch, labels), torch.tensor([1, 2]))
+    del batch.y
+    with pytest.raises(ValueError, match=r"the batch has no 'y' and no label table was given"):
+        seed_labels(batch, None)
 
 
 def test_bf16_features_stay_float32_where_the_first_layer_reads_x_first(tmp_path):

@@ -31,6 +31,11 @@ def seed_labels(seeds, labels: torch.Tensor | None) -> torch.Tensor:
     batch, or its target type's store): its ``y``, or for a batch without one, the rows of
     ``labels`` (the dataset's ``[num_nodes]`` table) at the batch's ``n_id``."""
     y = getattr(seeds, "y", None)
-    if y is None and labels is not None:
-        return labels[seeds.n_id[: seeds.batch_size]].long()
-    return y[: seeds.batch_size].long()
+    if y is not None:
+        return y[: seeds.batch_size].long()
+    if labels is None:
+        raise ValueError(
+            "the batch has no 'y' and no label table was given: gather 'y' into the batch, "
+            "or pass the dataset's labels"
+        )
+    return labels[seeds.n_id[: seeds.batch_size]].long()
