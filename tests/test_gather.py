@@ -180,6 +180,8 @@ def test_feature_store_errors(tmp_path):
         store.gather("z", torch.tensor([0]))
     with pytest.raises(ValueError, match="'capacity' as a fraction must be in"):
         store.enable_cache("x", 1.5, torch.zeros(4), device="cpu")
+    with pytest.raises(ValueError, match=r"table 'x' is not pinned: .* call pin_memory_\(\)"):
+        store.enable_cache("x", 0.5, torch.zeros(4), device="cuda")
     with pytest.raises(IndexError, match="holds id 4"):
         store.gather("x", torch.tensor([4]))
 

@@ -381,10 +381,20 @@ class FeatureStore(PyGFeatureStore):
             capacity: bytes (int), or a fraction of the table's rows (float in ``(0, 1]``).
             ranking: ``[num_rows]`` scores, e.g. in-degree (``Graph.in_degree()``) or how
                 often pre-sampling touched each node; ties keep the lower id first.
-            device: where the cache lives (the GPU; ``'cpu'`` works too, for tests).
+            device: where the cache lives (the GPU; ``'cpu'`` works too, for tests). A GPU
+                cache reads the rows it misses from the host table by zero-copy, so the
+                table must be pinned first (:meth:`pin_memory_`).
+
+        Raises:
+            ValueError: ``device`` is a GPU and the table is not pinned.
         """
         normal = _key(key)
         table = self._table(normal)
+        if torch.device(device).type == "cuda" and not table.is_pinned():
+            raise ValueError(
+                f"table {_name(normal)} is not pinned: a cache on {device} reads its misses "
+                "from host memory by zero-copy; call pin_memory_() before enable_cache()"
+            )
         two_d = table if table.dim() == 2 else table.view(-1, 1)
         self._caches[normal] = RowCache.build(two_d, capacity, ranking, device)
         return self._caches[normal].rows

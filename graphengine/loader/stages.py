@@ -8,6 +8,7 @@ distributed sampling) reuses these and adds its own where it differs.
 
 from __future__ import annotations
 
+import copy
 import threading
 from collections.abc import Callable
 from typing import Any
@@ -102,7 +103,8 @@ class CopyToDevice:
 
     Tensors already on ``device`` (rows gathered there from a GPU cache or by zero-copy, see
     :class:`GatherFeatures`) are not copied; they are made safe to use on the consumer's
-    stream like the copied ones.
+    stream like the copied ones. The batch given is left as it was (PyG's ``Data.to`` moves
+    its tensors in place, so a shallow copy of the batch is moved).
     """
 
     def __init__(self, device: torch.device | str):
@@ -119,7 +121,7 @@ class CopyToDevice:
         # current stream) must be done before this stream reads it.
         self.stream.wait_stream(torch.cuda.current_stream(self.device))
         with torch.cuda.stream(self.stream):
-            moved = data.to(self.device, non_blocking=True)
+            moved = copy.copy(data).to(self.device, non_blocking=True)
         self.stream.synchronize()
         for store in moved.stores:  # one for a Data, one per type for a HeteroData
             for value in store.values():
