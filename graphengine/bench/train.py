@@ -112,10 +112,12 @@ def run(
         raise ValueError(f"'rounds' must be at least 1 (got {rounds})")
     dataset = load_dataset(dataset_name, root=root)  # generated here once, not per process
     batches_per_epoch = math.ceil(len(dataset.train_idx) / batch_size)
-    if batches + profile >= batches_per_epoch:
+    warm_ups = 2 if profile else 1
+    if batches + profile + warm_ups > batches_per_epoch:
         raise ValueError(
-            f"'batches' and 'profile' together must be below the {batches_per_epoch} batches "
-            "of an epoch (one warms up)"
+            f"'batches' and 'profile' together must be at most {batches_per_epoch - warm_ups}: "
+            f"an epoch has {batches_per_epoch} batches, and the timed and profiled steps "
+            "each start with a warm-up step"
         )
     config = {
         "dataset": dataset_name,
@@ -424,8 +426,10 @@ def _graphengine_steps(
     """Times ``batches`` steps of a pass, after its first step (which compiles the kernels
     and warms the pass's host cache, as each peer's first step does in its timed pass);
     stage times are those spent while the timed steps ran. With ``profiled``, that many more
-    steps run under torch.profiler on batches loaded beforehand (the compute alone):
-    :func:`~graphengine.bench.step_profile.profile_steps`'s breakdown as ``profile``. The
+    steps run under torch.profiler on batches loaded beforehand (the compute alone), after a
+    warm-up step in the same host-cache span (whose first step maps its buffers afresh, as the
+    timed pass's first step did): :func:`~graphengine.bench.step_profile.profile_steps`'s
+    breakdown as ``profile``. The
     timed steps' disk reads and page faults, a step, are ``io_per_step``; with a
     ``feature_cache``, its counts are ``feature_cache``."""
     trainer = _trainer(
@@ -486,13 +490,15 @@ def _graphengine_steps(
             (store, dataset.graph) if store is not None else dataset,
             fanouts,
             batch_size=batch_size,
-            input_nodes=seeds[first : first + profiled * batch_size],
+            input_nodes=seeds[first : first + (profiled + 1) * batch_size],
             seed=seed,
             num_workers=0,
             **on_device,
         )
         with host_memory_cache():
-            out["profile"] = profile_steps(trainer.step, list(extra))
+            warm_up, *profiled_batches = list(extra)
+            trainer.step(warm_up)
+            out["profile"] = profile_steps(trainer.step, profiled_batches)
     return out
 
 
