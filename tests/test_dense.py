@@ -164,21 +164,23 @@ def test_transpose_into_rejects_bad_arguments():
     torch.library.opcheck(torch.ops.graphengine.transpose_into.default, (src, torch.empty(4, 6)))
 
 
-@pytest.mark.parametrize("block_rows", [None, 64], ids=["4096-row-blocks", "64-row-blocks"])
+@pytest.mark.parametrize("block_rows", [None, 64], ids=["default-blocks", "64-row-blocks"])
 @pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16], ids=["float32", "bfloat16"])
 def test_weight_gradient_equals_the_float64_product(block_rows, dtype, monkeypatch):
     """Rows past several blocks with a partial last one, a strided ``x``, and fewer rows
     than a block (torch's mm)."""
     if block_rows is not None:
         monkeypatch.setattr(dense, "BLOCK_ROWS", block_rows)
+        monkeypatch.setattr(dense, "BLOCKED_FROM_ROWS", 2 * block_rows)
     generator = torch.Generator().manual_seed(6)
-    for rows in (2 * dense.BLOCK_ROWS + 37, dense.BLOCK_ROWS, dense.BLOCK_ROWS - 1, 0):
+    start = dense.BLOCKED_FROM_ROWS
+    for rows in (start + dense.BLOCK_ROWS + 37, start, start - 1, 0):
         x = torch.randn(rows, 45, generator=generator).to(dtype)[:, 3:40]
         grad = torch.randn(rows, 19, generator=generator).to(dtype)
         got = weight_gradient(grad, x)
         expected = grad.double().t() @ x.double()
         assert got.dtype == dtype and got.shape == (19, 37)
-        blocked = dtype == torch.float32 and rows >= dense.BLOCK_ROWS and uses_kernel(x)
+        blocked = dtype == torch.float32 and rows >= start and uses_kernel(x)
         assert got.is_contiguous() != (blocked and uses_onednn(x))  # blocks: a transposed view
         scale = max(1.0, rows**0.5)  # a sum of `rows` products of about 1 each
         tolerance = (1e-5 if dtype == torch.float32 else 2e-2) * scale
@@ -187,6 +189,7 @@ def test_weight_gradient_equals_the_float64_product(block_rows, dtype, monkeypat
 
 def test_weight_gradient_is_bitwise_repeatable(monkeypatch):
     monkeypatch.setattr(dense, "BLOCK_ROWS", 256)
+    monkeypatch.setattr(dense, "BLOCKED_FROM_ROWS", 256)
     generator = torch.Generator().manual_seed(7)
     x, grad = torch.randn(3000, 40, generator=generator), torch.randn(3000, 24, generator=generator)
     assert torch.equal(weight_gradient(grad, x), weight_gradient(grad, x))
@@ -194,6 +197,7 @@ def test_weight_gradient_is_bitwise_repeatable(monkeypatch):
 
 def test_linear_layer_weight_gradient_in_blocks_equals_torchs(monkeypatch):
     monkeypatch.setattr(dense, "BLOCK_ROWS", 128)
+    monkeypatch.setattr(dense, "BLOCKED_FROM_ROWS", 128)
     generator = torch.Generator().manual_seed(8)
     x = torch.randn(1000, 24, generator=generator, requires_grad=True)
     weight = torch.randn(16, 24, generator=generator, requires_grad=True)

@@ -61,6 +61,7 @@ def test_a_relu_backward_handed_to_the_next_layer_matches_finite_differences():
 def test_equals_pyg_sageconv_on_the_block(bias, relu, block_rows, monkeypatch):
     if block_rows is not None:  # 12 destinations: blocks of 5, 5 and 2 rows
         monkeypatch.setattr(dense, "BLOCK_ROWS", block_rows)
+        monkeypatch.setattr(dense, "BLOCKED_FROM_ROWS", block_rows)
     torch.manual_seed(0)
     block = random_block()
     conv = SAGEConv(6, 4, bias=bias)

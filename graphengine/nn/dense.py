@@ -25,9 +25,10 @@ The weights' gradient ``grad.t() @ x`` is a product over the batch's rows. oneDN
 product runs it as ``x.t() @ grad``, with ``x.t()``'s rows contiguous and ``grad.t()`` as the
 weights, strided. So :func:`weight_gradient` transposes ``x`` a block of rows at a time into
 a buffer that stays in the cache (the extension's ``transpose_into``) and adds the blocks'
-products, in float32 and for at least :data:`BLOCK_ROWS` rows. Measured alone, medians of 7,
-two runs: the first layer's ``[109k, 256]^T @ [109k, 200]`` took 60.1-60.5 ms against 67 ms
-on ``mm``, the second's ``[12.7k, 256]^T @ [12.7k, 512]`` 17.2 against 18.5-18.7 ms. A
+products, in float32 and for at least :data:`BLOCKED_FROM_ROWS` rows. Measured alone, medians
+of 7, two runs: the first layer's ``[109k, 256]^T @ [109k, 200]`` took 60.1-60.5 ms against
+67 ms on ``mm``, the second's ``[12.7k, 256]^T @ [12.7k, 512]`` 17.2 against 18.5-18.7 ms
+(blocks of 4096 rows; see :data:`BLOCK_ROWS` for 2048). A
 bfloat16 product would round each block's sum to bfloat16, so it stays on ``mm``, as do
 fewer rows (``[1024, 47]^T @ [1024, 256]``: 0.27 against 0.17 ms).
 
@@ -139,8 +140,13 @@ class _OneDnnLinear(torch.autograd.Function):
         return grad_x, grad_weight, grad_bias, None
 
 
-# Rows in a block of the weights' gradient: 3.2 MB of a first layer's 200 float32 inputs.
-BLOCK_ROWS = 4096
+# Rows in a block of the weights' gradient: 1.6 MB of a first layer's 200 float32 inputs.
+# Blocks of 4096 rows (3.2 MB, more than this CPU's L2 of 1 MB a core) ran as fast in most
+# processes but 20-40% slower in some (the first layer's product: 59.7-84.0 ms over 10 fresh
+# processes, against 62.1-64.8 ms for 2048 rows).
+BLOCK_ROWS = 2048
+# Fewer rows stay on ``mm``: 2048-4095 rows (a partial block) ran 1.2-2.6x slower in blocks.
+BLOCKED_FROM_ROWS = 4096
 
 
 def weight_gradient(grad: torch.Tensor, x: torch.Tensor) -> torch.Tensor:
@@ -148,7 +154,7 @@ def weight_gradient(grad: torch.Tensor, x: torch.Tensor) -> torch.Tensor:
     ``[rows, in]``, both float and of one dtype, to ``[out, in]`` (a transposed view where the
     blocks below run).
 
-    Float32 CPU tensors of at least :data:`BLOCK_ROWS` rows, with ``x``'s rows contiguous,
+    Float32 CPU tensors of at least :data:`BLOCKED_FROM_ROWS` rows, with ``x``'s rows contiguous,
     run on oneDNN's inner product where :func:`uses_onednn`: the sum over blocks of
     :data:`BLOCK_ROWS` rows of ``x_block.t() @ grad_block``, each ``x_block`` transposed into
     one reused buffer by the extension's ``transpose_into`` (see the module docstring). The
@@ -158,7 +164,7 @@ def weight_gradient(grad: torch.Tensor, x: torch.Tensor) -> torch.Tensor:
     if not (
         x.dtype == torch.float32
         and grad.dtype == torch.float32
-        and rows >= BLOCK_ROWS
+        and rows >= BLOCKED_FROM_ROWS
         and x.stride(1) == 1
         and uses_onednn(x)
         and uses_kernel(x)
