@@ -429,9 +429,8 @@ def _graphengine_steps(
     steps run under torch.profiler on batches loaded beforehand (the compute alone), after a
     warm-up step in the same host-cache span (whose first step maps its buffers afresh, as the
     timed pass's first step did): :func:`~graphengine.bench.step_profile.profile_steps`'s
-    breakdown as ``profile``. The
-    timed steps' disk reads and page faults, a step, are ``io_per_step``; with a
-    ``feature_cache``, its counts are ``feature_cache``."""
+    breakdown as ``profile``. The timed steps' disk reads and page faults, a step, are
+    ``io_per_step``; with a ``feature_cache``, its counts are ``feature_cache``."""
     trainer = _trainer(
         kind,
         dataset,

@@ -142,8 +142,8 @@ class _OneDnnLinear(torch.autograd.Function):
 
 # Rows in a block of the weights' gradient: 1.6 MB of a first layer's 200 float32 inputs.
 # Blocks of 4096 rows (3.2 MB, more than this CPU's L2 of 1 MB a core) ran as fast in most
-# processes but 20-40% slower in some (the first layer's product: 59.7-84.0 ms over 10 fresh
-# processes, against 62.1-64.8 ms for 2048 rows).
+# processes but up to 40% slower in some (the first layer's product: 59.7-84.0 ms over 15
+# fresh processes, against 61.9-66.1 ms for 2048 rows; docs/benchmarks.md, issue 15).
 BLOCK_ROWS = 2048
 # Fewer rows stay on ``mm``: 2048-4095 rows (a partial block) ran 1.2-2.6x slower in blocks.
 BLOCKED_FROM_ROWS = 4096
