@@ -32,6 +32,10 @@ class SaintGraph:
 
     def __init__(self, edge_index: np.ndarray, num_nodes: int):
         edge_index = np.asarray(edge_index)
+        if edge_index.dtype.kind not in "iu":
+            raise TypeError(
+                f"'edge_index' must hold integer node ids (got dtype {edge_index.dtype})"
+            )
         if edge_index.ndim != 2 or edge_index.shape[0] != 2:
             raise ValueError(
                 f"'edge_index' must have shape [2, num_edges] (got {edge_index.shape})"

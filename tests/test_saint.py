@@ -174,6 +174,14 @@ def test_bad_arguments():
         GraphSAINTNodeSampler(data, batch_size=5)
     with pytest.raises(TypeError, match="does not support"):
         GraphSAINTNodeSampler(id_graph(), batch_size=5, sampler=None)
+    no_edges = Data(x=torch.randn(30, 2), edge_index=torch.empty(2, 0, dtype=torch.long))
+    for sampler in (GraphSAINTNodeSampler, GraphSAINTEdgeSampler):
+        with pytest.raises(ValueError, match="drew no node of this graph"):
+            sampler(no_edges, batch_size=5, sample_coverage=2)
+    floats = id_graph()
+    floats.edge_index = floats.edge_index.float() + 0.7
+    with pytest.raises(TypeError, match="integer node ids"):
+        GraphSAINTNodeSampler(floats, batch_size=5)
 
 
 def test_loader_device():

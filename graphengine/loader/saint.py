@@ -156,6 +156,7 @@ class GraphSAINTSampler(StagedLoader):
         )
         num_samples = drawn = 0
         while drawn < self.N * self.sample_coverage:
+            before = drawn
             for _ in range(self.num_steps):
                 rng = np.random.default_rng([base, 1 << 40, num_samples])
                 nodes = self._select(rng)
@@ -165,6 +166,13 @@ class GraphSAINTSampler(StagedLoader):
                 drawn += nodes.shape[0]
                 progress.update(nodes.shape[0])
                 num_samples += 1
+            if drawn == before:
+                progress.close()
+                raise ValueError(
+                    f"sample_coverage={self.sample_coverage}: {self.num_steps} subgraphs drew "
+                    f"no node of this graph ({self.N} nodes, {self.E} edges), so the coverage "
+                    "is never reached; use sample_coverage=0 for a graph without edges"
+                )
         progress.close()
         with np.errstate(divide="ignore", invalid="ignore"):
             edge_norm = np.clip(node_count[self.graph.row] / edge_count, 0, 1e4)
