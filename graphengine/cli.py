@@ -731,7 +731,8 @@ def _train(args) -> int:
     from graphengine.distributed.data import DistData
     from graphengine.nn.models import build_model
     from graphengine.runtime import tune_host_allocator
-    from graphengine.train.trainer import Trainer, split_batch
+    from graphengine.train.config import split_batch
+    from graphengine.train.trainer import Trainer
 
     hetero = args.partitions is None and is_heterogeneous(args.dataset)
     if args.partitions is not None:

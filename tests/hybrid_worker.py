@@ -75,8 +75,8 @@ def memory(out: Path, root: Path) -> None:
         "held": held,
         "mapped": mapped,
         "table_bytes": int(dataset.x.nbytes),
-        "slice_bytes": trainer.feature_columns.nbytes,
-        "same": bool(torch.equal(columns.table, trainer.feature_columns.table)),
+        "slice_bytes": trainer.batches.feature_columns.nbytes,
+        "same": bool(torch.equal(columns.table, trainer.batches.feature_columns.table)),
     }
     Path(f"{out}.{dist.get_rank()}").write_text(json.dumps(report))
 

@@ -260,7 +260,7 @@ def test_two_workers_reach_the_single_worker_accuracy(tmp_path):
 
 def test_global_batch_must_split_evenly(caplog):
     from graphengine.cli import main
-    from graphengine.train.trainer import split_batch
+    from graphengine.train.config import split_batch
 
     assert split_batch(1024, None, 4) == (1024, 256)
     assert split_batch(1024, 100, 3) == (300, 100)

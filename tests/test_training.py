@@ -74,7 +74,9 @@ def test_bf16_steps_compute_in_bf16_and_learn_as_fp32_does(tmp_path):
             model, dataset, fanouts=[10, 10], batch_size=256, progress=False, precision=precision
         )
         seen = dtypes.setdefault(precision, set())
-        trainer._train_model.register_forward_hook(lambda m, i, out, s=seen: s.add(out.dtype))
+        trainer.batches.train_module.register_forward_hook(
+            lambda m, i, out, s=seen: s.add(out.dtype)
+        )
         trainer.fit(4, eval_every=4)
         accuracy[precision] = trainer.evaluate("test")
         assert all(p.dtype == torch.float32 for p in model.parameters())
@@ -124,7 +126,7 @@ def test_steps_read_the_seeds_labels_from_the_dataset_when_batches_carry_none(tm
     bare, labelled = small_trainer(dataset), small_trainer(dataset)
     seeds = torch.as_tensor(dataset.train_idx)[:1024]
     options = {"input_nodes": seeds, "batch_size": 512, "seed": 5}
-    batches = list(NeighborLoader((bare.feature_store, dataset.graph), [5, 5], **options))
+    batches = list(NeighborLoader((bare.batches.features.store, dataset.graph), [5, 5], **options))
     with_y = list(NeighborLoader(dataset, [5, 5], **options))
     assert all(b.y is None for b in batches) and all(b.y is not None for b in with_y)
     for trainer in (bare, labelled):

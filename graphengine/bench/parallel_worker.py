@@ -69,7 +69,7 @@ def main(config: dict, out: Path) -> None:
     trainer.train_epoch()  # warm-up, untimed
     dist.barrier()
     metrics = trainer.train_epoch()
-    columns = trainer.feature_columns
+    columns = trainer.batches.feature_columns
     report = {
         "rank": dist.get_rank(),
         "steps": len(trainer.train_loader),

@@ -446,7 +446,7 @@ def _graphengine_steps(
     )
     seeds = np.random.default_rng(seed).permutation(np.asarray(dataset.train_idx))
     on_device = {"device": device, "pin_memory": device.type == "cuda"}
-    store = trainer.feature_store
+    store = trainer.batches.features.store
     loader = NeighborLoader(
         (store, dataset.graph) if store is not None else dataset,
         fanouts,
@@ -462,7 +462,7 @@ def _graphengine_steps(
     warmed = loader.stage_times
     compute = 0.0
     if feature_cache is not None:
-        trainer.feature_cache_metrics()  # the timed steps' counts from here
+        trainer.batches.features.cache.epoch_metrics()  # the timed steps' counts from here
     io_start = IoCounters.now()
     start = time.perf_counter()
     for batch in passing:
@@ -482,7 +482,7 @@ def _graphengine_steps(
         "io_per_step": {k: v / batches if v is not None else None for k, v in io.items()},
     }
     if feature_cache is not None:
-        out["feature_cache"] = trainer.feature_cache_metrics()
+        out["feature_cache"] = trainer.batches.features.cache.epoch_metrics()
     if profiled:
         first = (batches + 1) * batch_size
         extra = NeighborLoader(

@@ -50,17 +50,15 @@ def hetero_eval_mode(mode: str) -> str:
     return "sampled"
 
 
-def check_hetero_strategy(strategy, remote_cache) -> None:
+def check_hetero_strategy(strategy) -> None:
     """Heterogeneous graphs train in one process: refuse several workers (data-parallel,
-    hybrid) and a remote cache, naming what to drop."""
+    hybrid), naming what to drop."""
     if strategy.world_size > 1:
         raise ValueError(
             f"a heterogeneous graph trains in a single process for now (got "
             f"{type(strategy).__name__} with {strategy.world_size} workers): run one worker "
             "(no --nproc, --parallel or --partitions)"
         )
-    if remote_cache is not None:
-        raise ValueError("'remote_cache' needs a partitioned graph (a DistData)")
 
 
 def seed_store(batch, target: str | None):

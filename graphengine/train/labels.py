@@ -1,10 +1,10 @@
 """Seed labels read from the dataset's table, instead of gathered for every node of a batch.
 
 A node-classification loss or accuracy reads the labels of a batch's seeds only (its first
-``batch_size`` nodes), while a loader gathers ``y`` for all of the batch's nodes: on
-synthetic-products, 376K random reads of an 8 MB table a batch of 1024 seeds (2.0-2.3 ms of
-loading at 2 threads). The Trainer and the Evaluator load their CPU batches from
-:func:`without_labels` and read the seeds' labels with :func:`seed_labels`.
+``batch_size`` nodes), while a loader gathers ``y`` for all of the batch's nodes: hundreds
+of random reads for every seed with three hops of fanouts. The training batches and the
+Evaluator's CPU batches are loaded from :func:`without_labels` and read the seeds' labels
+with :func:`seed_labels`.
 """
 
 from __future__ import annotations

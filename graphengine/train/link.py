@@ -25,7 +25,7 @@ from graphengine.nn.inference import layerwise_inference
 from graphengine.train.evaluate import FULL_EVAL_MAX_EDGES
 from graphengine.train.link_metrics import ranking_metrics, roc_auc
 from graphengine.train.link_split import random_link_split
-from graphengine.train.trainer import check_schedule, evaluation_due
+from graphengine.train.schedule import check_schedule, evaluation_due
 from samplers.link import EdgeSet, NegativeSampling, draw_negative_destinations
 from samplers.seeds import mix_seed
 

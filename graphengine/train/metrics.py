@@ -1,0 +1,52 @@
+"""An epoch's metrics: what the workers moved between them, and the line the log shows."""
+
+from __future__ import annotations
+
+from graphengine.parallel.base import Strategy
+
+
+def traffic_metrics(strategy: Strategy, loader_stats: dict, feature_bytes: int) -> dict:
+    """What this epoch moved, all workers together: ``feature_bytes`` (feature rows read
+    into batches), ``gradient_bytes`` (gradients all-reduced, each worker's buckets),
+    ``moved_bytes`` (sent between workers: the all-reduce counted as a ring's
+    ``2 (W - 1) / W`` of its buckets, plus, for hybrid, the first layers' structures and
+    partial results, forward and backward) and ``exchange_seconds_per_worker``
+    (hybrid's sharing and partial-result collectives; DDP's all-reduce overlaps the
+    backward pass and is not timed). ``loader_stats``: what the loader sent (hybrid's
+    shared structures); every worker must call it."""
+    stats = strategy.reset_stats()
+    stats.update(loader_stats)
+    stats["feature_bytes"] = feature_bytes
+    keys = sorted(stats)
+    totals = dict(zip(keys, strategy.sum([stats[k] for k in keys]), strict=True))
+    totals = {k: v if k.endswith("seconds") else int(v) for k, v in totals.items()}
+    workers = strategy.world_size
+    ring = 2 * (workers - 1) / workers
+    totals["moved_bytes"] = int(
+        ring * totals.get("gradient_bytes", 0)
+        + totals.get("structure_sent_bytes", 0)
+        + totals.get("partial_sent_bytes", 0)
+    )
+    totals["exchange_seconds_per_worker"] = (
+        totals.pop("structure_seconds", 0.0) + totals.pop("partial_seconds", 0.0)
+    ) / workers
+    return totals
+
+
+def summary(metrics: dict) -> str:
+    """One readable line for an epoch's ``metrics`` (see :meth:`Trainer.fit`)."""
+    parts = [f"epoch {metrics['epoch']}: loss {metrics['loss']:.4f}"]
+    parts.append(f"running train_acc {metrics['train_acc']:.4f}")
+    if "val_acc" in metrics:
+        parts.append(f"val_acc {metrics['val_acc']:.4f}")
+    parts.append(f"{metrics['epoch_s']:.2f}s")
+    parts.append(f"{metrics['seeds_per_s']:,.0f} seeds/s")
+    if "partition" in metrics:
+        crossed = metrics["partition"]
+        parts.append(
+            f"{crossed['remote_bytes'] / 1e6:,.1f} MB exchanged, "
+            f"{100 * crossed['cut_edge_share']:.1f}% of sampled edges cut, "
+            f"cache hit rate {100 * crossed['cache_hit_rate']:.1f}%"
+        )
+    stages = " ".join(f"{name} {seconds:.2f}s" for name, seconds in metrics["stage_s"].items())
+    return ", ".join(parts) + f" (stages: {stages})"
