@@ -31,21 +31,14 @@ def add_parser(benches) -> None:
     sample.add_argument(
         "--parts", type=values.at_least(1), default=1500, help="METIS clusters (cluster)"
     )
-    sample.add_argument(
-        "--clusters-per-batch",
-        type=values.at_least(1),
-        default=20,
-        help="clusters per batch (cluster)",
-    )
+    options.add_clusters_per_batch(sample, help="clusters per batch (cluster)", default=20)
     sample.add_argument(
         "--saint-mode",
         choices=["walk", "node", "edge"],
         default="walk",
         help="GraphSAINT's random-walk, node or edge sampler (saint)",
     )
-    sample.add_argument(
-        "--walk-length", type=values.at_least(0), default=2, help="steps per walk (saint, walk)"
-    )
+    options.add_walk_length(sample, help="steps per walk (saint, walk)", default=2, shortest=0)
     options.add_peers(
         sample,
         help="also time PyG's namesake loaders, where its backend runs them, and/or DGL 2.1's "

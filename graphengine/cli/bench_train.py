@@ -17,10 +17,9 @@ def add_parser(benches) -> None:
         benches, "train", "end-to-end training steps, vs PyG's and DGL's loops"
     )
     options.add_dataset(train, default=options.BENCH_DATASET)
-    train.add_argument(
-        "--model",
-        choices=MODELS,
-        default="sage",
+    options.add_model(
+        train,
+        MODELS,
         help="the GNN: PyG's GraphSAGE, GAT (4 heads) or GCN, against DGL's SAGEConv, GATConv "
         "or GraphConv",
     )

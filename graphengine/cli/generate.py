@@ -7,7 +7,7 @@ from pathlib import Path
 
 from graphengine.datasets import CATALOG
 
-from . import values
+from . import options
 from .options import add_command, add_root
 from .output import report_store
 
@@ -22,7 +22,7 @@ def add_parser(commands) -> None:
     )
     generate.add_argument("dataset", help="a synthetic catalog name")
     add_root(generate)
-    generate.add_argument("--scale", type=values.papers_scale, help="synthetic-papers: 2^S nodes")
+    options.add_scale(generate, help="synthetic-papers: 2^S nodes")
     generate.set_defaults(run=run)
 
 

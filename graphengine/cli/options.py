@@ -1,7 +1,7 @@
 """The options that several commands take, each declared once here: the dataset, the
-fanouts, the peers to compare with (``--vs``), the out-of-core store, precision and the
-workers. A command module adds the groups it takes to its parser, passing the default or
-help that differ between commands."""
+model, the fanouts, the subgraph samplers' options, the benchmarks' batches and peers
+(``--vs``), the out-of-core store, precision and the workers. A command module adds the
+groups it takes to its parser, passing the default or help that differ between commands."""
 
 from __future__ import annotations
 
@@ -65,12 +65,35 @@ def add_dataset(parser: argparse.ArgumentParser, default: str = "synthetic-small
         help=f"a catalog name ({', '.join(CATALOG)}) or the path of a gnn-benchmark .npz file",
     )
     add_root(parser)
-    parser.add_argument(
-        "--scale",
-        type=values.papers_scale,
+    add_scale(
+        parser,
         help=f"synthetic-papers' size: 2^S nodes (default {PAPERS_SCALE}); its store is "
         "generated on first use (disk: about 600 bytes a node)",
     )
+
+
+def add_scale(parser: argparse.ArgumentParser, help: str) -> None:
+    """``--scale S``: synthetic-papers with 2^S nodes (see :func:`apply_scale`)."""
+    parser.add_argument("--scale", type=values.papers_scale, help=help)
+
+
+def add_model(parser: argparse.ArgumentParser, choices: list[str], help: str) -> None:
+    """``--model``: the GNN, GraphSAGE by default."""
+    parser.add_argument("--model", choices=choices, default="sage", help=help)
+
+
+def add_clusters_per_batch(
+    parser: argparse.ArgumentParser, help: str, default: int | None = None
+) -> None:
+    """``--clusters-per-batch``: Cluster-GCN's METIS clusters merged into one batch."""
+    parser.add_argument("--clusters-per-batch", type=values.at_least(1), default=default, help=help)
+
+
+def add_walk_length(
+    parser: argparse.ArgumentParser, help: str, default: int | None = None, shortest: int = 1
+) -> None:
+    """``--walk-length``: the steps of each GraphSAINT random walk, at least ``shortest``."""
+    parser.add_argument("--walk-length", type=values.at_least(shortest), default=default, help=help)
 
 
 def add_fanouts(parser: argparse.ArgumentParser, help: str = FANOUTS_HELP) -> None:

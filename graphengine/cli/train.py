@@ -81,7 +81,7 @@ def _add_model_options(train: argparse.ArgumentParser) -> None:
         help="a synthetic dataset generated with this many feature columns (cached as "
         "NAME-xF: the same graph, other features and splits)",
     )
-    train.add_argument("--model", choices=MODELS, default="sage", help="the GNN")
+    options.add_model(train, MODELS, help="the GNN")
     options.add_fanouts(train)
     options.add_batch_size(
         train,
@@ -147,20 +147,12 @@ def _add_task_options(train: argparse.ArgumentParser) -> None:
         type=values.at_least(1),
         help="--sampler cluster: METIS clusters (default: one per 1000 nodes)",
     )
-    train.add_argument(
-        "--clusters-per-batch",
-        type=values.at_least(1),
-        help="--sampler cluster: clusters a batch (default: 20)",
-    )
+    options.add_clusters_per_batch(train, help="--sampler cluster: clusters a batch (default: 20)")
     train.add_argument(
         "--cluster-dir",
         help="--sampler cluster: a directory to cache the clusters in (a writable one)",
     )
-    train.add_argument(
-        "--walk-length",
-        type=values.at_least(1),
-        help="--sampler saint: steps per walk (default: 2)",
-    )
+    options.add_walk_length(train, help="--sampler saint: steps per walk (default: 2)")
 
 
 def _add_feature_options(train: argparse.ArgumentParser) -> None:
