@@ -74,9 +74,9 @@ def _check_one_process(args: argparse.Namespace) -> None:
             raise ValueError(f"{what} trains in one process without {option} for now")
 
 
-def check_node_options(args: argparse.Namespace) -> int:
-    """Refuse what ``--task node`` cannot train with these workers, partition and dataset;
-    returns the number of workers (under torchrun, the group's size; else ``--nproc``)."""
+def check_node_options(args: argparse.Namespace) -> None:
+    """Refuse what ``--task node`` cannot train with these workers (under torchrun, the
+    group's size; else ``--nproc``), partition and dataset."""
     if args.partitions is not None:
         check_partition_workers(args.partitions, args.nproc)
     if args.remote_cache is not None and args.partitions is None:
@@ -98,7 +98,6 @@ def check_node_options(args: argparse.Namespace) -> int:
         raise ValueError(
             f"--parallel hybrid evaluates sampled mini-batches, not --eval {args.eval}"
         )
-    return workers
 
 
 def check_hetero_options(args: argparse.Namespace, workers: int) -> None:
