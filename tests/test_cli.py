@@ -1,5 +1,6 @@
 """The ``graphengine`` command: option checks, output, errors, Ctrl-C and the README's lines."""
 
+import argparse
 import json
 import logging
 import re
@@ -14,6 +15,7 @@ import pytest
 
 from graphengine import cli
 from graphengine.cli import main
+from graphengine.cli.options import join_negative_values
 from graphengine.datasets import CATALOG
 
 REPO = Path(__file__).resolve().parents[1]
@@ -66,12 +68,12 @@ def test_bad_train_options_fail_at_parse_time_naming_the_flag(
 
 
 def test_negative_fanouts_parse_as_separate_words():
-    parse = cli._parser().parse_args
-    assert parse(cli._join_negative_values(["train", "--fanouts", "-1,-1"])).fanouts == [-1, -1]
-    assert parse(cli._join_negative_values(["train", "--fanouts", "-1"])).fanouts == [-1]
+    parse = cli.build_parser().parse_args
+    assert parse(join_negative_values(["train", "--fanouts", "-1,-1"])).fanouts == [-1, -1]
+    assert parse(join_negative_values(["train", "--fanouts", "-1"])).fanouts == [-1]
     assert parse(["train", "--fanouts=-1,5"]).fanouts == [-1, 5]
     # A following option is not taken for a value.
-    args = parse(cli._join_negative_values(["bench", "sample", "--fanouts", "3", "--vs", "pyg"]))
+    args = parse(join_negative_values(["bench", "sample", "--fanouts", "3", "--vs", "pyg"]))
     assert args.fanouts == [3] and args.vs == ["pyg"]
 
 
@@ -92,6 +94,74 @@ def test_help_documents_defaults_modes_datasets_and_results(capsys):
         assert name in text.replace("- ", "-")  # a name may be wrapped at its hyphen
     for field in ("train_acc_running", "first_epoch_s", "epoch_s", "exit code 130"):
         assert field in text
+
+
+def subcommands(parser: argparse.ArgumentParser, prefix: tuple = ()):
+    """``(argv prefix, parser)`` for ``parser`` and every subcommand under it."""
+    yield prefix, parser
+    for action in parser._actions:
+        if isinstance(action, argparse._SubParsersAction):
+            for name, sub in action.choices.items():
+                yield from subcommands(sub, (*prefix, name))
+
+
+def test_every_command_has_help_and_names_no_path_outside_the_project(capsys):
+    commands = list(subcommands(cli.build_parser()))
+    assert len(commands) == 16  # graphengine, its 8 commands, bench's 7
+    for prefix, _ in commands:
+        with pytest.raises(SystemExit) as exit:
+            main([*prefix, "--help"])
+        assert exit.value.code == 0, prefix
+        text = capsys.readouterr().out
+        assert text.startswith("usage: graphengine"), prefix
+        assert "../" not in text and "shared/" not in text, prefix
+    bench_partition = " ".join(main_help(capsys, "bench", "partition").split())
+    assert "(default: 0,5%,20%)" in bench_partition  # a % in a default is not a format
+
+
+def main_help(capsys, *command: str) -> str:
+    with pytest.raises(SystemExit):
+        main([*command, "--help"])
+    return capsys.readouterr().out
+
+
+DATASET_COMMANDS = [
+    ["train"],
+    ["partition", "--parts", "2", "--out", "x"],
+    ["reorder", "--out", "x"],
+    ["bench", "sample"],
+    ["bench", "modes"],
+    ["bench", "train"],
+    ["bench", "partition"],
+]
+FANOUT_COMMANDS = [["train"]] + [["bench", b] for b in ("sample", "modes", "train", "partition")]
+FANOUT_COMMANDS += [["bench", "scaling"]]
+
+
+@pytest.mark.parametrize("command", DATASET_COMMANDS)
+def test_every_command_takes_the_dataset_options_alike(command):
+    args = cli.build_parser().parse_args([*command, "--dataset", "synthetic-papers"])
+    assert args.dataset == "synthetic-papers" and args.root is None and args.scale is None
+    args = cli.build_parser().parse_args([*command, "--root", "R", "--scale", "12"])
+    assert args.root == "R" and args.scale == 12
+
+
+@pytest.mark.parametrize("command", FANOUT_COMMANDS)
+def test_every_command_takes_the_fanouts_alike(command, capsys):
+    parse = cli.build_parser().parse_args
+    assert parse(command).fanouts == [15, 10, 5]
+    assert parse(join_negative_values([*command, "--fanouts", "-1,4"])).fanouts == [-1, 4]
+    with pytest.raises(SystemExit) as exit:
+        parse([*command, "--fanouts=5,-3"])
+    assert exit.value.code == 2
+    assert "argument --fanouts: fanouts must be >= -1 (got '5,-3')" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("bench", ["sample", "modes", "train"])
+def test_every_benchmark_with_peers_takes_them_alike(bench):
+    parse = cli.build_parser().parse_args
+    assert parse(["bench", bench]).vs == []
+    assert parse(["bench", bench, "--vs", "dgl", "pyg"]).vs == ["dgl", "pyg"]
 
 
 def test_train_prints_each_epoch_then_a_plain_result(tmp_path, capsys, caplog):
@@ -140,7 +210,7 @@ def test_other_errors_keep_their_traceback(monkeypatch):
     def broken(args):
         raise RuntimeError("an internal bug")
 
-    monkeypatch.setattr(cli, "_datasets", broken)
+    monkeypatch.setattr(cli.datasets, "run", broken)
     with pytest.raises(RuntimeError, match="an internal bug"):
         main(["datasets"])
 
@@ -193,7 +263,7 @@ def test_readme_shows_the_commands_tested_here():
 
 @pytest.mark.parametrize("command", readme_commands())
 def test_readme_command_parses(command):
-    args = cli._parser().parse_args(cli._join_negative_values(readme_argv(command)))
+    args = cli.build_parser().parse_args(join_negative_values(readme_argv(command)))
     assert args.run is not None
 
 
@@ -220,7 +290,7 @@ def test_readme_command_runs(command, tmp_path, monkeypatch, capsys):
         argv += ["--root", str(tmp_path)]
     argv = [str(tmp_path) if a == "DIR" else a for a in argv]
     monkeypatch.chdir(REPO)
-    assert main(cli._join_negative_values(argv)) == 0
+    assert main(join_negative_values(argv)) == 0
     json.loads(capsys.readouterr().out.splitlines()[-1])
 
 
@@ -248,7 +318,7 @@ def test_interrupted_launcher_exits_130(monkeypatch, caplog):
 
 
 def test_bench_train_takes_several_peers_and_refuses_zero_rounds(capsys):
-    parse = cli._parser().parse_args
+    parse = cli.build_parser().parse_args
     args = parse(["bench", "train", "--vs", "pyg", "dgl", "--rounds", "3", "--tune-peers"])
     assert args.vs == ["pyg", "dgl"] and args.rounds == 3 and args.tune_peers
     with pytest.raises(SystemExit) as exit:

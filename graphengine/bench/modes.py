@@ -168,7 +168,7 @@ def _hetero(typed: dict, fanouts: list[int]) -> Callable:
 def _dgl_samplers(typed: dict, graph, weights: np.ndarray, fanouts: list[int]) -> dict:
     """DGL's samplers for the modes it has, over the same graphs (edge ``i`` of DGL's graph
     is CSC position ``i`` of ours, so weights line up)."""
-    import dgl  # benchmark-only peer: ../shared/tools/install-dgl.sh
+    import dgl  # benchmark-only peer, never a dependency
 
     dgl.utils.set_num_threads(torch.get_num_threads())
     dgl.seed(0)  # once: DGL's samplers draw from its global generator

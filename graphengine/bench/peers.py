@@ -5,7 +5,7 @@ Every loader, graphengine's or a peer's, is timed the same way (:func:`measure`)
 (converting the graph, METIS for the cluster loaders, the sampler's tables), its first batch
 (one-off work a loader defers to it: a lazy conversion, JIT compilation, sampling tables),
 then a fixed number of batches, counting their seeds, nodes and edges. DGL
-(installed for benchmarks by ``../shared/tools/install-dgl.sh``, never a dependency) and PyG's
+(installed for benchmarks only, never a dependency) and PyG's
 compiled sampling backends are imported inside the functions here, never when graphengine is
 imported; a peer that cannot run here raises :class:`Unavailable` with the reason.
 """
@@ -25,7 +25,7 @@ from graphengine.data.arrays import as_tensor
 from graphengine.data.graph_store import Graph
 
 PEERS = ("pyg", "dgl")
-DGL_HINT = "put the directory ../shared/tools/install-dgl.sh prints on PYTHONPATH"
+DGL_HINT = "install DGL 2.1 (pip install dgl) or put its directory on PYTHONPATH"
 
 
 def check_peers(vs) -> None:

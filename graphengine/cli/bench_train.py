@@ -1,0 +1,183 @@
+"""``graphengine bench train``: end-to-end training steps against PyG's and DGL's loops; with
+``--nproc`` data-parallel epochs, with ``--parallel hybrid`` hybrid against data parallelism."""
+
+from __future__ import annotations
+
+import argparse
+
+from graphengine.nn.forward import FORWARDS
+
+from . import options, values
+
+MODELS = ["sage", "gat", "gcn"]
+
+
+def add_parser(benches) -> None:
+    train = options.add_command(
+        benches, "train", "end-to-end training steps, vs PyG's and DGL's loops"
+    )
+    options.add_dataset(train, default=options.BENCH_DATASET)
+    options.add_model(
+        train,
+        MODELS,
+        help="the GNN: PyG's GraphSAGE, GAT (4 heads) or GCN, against DGL's SAGEConv, GATConv "
+        "or GraphConv",
+    )
+    options.add_fanouts(train)
+    options.add_out_of_core(train)
+    _add_step_options(train)
+    _add_peer_options(train)
+    _add_graphengine_options(train)
+    _add_parallel_options(train)
+    train.set_defaults(run=run)
+
+
+def _add_step_options(train: argparse.ArgumentParser) -> None:
+    """Which rows run, and the steps each times."""
+    train.add_argument(
+        "--variants",
+        choices=["all", "cli"],
+        default="all",
+        help="graphengine's rows: as its CLI runs it, as a library user, with the host cache "
+        "off (all), or the first only (cli: e.g. a store read from disk)",
+    )
+    options.add_batch_size(train)
+    options.add_hidden(train, default=256)
+    options.add_timed_batches(train, default=5, help="steps timed")
+    options.add_threads(train, default=2)
+    train.add_argument(
+        "--epochs", type=values.at_least(0), default=0, help="also train E epochs for accuracy"
+    )
+
+
+def _add_peer_options(train: argparse.ArgumentParser) -> None:
+    """The peers, the rounds of fresh processes and how the peers' processes run."""
+    options.add_peers(
+        train,
+        help="also time PyG's NeighborLoader loop and/or DGL 2.1's own (its DataLoader and "
+        f"SAGEConv on blocks; {options.DGL_HINT}); a peer that cannot run gets a row saying why",
+    )
+    train.add_argument(
+        "--rounds",
+        type=values.at_least(1),
+        default=1,
+        help="rounds of one fresh process per library, alternating; medians are reported",
+    )
+    train.add_argument(
+        "--tune-peers",
+        action="store_true",
+        help="run PyG's and DGL's processes with graphengine's allocator tuning too (both "
+        "tuned), instead of glibc's defaults (as their users run them)",
+    )
+
+
+def _add_graphengine_options(train: argparse.ArgumentParser) -> None:
+    """How graphengine's own steps run: profiled, in bf16, the forward, the device."""
+    train.add_argument(
+        "--profile",
+        type=values.at_least(0),
+        default=0,
+        metavar="STEPS",
+        help="also profile this many of graphengine's steps (compute only, in its first "
+        "process): seconds in dense matrix products, aggregation, elementwise passes and the "
+        "rest, and the step over its dense products",
+    )
+    options.add_precision(
+        train,
+        help="graphengine's training steps in float32 or under autocast to bfloat16 (the peers "
+        "run float32)",
+    )
+    train.add_argument(
+        "--forward",
+        choices=FORWARDS,
+        default="auto",
+        help="how graphengine's Trainer runs the model on a batch (auto: blocks)",
+    )
+    train.add_argument(
+        "--device",
+        default="cpu",
+        help="where the models train (e.g. cuda); loading stays on the CPU",
+    )
+
+
+def _add_parallel_options(train: argparse.ArgumentParser) -> None:
+    """Instead of the single-process steps: data-parallel epochs, or hybrid parallelism."""
+    options.add_nproc(
+        train, help="instead: epochs of graphengine train with 1..N data-parallel workers"
+    )
+    options.add_parallel(
+        train,
+        help="hybrid (with --nproc N >= 2): --parallel hybrid against --parallel data for each "
+        "of --widths and --hiddens, with a projection to 8 and 16 workers",
+    )
+    train.add_argument(
+        "--widths",
+        type=values.ints,
+        default=[100, 512, 1024],
+        help="with --parallel hybrid: feature widths (synthetic datasets generated as NAME-xF)",
+    )
+    train.add_argument(
+        "--hiddens",
+        type=values.ints,
+        default=[64, 256],
+        help="with --parallel hybrid: hidden widths",
+    )
+    train.add_argument(
+        "--steps",
+        type=values.at_least(1),
+        default=20,
+        help="with --parallel hybrid: global batches per epoch (one warm-up epoch, one timed)",
+    )
+    train.add_argument(
+        "--link-gbps",
+        type=values.positive_float,
+        default=10.0,
+        help="with --parallel hybrid: the network link the projection assumes, Gb/s",
+    )
+
+
+def run(args) -> int:
+    from graphengine.bench import parallel, train
+
+    if args.parallel == "hybrid":
+        if args.nproc < 2:
+            raise ValueError(f"--parallel hybrid needs --nproc 2 or more (got {args.nproc})")
+        parallel.run(
+            args.dataset,
+            args.widths,
+            args.hiddens,
+            args.fanouts,
+            args.batch_size,
+            args.steps,
+            args.nproc,
+            root=args.root,
+            link_gbps=args.link_gbps,
+        )
+        return 0
+    if args.nproc > 1:
+        train.run_workers(
+            args.dataset, args.fanouts, args.batch_size, args.hidden, args.nproc, args.root
+        )
+        return 0
+    train.run(
+        args.dataset,
+        args.fanouts,
+        args.batch_size,
+        args.hidden,
+        args.batches,
+        args.threads,
+        root=args.root,
+        vs=args.vs,
+        epochs=args.epochs,
+        forward=args.forward,
+        device=args.device,
+        rounds=args.rounds,
+        tune_peers=args.tune_peers,
+        precision=args.precision,
+        profile=args.profile,
+        model=args.model,
+        access=args.access,
+        feature_cache=args.feature_cache,
+        variants=args.variants,
+    )
+    return 0

@@ -1,0 +1,29 @@
+"""How a command's outcome becomes the exit code: 0 done, 2 the user's to fix (bad
+options or input: one log line, no traceback), 130 interrupted; any other exception keeps
+its traceback, as a bug should."""
+
+from __future__ import annotations
+
+import argparse
+import logging
+
+from graphengine import distributed
+
+log = logging.getLogger("graphengine")
+
+USAGE = 2
+INTERRUPTED = distributed.INTERRUPTED
+# Exceptions that are the user's to fix: one log line and exit code USAGE, no traceback.
+USER_ERRORS = (ValueError, FileNotFoundError, NotImplementedError)
+
+
+def run_command(args: argparse.Namespace) -> int:
+    """Run the command ``args.run`` names on ``args``; returns its exit code."""
+    try:
+        return args.run(args)
+    except USER_ERRORS as error:
+        log.error("%s", error)
+        return USAGE
+    except KeyboardInterrupt:
+        log.error("interrupted")
+        return INTERRUPTED

@@ -1,0 +1,104 @@
+"""argparse ``type=`` functions: each turns an option's text into its value or raises
+``argparse.ArgumentTypeError`` naming the value, which argparse reports as
+``argument --OPTION: ...`` with exit code 2."""
+
+from __future__ import annotations
+
+import argparse
+import math
+
+from graphengine.datasets.papers import MAX_SCALE
+
+
+def at_least(low: int):
+    """An argparse type: an int >= ``low``."""
+
+    def parse(text: str) -> int:
+        try:
+            value = int(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"expected an integer (got {text!r})") from None
+        if value < low:
+            raise argparse.ArgumentTypeError(f"must be >= {low} (got {value})")
+        return value
+
+    return parse
+
+
+def ints(text: str) -> list[int]:
+    """Comma-separated ints, as ``2,4,8``."""
+    try:
+        return [int(part) for part in text.split(",")]
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected comma-separated ints (got {text!r})") from None
+
+
+def fanouts(text: str) -> list[int]:
+    """Neighbors per hop, comma-separated; ``-1`` takes all of them."""
+    values = ints(text)
+    if any(v < -1 for v in values):
+        raise argparse.ArgumentTypeError(f"fanouts must be >= -1 (got {text!r})")
+    return values
+
+
+def finite_float(text: str) -> float:
+    """A finite float."""
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a number (got {text!r})") from None
+    if not math.isfinite(value):
+        raise argparse.ArgumentTypeError(f"expected a finite number (got {text!r})")
+    return value
+
+
+def positive_float(text: str) -> float:
+    """A finite float > 0."""
+    value = finite_float(text)
+    if value <= 0:
+        raise argparse.ArgumentTypeError(f"must be > 0 (got {value})")
+    return value
+
+
+def nonnegative_float(text: str) -> float:
+    """A finite float >= 0."""
+    value = finite_float(text)
+    if value < 0:
+        raise argparse.ArgumentTypeError(f"must be >= 0 (got {value})")
+    return value
+
+
+def probability_below_one(text: str) -> float:
+    """A float in [0, 1), as a dropout probability."""
+    value = finite_float(text)
+    if not 0 <= value < 1:
+        raise argparse.ArgumentTypeError(f"must be in [0, 1) (got {value})")
+    return value
+
+
+def papers_scale(text: str) -> int:
+    """synthetic-papers' size S (2^S nodes), in [10, MAX_SCALE]."""
+    try:
+        scale = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected an integer (got {text!r})") from None
+    if not 10 <= scale <= MAX_SCALE:
+        raise argparse.ArgumentTypeError(f"must be in [10, {MAX_SCALE}] (got {scale})")
+    return scale
+
+
+def cache_size(text: str) -> int | str:
+    """A cache size as rows (``100000``: an int), a share (``5%``) or bytes (``64MB``): the
+    text itself, checked by :func:`graphengine.distributed.features.cache_rows`."""
+    from graphengine.distributed.features import cache_rows
+
+    try:
+        cache_rows(text, 1, 1)  # checks the form
+    except ValueError as error:
+        raise argparse.ArgumentTypeError(str(error)) from None
+    return int(text) if text.strip().isdigit() else text
+
+
+def cache_sizes(text: str) -> list[int | str]:
+    """Comma-separated :func:`cache_size` values."""
+    return [cache_size(part) for part in text.split(",")]
