@@ -4,8 +4,9 @@
 // A fresh output of a hundred MB per batch costs tens of thousands of page faults, which take
 // longer than the gather that fills it. Buffers handed back to the pool serve the next batch,
 // faults already paid; like CUDA's caching host allocator, but for pageable memory. The pool
-// keeps freed buffers only while a span is open (a graphengine loader pass, a Trainer's fit); when the last span closes, they
-// go back to the system, and so does every buffer freed while none is open.
+// keeps freed buffers only while a span is open (a graphengine loader pass, a Trainer's fit);
+// when the last span closes, they go back to the system, and so does every buffer freed while
+// none is open.
 #pragma once
 
 #include <ATen/ATen.h>
