@@ -1,6 +1,7 @@
 """The gather backends ('auto', 'csrc', 'torch'), the build command and the packaged sources."""
 
 import json
+import re
 from pathlib import Path
 
 import pytest
@@ -164,6 +165,35 @@ def test_the_build_finds_every_source_and_each_registers_itself():
         if path.parent.name in ("cpu", "cuda") and "TORCH_LIBRARY" in text:
             assert path.stem.endswith("_kernel"), path
             assert "TORCH_LIBRARY_IMPL(graphengine," in text, path
+
+
+def test_every_op_that_takes_a_tensor_has_a_fake_kernel():
+    schemas = re.findall(
+        r'm\.def\(\s*"([a-z_]+)\(([^"]*)"', "".join(p.read_text() for p in ROOT.glob("csrc/*.cpp"))
+    )
+    with_tensors = {name for name, arguments in schemas if "Tensor" in arguments}
+    assert {"gather_rows", "csr_sum", "gat_attention", "transpose_into"} <= with_tensors
+    assert {name for name, _ in schemas} - with_tensors == {
+        "host_cache_open",
+        "host_cache_close",
+        "host_cache_state",
+        "set_intraop_threads",
+    }
+    assert set(ops.build._fake_kernels) == with_tensors
+    if not ops.build_extension():
+        pytest.fail(f"the extension did not build here: {ops.build_error()}")
+    from torch._subclasses.fake_tensor import FakeTensorMode
+
+    with FakeTensorMode():
+        rowptr, col = torch.tensor([0, 2, 3]), torch.tensor([0, 1, 1])
+        x = torch.empty(4, 5)
+        assert ops.csr.csr_sum(rowptr, col, None, x).shape == (2, 5)
+        grad, sums = ops.relu.relu_backward_sum(x, x)
+        assert grad.shape == (4, 5) and sums.shape == (5,)
+        out = ops.gat.gat_attention(
+            torch.empty(3, 2, 4), torch.empty(2, 4), torch.empty(2, 4), rowptr, col, 0.2, True
+        )
+        assert [tuple(t.shape) for t in out] == [(2, 2, 4), (5, 2), (3, 2), (2, 2)]
 
 
 def test_sources_with_one_file_name_are_refused(tmp_path):

@@ -120,8 +120,9 @@ def fake_kernel(op_name: str) -> Callable[[Callable], Callable]:
 
     def declare(func: Callable) -> Callable:
         _fake_kernels[op_name] = func
-        if _state.get("available"):
-            _register_fakes()
+        if _state.get("available"):  # declared after the build: register it now
+            with _lock:
+                _register_fakes()
         return func
 
     return declare
