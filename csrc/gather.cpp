@@ -1,5 +1,5 @@
-// Operator schemas of the graphengine extension and the gathers' argument checks all backends
-// share.
+// The row gathers' schemas (gather_rows, cached_gather) and the argument checks their CPU
+// (cpu/gather_kernel.cpp) and CUDA (cuda/gather_kernel.cu) kernels share.
 #include "gather.h"
 
 #include <torch/library.h>
@@ -61,33 +61,9 @@ void raise_bad_entry(int64_t position, int64_t id, int64_t num_rows, const at::T
 
 }  // namespace graphengine
 
-TORCH_LIBRARY(graphengine, m) {
+TORCH_LIBRARY_FRAGMENT(graphengine, m) {
   m.def("gather_rows(Tensor src, Tensor index, Tensor? out=None) -> Tensor");
   m.def(
       "cached_gather(Tensor src, Tensor index, Tensor cache, Tensor slot_of, Tensor? out=None) "
       "-> Tensor");
-  m.def("prefetch_rows(Tensor src, Tensor index, Tensor? slot_of=None) -> int");
-  m.def("relu_backward_sum(Tensor grad, Tensor out) -> (Tensor, Tensor)");
-  m.def(
-      "csr_sum(Tensor rowptr, Tensor col, Tensor? value, Tensor x) -> Tensor");
-  m.def(
-      "input_gradient(Tensor rowptr, Tensor col, Tensor? value, Tensor grad, "
-      "Tensor? root_grad=None, Tensor? relu_input=None, bool column_sums=True) "
-      "-> (Tensor, Tensor)");
-  m.def(
-      "csr_sum_into(Tensor rowptr, Tensor col, Tensor? value, Tensor x, Tensor(a!) out, "
-      "Tensor(b!)? root_out=None, Tensor? index=None, bool relu=False) -> ()");
-  m.def(
-      "csr_transpose(Tensor rowptr, Tensor col, Tensor? value, int num_cols) "
-      "-> (Tensor, Tensor, Tensor)");
-  m.def("bias_relu_(Tensor(a!) out, Tensor? bias=None) -> ()");
-  m.def("transpose_into(Tensor src, Tensor(a!) out) -> ()");
-  m.def(
-      "gat_attention(Tensor h, Tensor att_src, Tensor att_dst, Tensor rowptr, Tensor col, "
-      "float negative_slope, bool self_loops, Tensor? dropout=None) "
-      "-> (Tensor, Tensor, Tensor, Tensor)");
-  m.def(
-      "gat_attention_backward(Tensor grad_out, Tensor h, Tensor att_src, Tensor att_dst, "
-      "Tensor alpha, Tensor score_src, Tensor score_dst, Tensor rowptr, Tensor col, "
-      "float negative_slope, bool self_loops, Tensor? dropout=None) -> (Tensor, Tensor, Tensor)");
 }

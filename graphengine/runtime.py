@@ -1,23 +1,21 @@
 """Host memory for training on the CPU: the host cache the library uses, and the process-wide
 glibc setting the CLI applies (never on import).
 
-glibc returns every freed block above its mmap threshold to the kernel and maps a
-fresh one on the next allocation, so each training step of a GNN on a large batch
-(activations of hundreds of MB) pays its page faults again: measured here, GraphSAGE
-(3 x 256) on a 15,10,5 batch of synthetic-products spent most of its step in the
-kernel (sys 17.7 s of 20 s) and took 3.5 s a step; with freed memory kept for reuse,
-1.1 s. PyTorch's CUDA allocator caches for the same reason.
+glibc returns every freed block above its mmap threshold to the kernel and maps a fresh one on
+the next allocation, so each training step of a GNN on a large batch (activations of hundreds
+of MB) pays its page faults again, and on a large batch those faults take a large share of the
+step (docs/benchmarks.md has the measurements). PyTorch's CUDA allocator caches for the same
+reason.
 
-The library gets the same reuse without a process-wide setting: while one of its loaders is
-iterated or its Trainer fits, :func:`host_memory_cache` serves torch's large CPU blocks (4 MB
-and up: activations, gradients, batches) and the gathers' outputs from graphengine's buffer
-pool (``csrc/cpu/buffer_pool.cpp``, ``host_cache.cpp``), and hands the cached buffers back to
-the system when the last such span ends. Measured here (GraphSAGE 3 x 256 on synthetic-
-products, as a library user's process): 0.67 s a step without it, 0.40-0.43 s with it, as fast
-as with the glibc setting. The trade-off: during those spans the process keeps freed large
-blocks for reuse (at most a quarter of the machine's memory), and those blocks are not
-reported to torch's CPU memory profiler. Opt out with ``GRAPHENGINE_HOST_CACHE=0`` in the
-environment or :func:`set_host_memory_cache` ``(False)``.
+The library gets the reuse without a process-wide setting, in one place:
+:func:`host_memory_cache`, a span entered while one of its loaders is iterated or its Trainer
+fits. In a span, torch's large CPU blocks (4 MB and up: activations, gradients, batches) and
+the gathers' outputs come from graphengine's buffer pool (``csrc/cpu/buffer_pool.cpp``,
+``csrc/cpu/host_cache_kernel.cpp``), and the cached buffers go back to the system when the
+last span ends; steps run about as fast as with the glibc setting. The trade-off: during the
+spans the process keeps freed large blocks for reuse (at most a quarter of the machine's
+memory), and those blocks are not reported to torch's CPU memory profiler. Opt out with
+``GRAPHENGINE_HOST_CACHE=0`` in the environment or :func:`set_host_memory_cache` ``(False)``.
 """
 
 from __future__ import annotations
@@ -31,7 +29,7 @@ from contextlib import contextmanager
 
 import torch
 
-from graphengine import ops
+from graphengine.ops.backend import extension_loaded, extension_usable
 
 log = logging.getLogger(__name__)
 
@@ -85,13 +83,33 @@ def host_memory_cache_enabled() -> bool:
 @contextmanager
 def host_memory_cache() -> Iterator[bool]:
     """A span in which torch's large CPU blocks are reused instead of mapped afresh; yields
-    whether it caches (``False`` when turned off, without the C++ extension, or where another
-    CPU allocator holds torch's slot). Spans nest and may overlap across threads; the cached
-    buffers go back to the system when the last one ends."""
+    whether it caches. The one place where graphengine compiles its extension and changes
+    torch's CPU allocator on the library user's behalf.
+
+    Who enters it: every graphengine loader, for exactly one pass, as its iterator starts
+    (``StagedLoader.__iter__`` in ``graphengine/loader/staged.py``, inline and pipelined
+    alike, so the batches and the caller's training step on them share the span), the
+    Trainer's fit, and the benchmarks. Nothing else compiles the extension or swaps the
+    allocator while a loader is iterated.
+
+    What entering does, when :func:`host_memory_cache_enabled`:
+
+    1. the extension: if it is not loaded yet and the ops backend allows it
+       (:func:`graphengine.ops.backend.extension_usable`: not ``"torch"``), it is compiled
+       here, once per process (cached on disk afterwards; see :mod:`graphengine.ops.build`);
+       with the ``"torch"`` backend an extension loaded earlier is still used;
+    2. the allocator: on the first span of the process, graphengine's caching allocator is
+       installed in front of torch's CPU allocator, for good (outside spans it hands every
+       request to the allocator it replaced); then the span opens, and blocks of 4 MB and up
+       come from the buffer pool until the last open span ends, when the pool's buffers go
+       back to the system.
+
+    Yields ``False`` (and changes nothing) when the cache is turned off, the extension is not
+    usable, or another CPU allocator holds torch's slot. Spans nest and may overlap across
+    threads."""
     active = (
         host_memory_cache_enabled()
-        and (ops.library_path() is not None or ops.get_backend() != "torch")
-        and ops.build_extension()
+        and (extension_loaded() or extension_usable())
         and bool(torch.ops.graphengine.host_cache_open())
     )
     try:
@@ -105,7 +123,7 @@ def host_memory_cache_state() -> tuple[int, int, int]:
     """``(open spans, bytes cached for reuse, bytes taken from the system so far)`` of the host
     cache; the last grows with every request no cached buffer served (a step that reuses
     grows it by 0). ``(0, 0, 0)`` before the extension is loaded."""
-    if ops.library_path() is None:
+    if not extension_loaded():
         return 0, 0, 0
     spans, cached, fresh = torch.ops.graphengine.host_cache_state()
     return int(spans), int(cached), int(fresh)

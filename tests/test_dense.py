@@ -8,8 +8,8 @@ import torch
 
 from graphengine import ops
 from graphengine.nn import dense
-from graphengine.nn.aggregation import uses_kernel
 from graphengine.nn.dense import linear, linear_layer, uses_onednn, weight_gradient
+from graphengine.ops.backend import uses_kernel
 from tests.autograd_checks import assert_same_outputs_and_grads
 
 

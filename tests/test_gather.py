@@ -198,7 +198,7 @@ def test_fallback_without_compiler_warns_once(monkeypatch):
         raise RuntimeError("no compiler found")
 
     monkeypatch.setattr(ops.build, "_state", {})
-    monkeypatch.setattr(ops, "_warned", [])
+    monkeypatch.setattr(ops.backend, "_warned", [])
     monkeypatch.setattr(ops.build, "_compile", broken)
     src = table(20, 3, torch.float32)
     with pytest.warns(RuntimeWarning, match="could not be built.*no compiler found.*index_select"):

@@ -1,6 +1,7 @@
 """The gather backends ('auto', 'csrc', 'torch'), the build command and the packaged sources."""
 
 import json
+import re
 from pathlib import Path
 
 import pytest
@@ -21,7 +22,7 @@ def broken_build(monkeypatch):
         raise RuntimeError("ninja is required to load C++ extensions")
 
     monkeypatch.setattr(ops.build, "_state", {})
-    monkeypatch.setattr(ops, "_warned", [True])  # the one warning is test_gather's business
+    monkeypatch.setattr(ops.backend, "_warned", [True])  # the one warning is test_gather's business
     monkeypatch.setattr(ops.build, "_compile", broken)
 
 
@@ -55,7 +56,7 @@ def test_backend_choice_is_checked_and_process_wide(monkeypatch):
         ops.gather_rows(src, index, backend="cuda")
     with pytest.raises(ValueError, match=r"'backend' must be one of .*\(got 'fast'\)"):
         ops.set_backend("fast")
-    monkeypatch.setattr(ops, "_backend", ops.get_backend())
+    monkeypatch.setattr(ops.backend, "_backend", ops.get_backend())
     assert ops.set_backend("torch") == "auto"
     assert ops.get_backend() == "torch"
     assert torch.equal(ops.gather_rows(src, index), src[[5, 0]])
@@ -66,7 +67,7 @@ def test_backend_from_the_environment_is_read_at_the_first_gather(monkeypatch):
     import sys
 
     src, index = torch.arange(12.0).view(6, 2), torch.tensor([5, 0])
-    monkeypatch.setattr(ops, "_backend", None)
+    monkeypatch.setattr(ops.backend, "_backend", None)
     monkeypatch.setenv("GRAPHENGINE_OPS_BACKEND", "torch")
     assert ops.get_backend() == "torch"
     monkeypatch.setenv("GRAPHENGINE_OPS_BACKEND", "fast")
@@ -141,4 +142,63 @@ def test_sources_are_packaged():
     sources = {p.relative_to(csrc) for p in csrc.rglob("*") if p.suffix in (".h", ".cpp", ".cu")}
     shipped = {p.relative_to(csrc) for glob in globs for p in csrc.glob(glob)}
     assert sources and sources == shipped
+    # Whatever the build compiles, with or without CUDA, is shipped, in every folder.
+    compiled = {p.relative_to(csrc) for p in ops.build.extension_sources(csrc, cuda=True)}
+    assert {"cpu", "cuda"} <= {p.parts[0] for p in compiled if len(p.parts) > 1}
+    assert compiled <= shipped
     assert (ops.sources_dir() / "gather.cpp").is_file()
+
+
+def test_the_build_finds_every_source_and_each_registers_itself():
+    csrc = ROOT / "csrc"
+    cpu_only = ops.build.extension_sources(csrc, cuda=False)
+    with_cuda = ops.build.extension_sources(csrc, cuda=True)
+    assert cpu_only == sorted(csrc.rglob("*.cpp"))
+    assert set(with_cuda) - set(cpu_only) == set(csrc.rglob("*.cu")) != set()
+    # pyg-lib's layout: a schema file per op family declares its ops in a fragment, its CPU and
+    # CUDA kernels register implementations; no file claims the whole library.
+    for path in with_cuda:
+        text = path.read_text()
+        assert "TORCH_LIBRARY(" not in text, path
+        if path.parent == csrc:
+            assert "TORCH_LIBRARY_FRAGMENT(graphengine, m)" in text, path
+        if path.parent.name in ("cpu", "cuda") and "TORCH_LIBRARY" in text:
+            assert path.stem.endswith("_kernel"), path
+            assert "TORCH_LIBRARY_IMPL(graphengine," in text, path
+
+
+def test_every_op_that_takes_a_tensor_has_a_fake_kernel():
+    schemas = re.findall(
+        r'm\.def\(\s*"([a-z_]+)\(([^"]*)"', "".join(p.read_text() for p in ROOT.glob("csrc/*.cpp"))
+    )
+    with_tensors = {name for name, arguments in schemas if "Tensor" in arguments}
+    assert {"gather_rows", "csr_sum", "gat_attention", "transpose_into"} <= with_tensors
+    assert {name for name, _ in schemas} - with_tensors == {
+        "host_cache_open",
+        "host_cache_close",
+        "host_cache_state",
+        "set_intraop_threads",
+    }
+    assert set(ops.build._fake_kernels) == with_tensors
+    if not ops.build_extension():
+        pytest.fail(f"the extension did not build here: {ops.build_error()}")
+    from torch._subclasses.fake_tensor import FakeTensorMode
+
+    with FakeTensorMode():
+        rowptr, col = torch.tensor([0, 2, 3]), torch.tensor([0, 1, 1])
+        x = torch.empty(4, 5)
+        assert ops.csr.csr_sum(rowptr, col, None, x).shape == (2, 5)
+        grad, sums = ops.relu.relu_backward_sum(x, x)
+        assert grad.shape == (4, 5) and sums.shape == (5,)
+        out = ops.gat.gat_attention(
+            torch.empty(3, 2, 4), torch.empty(2, 4), torch.empty(2, 4), rowptr, col, 0.2, True
+        )
+        assert [tuple(t.shape) for t in out] == [(2, 2, 4), (5, 2), (3, 2), (2, 2)]
+
+
+def test_sources_with_one_file_name_are_refused(tmp_path):
+    for folder in ("cpu", "cuda"):
+        (tmp_path / folder).mkdir()
+        (tmp_path / folder / "op_kernel.cpp").write_text("")
+    with pytest.raises(ValueError, match=r"distinct file names \(got \[\['cpu/op_kernel.cpp'"):
+        ops.build.extension_sources(tmp_path, cuda=False)

@@ -73,8 +73,8 @@ class BufferPool {
     *capacity = size_class(bytes + bytes / kClassSteps);
     fresh_bytes_.fetch_add(*capacity, std::memory_order_relaxed);
     void* buffer = nullptr;
-    // Page-aligned, small pages: asking for huge pages here made fresh buffers 10x slower
-    // to fault in (the kernel compacts memory first).
+    // Page-aligned, small pages: huge pages make a fresh buffer much slower to fault in, since
+    // the kernel compacts memory first.
     if (posix_memalign(&buffer, kPage, *capacity) != 0) {
       throw std::bad_alloc();
     }

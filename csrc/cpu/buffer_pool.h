@@ -1,12 +1,12 @@
 // A pool of large host buffers, for gather outputs and, while graphengine trains, for torch's
-// CPU tensors (host_cache.cpp).
+// CPU tensors (host_cache_kernel.cpp).
 //
-// A fresh 100 MB output per batch costs tens of thousands of page faults (measured here: a
-// gather that takes 19 ms into a reused buffer takes 130 ms into a fresh one at 2 threads).
-// Buffers handed back to the pool serve the next batch, faults already paid; like CUDA's
-// caching host allocator, but for pageable memory. The pool keeps freed buffers only while a
-// span is open (a graphengine loader pass, a Trainer's fit); when the last span closes, they
-// go back to the system, and so does every buffer freed while none is open.
+// A fresh output of a hundred MB per batch costs tens of thousands of page faults, which take
+// longer than the gather that fills it. Buffers handed back to the pool serve the next batch,
+// faults already paid; like CUDA's caching host allocator, but for pageable memory. The pool
+// keeps freed buffers only while a span is open (a graphengine loader pass, a Trainer's fit);
+// when the last span closes, they go back to the system, and so does every buffer freed while
+// none is open.
 #pragma once
 
 #include <ATen/ATen.h>

@@ -51,9 +51,9 @@
 namespace graphengine {
 namespace {
 
-// How far ahead a row's sources are prefetched. On a synthetic-products batch's first layer
-// (605K edges, 2 threads), 8 against 4: bfloat16 rows (200 B) 12.3 -> 10.2 ms, float32 rows
-// 16.1 -> 15.8 ms; 16 the same as 8, 32 slower.
+// How far ahead a row's sources are prefetched: far enough to cover a scattered row's memory
+// latency on a batch's first layer, where bfloat16 rows gain the most; twice as far gains
+// nothing and four times as far is slower (docs/benchmarks.md).
 constexpr int64_t kPrefetchEdges = 8;
 constexpr int64_t kCacheLine = 64;
 constexpr int64_t kRowBlock = 64;  // rows per parallel task (and per partial column sum)
@@ -148,8 +148,8 @@ void copy_row(const scalar_t* x, scalar_t* out, int64_t n) {
 }
 
 // Into L2 (locality 2), as the gather prefetches (gather_kernel.cpp): more scattered rows in
-// flight than the L1's miss buffers allow. The first layer's mean over a gathered batch, in
-// alternating processes: 11.0-15.3 ms (median 13.5) against 14.7-19.7 ms (median 15.4).
+// flight than the L1's miss buffers allow, which speeds up the first layer's mean over a
+// gathered batch.
 void prefetch_row(const void* row, int64_t bytes) {
   const char* p = static_cast<const char*>(row);
   for (int64_t offset = 0; offset < bytes; offset += kCacheLine) {

@@ -12,16 +12,17 @@
 namespace graphengine {
 namespace {
 
-// Rows prefetched ahead. On a synthetic-products batch (376K rows of 400 B from 420 MB, 2
-// threads), 8 against 4: 14 -> 12.4 ms (bfloat16 rows: 7.7 -> 7.2 ms); 16 no better.
+// Rows prefetched ahead: enough to cover a scattered row's memory latency on a batch's
+// gather from a table far larger than the caches; a longer distance gains nothing more
+// (docs/benchmarks.md).
 constexpr int64_t kPrefetchDistance = 8;
 constexpr int64_t kCacheLine = 64;
 constexpr int64_t kMaxPrefetchLines = 16;
 constexpr int64_t kGrain = 2048;
 
 // Into L2, not L1 (locality 1, prefetcht2): the L1's few miss buffers cap how many of the
-// scattered rows can be on their way at once. On that batch, in alternating processes, 12.4-13.8
-// ms (median 12.8) against 12.9-17.1 ms (median 13.6) with the L1 hint.
+// scattered rows can be on their way at once, so the L1 hint leaves the gather slower and its
+// time more variable.
 inline void prefetch_row(const char* row, int64_t row_bytes) {
   const int64_t lines = std::min(kMaxPrefetchLines, (row_bytes + kCacheLine - 1) / kCacheLine);
   for (int64_t l = 0; l < lines; ++l) {

@@ -3,8 +3,9 @@
 //
 // The fused layers' weights' gradient grad.t() @ x runs on oneDNN's inner product as
 // x.t() @ grad, a block of rows at a time; oneDNN wants x.t() with its rows contiguous. torch's
-// strided copy transposes [109k, 200] float32 in 35 ms; this kernel takes 8.6 ms, and 0.1 ms
-// for a block of 4096 rows already in the cache. float32 on x86 goes through AVX registers 16
+// strided copy writes one element per cache line touched; this kernel moves whole tiles, so a
+// block of rows already in the cache transposes at a small fraction of the product's cost.
+// float32 on x86 goes through AVX registers 16
 // rows by 8 columns at a time (each of out's rows gets 64 contiguous bytes), requesting the
 // rows 32 ahead from memory; the edges, other dtypes and other CPUs copy square tiles.
 //

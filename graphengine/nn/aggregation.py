@@ -3,10 +3,10 @@
 ``weighted_sum(adjacency, x)`` is ``adjacency @ x`` for a weighted adjacency in CSR: the mean
 of GraphSAGE (values ``1 / in-degree``) and GCN's normalized sum. On the CPU it runs the
 extension's ``csr_sum`` (``csrc/cpu/csr_kernel.cpp``): rows summed in float32 whatever
-``x``'s dtype, sources prefetched. Measured here on a GraphSAGE batch's first layer
-(109k destinations, 545k edges, 100 features, 2 threads) it takes 18 ms in float32 and 15
-ms in bfloat16 against torch's ``sparse.mm`` 36-41 ms and 38-47 ms. Elsewhere (float64, CUDA,
-the ``"torch"`` backend, no extension) it is ``torch.sparse.mm``.
+``x``'s dtype, the scattered sources prefetched, and low-precision rows converted inside the
+vectorized row loop, where torch's ``sparse.mm`` converts them element by element (the
+comparison is in docs/benchmarks.md). Where :func:`graphengine.ops.backend.uses_kernel` says
+no (float64, CUDA, the ``"torch"`` backend, no extension) it is ``torch.sparse.mm``.
 """
 
 from __future__ import annotations
@@ -20,6 +20,8 @@ import torch
 from torch.autograd.function import once_differentiable
 
 from graphengine import ops
+from graphengine.ops import csr
+from graphengine.ops.backend import uses_kernel
 
 if TYPE_CHECKING:  # blocks.py imports the layers that import this
     from graphengine.nn.blocks import Block
@@ -27,8 +29,6 @@ if TYPE_CHECKING:  # blocks.py imports the layers that import this
 # torch warns once per process that sparse CSR tensors are "in beta"; its CPU sparse.mm with a
 # reduction has been stable since 2.0 (PyG silences torch's scatter_reduce beta warning alike).
 warnings.filterwarnings("ignore", message="Sparse CSR tensor support is in beta")
-
-KERNEL_DTYPES = (torch.float32, torch.bfloat16, torch.float16)
 
 
 @dataclass(frozen=True, eq=False)
@@ -99,9 +99,7 @@ class CsrAdjacency:
         elsewhere a stable sort."""
         col = self.col
         if self.value.dtype == torch.float32 and uses_kernel(self.value):
-            rowptr, row, value = torch.ops.graphengine.csr_transpose(
-                self.rowptr, col, self.value, self.num_cols
-            )
+            rowptr, row, value = csr.csr_transpose(self.rowptr, col, self.value, self.num_cols)
             return CsrAdjacency(rowptr, row, value, self.num_rows, False)
         order = torch.argsort(col, stable=True)
         rowptr = torch.zeros(self.num_cols + 1, dtype=torch.int64, device=col.device)
@@ -235,7 +233,7 @@ def input_gradient(
     ``column_sums``) come in the same pass on the CPU kernel. Not differentiable."""
     transposed = adjacency.transposed
     if uses_kernel(grad):
-        result, sums = torch.ops.graphengine.input_gradient(
+        result, sums = csr.input_gradient(
             transposed.rowptr,
             transposed.col,
             transposed.value.to(torch.float32),
@@ -249,17 +247,6 @@ def input_gradient(
     if relu_input is not None:
         result.masked_fill_(relu_input <= 0, 0)
     return result, result.sum(0) if column_sums else None
-
-
-def uses_kernel(x: torch.Tensor) -> bool:
-    """Whether the extension's CPU kernels compute on ``x``: a float32, bfloat16 or float16
-    CPU tensor, the extension built, not the ``"torch"`` backend."""
-    return (
-        x.device.type == "cpu"
-        and x.dtype in KERNEL_DTYPES
-        and ops.get_backend() != "torch"
-        and bool(ops.build_extension())
-    )
 
 
 def _product(
@@ -277,8 +264,8 @@ def _product(
         value = adjacency.value.to(torch.float32)
         args = (adjacency.rowptr, adjacency.col, value, _contiguous_rows(x))
         if out is None:
-            return torch.ops.graphengine.csr_sum(*args)
-        torch.ops.graphengine.csr_sum_into(*args, out, root_out, index, relu)
+            return csr.csr_sum(*args)
+        csr.csr_sum_into(*args, out, root_out, index, relu)
         return out
     if relu:
         x = torch.relu(x)

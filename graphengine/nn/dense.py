@@ -2,43 +2,29 @@
 
 torch runs a float32 ``x @ w.t()`` on the CPU through MKL's sgemm, and its bfloat16 one
 through oneDNN's matmul. torch also ships oneDNN's inner product, as the op its compiler
-lowers linear layers to (``torch.ops.mkldnn._linear_pointwise``). On this machine's CPU (AMD
-EPYC, Zen 4, AVX-512; 2 threads) that op is faster on a GraphSAGE step's float32 products.
-Measured alone, medians of 9, in two runs (GFLOP/s):
-
-============================================= =========== ===========
-product (rows from synthetic-products' step)  MKL         oneDNN
-============================================= =========== ===========
-``[109k, 200] @ [200, 256]`` + bias           157, 165    199, 199
-``[12.7k, 512] @ [512, 256]`` + bias          173, 141    213, 217
-``[12.7k, 256] @ [256, 512]``                 177, 186    208, 213
-============================================= =========== ===========
-
-oneDNN adds the bias inside the product (MKL's ``addmm`` first copies it into every output
-row). In bfloat16 the inner product is as fast as torch's product without a bias (391-419
-against 392-426 GFLOP/s on the shapes above) and adds the bias, where torch's ``addmm`` took
-327-405; it runs where oneDNN has bfloat16 kernels for this CPU. Its fused ReLU is not
-used: it turns NaN into 0, where torch's ReLU keeps NaN, and that would hide a diverged
-model.
+lowers linear layers to (``torch.ops.mkldnn._linear_pointwise``). On the CPUs this was tuned on
+(AVX-512) that op runs a GraphSAGE step's float32 products faster than MKL, and it adds the
+bias inside the product, where MKL's ``addmm`` first copies the bias into every output row. In
+bfloat16 it is as fast as torch's product without a bias and adds the bias too; it runs where
+oneDNN has bfloat16 kernels for this CPU. The measurements are in docs/benchmarks.md. Its
+fused ReLU is not used: it turns NaN into 0, where torch's ReLU keeps NaN, and that would hide
+a diverged model.
 
 The weights' gradient ``grad.t() @ x`` is a product over the batch's rows. oneDNN's inner
 product runs it as ``x.t() @ grad``, with ``x.t()``'s rows contiguous and ``grad.t()`` as the
 weights, strided. So :func:`weight_gradient` transposes ``x`` a block of rows at a time into
 a buffer that stays in the cache (the extension's ``transpose_into``) and adds the blocks'
-products, in float32 and for at least :data:`BLOCKED_FROM_ROWS` rows. Measured alone, medians
-of 7, two runs: the first layer's ``[109k, 256]^T @ [109k, 200]`` took 60.1-60.5 ms against
-67 ms on ``mm``, the second's ``[12.7k, 256]^T @ [12.7k, 512]`` 17.2 against 18.5-18.7 ms
-(blocks of 4096 rows; see :data:`BLOCK_ROWS` for 2048). A
-bfloat16 product would round each block's sum to bfloat16, so it stays on ``mm``, as do
-fewer rows (``[1024, 47]^T @ [1024, 256]``: 0.27 against 0.17 ms).
+products, in float32 and for at least :data:`BLOCKED_FROM_ROWS` rows, where that beats
+``mm``. A bfloat16 product would round each block's sum to bfloat16, so it stays on ``mm``,
+as do fewer rows, where the transposes cost more than the product gains.
 
 The op is private to torch, so it is used where it was checked once in this process
 against a float64 product (a small problem with a strided input, and one with strided
 weights, within float32 and bfloat16 rounding), and only on float32 or bfloat16 CPU tensors
-with torch's oneDNN enabled (``torch.backends.mkldnn``).
-The ``"torch"`` ops backend (:func:`graphengine.ops.set_backend`,
-``GRAPHENGINE_OPS_BACKEND=torch``) computes with torch's own ops everywhere, this product
-included.
+with torch's oneDNN enabled (``torch.backends.mkldnn``) and where
+:func:`graphengine.ops.backend.kernels_allowed`: the ``"torch"`` ops backend
+(:func:`graphengine.ops.set_backend`, ``GRAPHENGINE_OPS_BACKEND=torch``) computes with
+torch's own ops everywhere, this product included.
 """
 
 from __future__ import annotations
@@ -49,8 +35,9 @@ import logging
 import torch
 from torch.autograd.function import once_differentiable
 
-from graphengine import ops
-from graphengine.nn.aggregation import uses_kernel
+from graphengine.ops import relu as relu_ops
+from graphengine.ops.backend import kernels_allowed, uses_kernel
+from graphengine.ops.transpose import transpose_into
 
 logger = logging.getLogger(__name__)
 
@@ -79,7 +66,7 @@ def linear(
     if not relu:
         return out
     if uses_kernel(out):
-        torch.ops.graphengine.bias_relu_(out, bias_with_relu)
+        relu_ops.bias_relu_(out, bias_with_relu)
         return out
     return out.relu_()
 
@@ -109,7 +96,7 @@ def relu_and_bias_backward(
     ``[rows, channels]``, and its column sums ``[channels]`` when ``wants_bias`` (else
     ``None``); in one pass on the extension's CPU kernel."""
     if wants_bias and uses_kernel(grad):
-        return torch.ops.graphengine.relu_backward_sum(grad.contiguous(), relu_out)
+        return relu_ops.relu_backward_sum(grad.contiguous(), relu_out)
     grad = torch.ops.aten.threshold_backward(grad, relu_out, 0)
     return grad, grad.sum(0) if wants_bias else None
 
@@ -141,11 +128,11 @@ class _OneDnnLinear(torch.autograd.Function):
 
 
 # Rows in a block of the weights' gradient: 1.6 MB of a first layer's 200 float32 inputs.
-# Blocks of 4096 rows (3.2 MB, more than this CPU's L2 of 1 MB a core) ran as fast in most
-# processes but up to 40% slower in some (the first layer's product: 59.7-84.0 ms over 15
-# fresh processes, against 61.9-66.1 ms for 2048 rows; docs/benchmarks.md, issue 15).
+# Blocks of 4096 rows (3.2 MB, more than the tuning CPU's L2 of 1 MB a core) ran as fast in
+# most processes but much slower in some (docs/benchmarks.md, issue 15).
 BLOCK_ROWS = 2048
-# Fewer rows stay on ``mm``: 2048-4095 rows (a partial block) ran 1.2-2.6x slower in blocks.
+# Fewer rows stay on ``mm``: a partial block's transposes cost more than the blocked product
+# gains.
 BLOCKED_FROM_ROWS = 4096
 
 
@@ -174,7 +161,7 @@ def weight_gradient(grad: torch.Tensor, x: torch.Tensor) -> torch.Tensor:
     buffer = x.new_empty(channels * BLOCK_ROWS)
     for x_block, grad_block in zip(x.split(BLOCK_ROWS), grad.split(BLOCK_ROWS), strict=True):
         x_block_t = buffer[: x_block.numel()].view(channels, x_block.shape[0])
-        torch.ops.graphengine.transpose_into(x_block, x_block_t)
+        transpose_into(x_block, x_block_t)
         total += torch.ops.mkldnn._linear_pointwise(x_block_t, grad_block.t(), None, "none", [], "")
     return total.t()
 
@@ -187,7 +174,7 @@ def uses_onednn(x: torch.Tensor) -> bool:
         x.device.type == "cpu"
         and x.dtype in _ONEDNN_TOLERANCE
         and x.dim() == 2
-        and ops.get_backend() != "torch"
+        and kernels_allowed()
         and torch.backends.mkldnn.is_available()
         and torch.backends.mkldnn.enabled
         and _onednn_product_checks(x.dtype)

@@ -37,10 +37,10 @@ from graphengine.nn.aggregation import (
     IndexedRows,
     input_gradient,
     mean_adjacency,
-    uses_kernel,
     weighted_sum,
 )
 from graphengine.nn.dense import linear, relu_and_bias_backward, weight_gradient
+from graphengine.ops.backend import uses_kernel
 
 if TYPE_CHECKING:  # blocks.py runs these layers
     from graphengine.nn.blocks import Block
@@ -149,9 +149,9 @@ class FusedSageMean(torch.autograd.Function):
     The mean and ``x_dst`` sit side by side in one ``[num_dst, 2 * in_channels]`` table
     (the aggregation kernel writes both halves), so that each direction runs one product
     with both weights: ``[mean | x_dst] @ [W_l | W_r]^T`` forward, its weights' gradient
-    ``grad^T @ [mean | x_dst]`` and its inputs' ``grad @ [W_l | W_r]`` backward. Measured
-    here on the first layer's shapes (109k destinations, 100 to 256 channels), the weights'
-    gradient took 69-70 ms as one product against 80-83 ms as two (float32).
+    ``grad^T @ [mean | x_dst]`` and its inputs' ``grad @ [W_l | W_r]`` backward: on the
+    first layer's shapes one wider product runs faster than two narrower ones
+    (docs/benchmarks.md).
     """
 
     @staticmethod

@@ -24,8 +24,9 @@ from torch.nn.parameter import UninitializedParameter
 from torch_geometric.nn import GATConv
 from torch_geometric.nn.dense.linear import Linear as PygLinear
 
-from graphengine import ops
 from graphengine.nn.dense import linear_layer
+from graphengine.ops import gat
+from graphengine.ops.backend import extension_usable, require_extension
 
 if TYPE_CHECKING:  # blocks.py runs these layers
     from graphengine.nn.blocks import Block
@@ -34,8 +35,8 @@ if TYPE_CHECKING:  # blocks.py runs these layers
 def fuses_gat(conv: torch.nn.Module, x: torch.Tensor) -> bool:
     """Whether :func:`gat_block` computes ``conv`` on ``x``: a float32 PyG ``GATConv`` (autocast
     allowed) with one projection for sources and destinations and no edge features, ``x`` on
-    the CPU in float32 (or in the autocast dtype under autocast), and the extension built (not
-    with the ``"torch"`` backend)."""
+    the CPU in float32 (or in the autocast dtype under autocast), and
+    :func:`graphengine.ops.backend.extension_usable`."""
     in_autocast = torch.is_autocast_enabled("cpu") and x.dtype == torch.get_autocast_dtype("cpu")
     return (
         type(conv) is GATConv
@@ -44,8 +45,7 @@ def fuses_gat(conv: torch.nn.Module, x: torch.Tensor) -> bool:
         and conv.att_src.dtype == torch.float32
         and conv.edge_dim is None
         and x.device.type == "cpu"
-        and ops.get_backend() != "torch"
-        and ops.build_extension()
+        and extension_usable()
     )
 
 
@@ -59,11 +59,7 @@ def gat_block(conv: GATConv, x: torch.Tensor, block: Block) -> torch.Tensor:
         raise ValueError(
             f"'x' must have the block's {block.num_src} source rows (got {x.shape[0]})"
         )
-    if not ops.build_extension():
-        raise ops.ExtensionUnavailableError(
-            f"gat_block needs graphengine's C++ extension ({ops.build_error()}); "
-            + ops.INSTALL_HINT
-        )
+    require_extension("gat_block")
     heads, channels, num_dst = conv.heads, conv.out_channels, block.num_dst
     h = _project(conv.lin, x).view(-1, heads, channels)
     dropout = None
@@ -107,16 +103,14 @@ class _Attention(torch.autograd.Function):
     @staticmethod
     def forward(ctx, h, att_src, att_dst, block: Block, slope, self_loops, dropout):
         graph = (block.rowptr, block.edge_index[0], slope, self_loops, dropout)
-        out, alpha, score_src, score_dst = torch.ops.graphengine.gat_attention(
-            h, att_src, att_dst, *graph
-        )
+        out, alpha, score_src, score_dst = gat.gat_attention(h, att_src, att_dst, *graph)
         ctx.graph = graph
         ctx.save_for_backward(h, att_src, att_dst, alpha, score_src, score_dst)
         return out
 
     @staticmethod
     def backward(ctx, grad):
-        grad_h, grad_att_src, grad_att_dst = torch.ops.graphengine.gat_attention_backward(
+        grad_h, grad_att_src, grad_att_dst = gat.gat_attention_backward(
             grad, *ctx.saved_tensors, *ctx.graph
         )
         return grad_h, grad_att_src, grad_att_dst, None, None, None, None

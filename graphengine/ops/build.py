@@ -1,10 +1,16 @@
 """Building and loading the C++/CUDA extension whose sources ship as ``graphengine._csrc``.
 
-The sources are the checkout's top-level ``csrc/``; a wheel or ``pip install .`` ships them as
-package data of ``graphengine._csrc`` (see ``pyproject.toml``), and an editable install finds
-them in the checkout. They are compiled on first use against whatever torch is
-installed (``torch.utils.cpp_extension.load`` with ninja; the build is cached under
-``$TORCH_EXTENSIONS_DIR``, by default ``~/.cache/torch_extensions``).
+The sources are the checkout's top-level ``csrc/``, laid out as pyg-lib's: per op (or op
+family) a schema file ``csrc/<op>.cpp`` that declares the op with ``TORCH_LIBRARY_FRAGMENT``,
+its CPU kernel ``csrc/cpu/<op>_kernel.cpp`` and, where it has one, its CUDA kernel
+``csrc/cuda/<op>_kernel.cu``, each registering itself with ``TORCH_LIBRARY_IMPL``. The build
+takes every source it finds (:func:`extension_sources`), and each op's fake kernel is declared
+beside its Python wrapper (:func:`fake_kernel`).
+
+A wheel or ``pip install .`` ships the sources as package data of ``graphengine._csrc`` (see
+``pyproject.toml``), and an editable install finds them in the checkout. They are compiled on
+first use against whatever torch is installed (``torch.utils.cpp_extension.load`` with ninja;
+the build is cached under ``$TORCH_EXTENSIONS_DIR``, by default ``~/.cache/torch_extensions``).
 """
 
 from __future__ import annotations
@@ -13,6 +19,7 @@ import hashlib
 import importlib.resources
 import logging
 import threading
+from collections.abc import Callable
 from pathlib import Path
 
 import torch
@@ -28,6 +35,8 @@ INSTALL_HINT = (
 )
 _lock = threading.Lock()
 _state: dict[str, object] = {}
+_fake_kernels: dict[str, Callable] = {}  # op name -> fake kernel, from fake_kernel
+_fakes_registered: set[str] = set()
 
 
 def sources_dir() -> Path | None:
@@ -84,6 +93,41 @@ def library_path() -> str | None:
     return str(library) if library else None
 
 
+def extension_sources(csrc: Path, cuda: bool) -> list[Path]:
+    """The extension's sources under ``csrc``: every ``.cpp`` file (op schemas at the top, CPU
+    kernels in ``cpu/``), and with ``cuda`` every ``.cu`` file (``cuda/``), sorted. Each file
+    registers its schemas or kernels itself, so a new op is new files and nothing here.
+
+    Raises ``ValueError`` where two sources share a file name: torch's build names each
+    object file after its source's name alone, so one would overwrite the other.
+    """
+    patterns = ("*.cpp", "*.cu") if cuda else ("*.cpp",)
+    sources = sorted(path for pattern in patterns for path in csrc.rglob(pattern))
+    by_name: dict[str, list[str]] = {}
+    for path in sources:
+        by_name.setdefault(path.name, []).append(str(path.relative_to(csrc)))
+    clashes = [paths for paths in by_name.values() if len(paths) > 1]
+    if clashes:
+        raise ValueError(f"the extension's sources must have distinct file names (got {clashes})")
+    return sources
+
+
+def fake_kernel(op_name: str) -> Callable[[Callable], Callable]:
+    """Decorator: the decorated function becomes the fake kernel (the shape function that
+    ``torch.compile`` and ``FakeTensorMode`` trace with) of ``torch.ops.graphengine.<op_name>``,
+    registered with ``torch.library.register_fake`` as soon as the extension is loaded (the op
+    must exist first). Each op's module declares its own, beside its Python wrapper."""
+
+    def declare(func: Callable) -> Callable:
+        _fake_kernels[op_name] = func
+        if _state.get("available"):  # declared after the build: register it now
+            with _lock:
+                _register_fakes()
+        return func
+
+    return declare
+
+
 def _compile(verbose: bool) -> str | None:
     from torch.utils.cpp_extension import load
 
@@ -93,23 +137,7 @@ def _compile(verbose: bool) -> str | None:
             f"the extension's sources (gather.cpp) are neither in the installed package "
             f"graphengine._csrc nor at '{_CHECKOUT_CSRC}'"
         )
-    sources = [
-        csrc / "gather.cpp",
-        csrc / "cpu" / "gather_kernel.cpp",
-        csrc / "cpu" / "buffer_pool.cpp",
-        csrc / "cpu" / "host_cache.cpp",
-        csrc / "cpu" / "thread_budget.cpp",
-        csrc / "cpu" / "gat_kernel.cpp",
-        csrc / "cpu" / "csr_kernel.cpp",
-        csrc / "cpu" / "relu_kernel.cpp",
-        csrc / "cpu" / "transpose_kernel.cpp",
-        csrc / "cpu" / "disk_prefetch.cpp",
-    ]
-    if with_cuda():
-        sources.append(csrc / "cuda" / "gather_kernel.cu")
-    missing = [str(path) for path in sources if not path.is_file()]
-    if missing:
-        raise FileNotFoundError(f"extension sources missing: {missing}")
+    sources = extension_sources(csrc, with_cuda())
     # One build per source folder: two checkouts sharing a name would rebuild over each other.
     folder = hashlib.sha1(str(csrc).encode()).hexdigest()[:8]
     library = load(
@@ -126,74 +154,8 @@ def _compile(verbose: bool) -> str | None:
 
 
 def _register_fakes() -> None:
-    """Shape functions, so that the ops trace under ``torch.compile`` and ``FakeTensorMode``.
-
-    Like the kernels, a gather's result is ``out`` when given, else a new tensor on ``index``'s
-    device (the CUDA kernels gather into the GPU of the ids, also from a pinned CPU ``src``).
-    """
-
-    def fake_gather(src, index, out=None):
-        if out is not None:
-            return out
-        return src.new_empty((index.shape[0], src.shape[1]), device=index.device)
-
-    def fake_cached(src, index, cache, slot_of, out=None):
-        return fake_gather(src, index, out)
-
-    def fake_attention(h, att_src, att_dst, rowptr, col, negative_slope, self_loops, dropout=None):
-        num_src, heads, channels = h.shape
-        num_dst = rowptr.shape[0] - 1
-        slots = col.shape[0] + (num_dst if self_loops else 0)
-        return (
-            att_src.new_empty((num_dst, heads, channels)),
-            att_src.new_empty((slots, heads)),
-            att_src.new_empty((num_src, heads)),
-            att_src.new_empty((num_dst, heads)),
-        )
-
-    def fake_attention_backward(grad_out, h, att_src, att_dst, *rest):
-        return torch.empty_like(h), torch.empty_like(att_src), torch.empty_like(att_dst)
-
-    def fake_csr_sum(rowptr, col, value, x):
-        return x.new_empty((rowptr.shape[0] - 1, x.shape[1]))
-
-    def fake_input_gradient(
-        rowptr, col, value, grad, root_grad=None, relu_input=None, column_sums=True
-    ):
-        sums = grad.new_empty(grad.shape[1] if column_sums else 0)
-        return grad.new_empty((rowptr.shape[0] - 1, grad.shape[1])), sums
-
-    def fake_csr_sum_into(rowptr, col, value, x, out, root_out=None, index=None, relu=False):
-        return None
-
-    def fake_csr_transpose(rowptr, col, value, num_cols):
-        return (
-            rowptr.new_empty(num_cols + 1),
-            col.new_empty(col.shape),
-            col.new_empty(col.shape, dtype=torch.float32),
-        )
-
-    def fake_bias_relu_(out, bias=None):
-        return None
-
-    def fake_transpose_into(src, out):
-        return None
-
-    def fake_relu_backward_sum(grad, out):
-        return torch.empty_like(grad), grad.new_empty(grad.shape[1])
-
-    def fake_prefetch(src, index, slot_of=None):
-        return 0
-
-    torch.library.register_fake("graphengine::prefetch_rows", fake_prefetch)
-    torch.library.register_fake("graphengine::gather_rows", fake_gather)
-    torch.library.register_fake("graphengine::cached_gather", fake_cached)
-    torch.library.register_fake("graphengine::gat_attention", fake_attention)
-    torch.library.register_fake("graphengine::csr_sum", fake_csr_sum)
-    torch.library.register_fake("graphengine::csr_sum_into", fake_csr_sum_into)
-    torch.library.register_fake("graphengine::input_gradient", fake_input_gradient)
-    torch.library.register_fake("graphengine::relu_backward_sum", fake_relu_backward_sum)
-    torch.library.register_fake("graphengine::csr_transpose", fake_csr_transpose)
-    torch.library.register_fake("graphengine::bias_relu_", fake_bias_relu_)
-    torch.library.register_fake("graphengine::transpose_into", fake_transpose_into)
-    torch.library.register_fake("graphengine::gat_attention_backward", fake_attention_backward)
+    """Register every declared :func:`fake_kernel` not registered yet (the ops exist now)."""
+    for op_name, func in _fake_kernels.items():
+        if op_name not in _fakes_registered:
+            torch.library.register_fake(f"graphengine::{op_name}", func)
+            _fakes_registered.add(op_name)

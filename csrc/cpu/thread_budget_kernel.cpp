@@ -30,8 +30,10 @@ bool set_intraop_threads(int64_t num_threads) {
 
 }  // namespace
 
-TORCH_LIBRARY_FRAGMENT(graphengine, m) {
-  m.def("set_intraop_threads(int num_threads) -> bool", &set_intraop_threads);
+// No tensor argument, so no backend to dispatch on: the one implementation serves every key,
+// as an op defined with its function would.
+TORCH_LIBRARY_IMPL(graphengine, CompositeImplicitAutograd, m) {
+  m.impl("set_intraop_threads", &set_intraop_threads);
 }
 
 }  // namespace graphengine
