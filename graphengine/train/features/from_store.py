@@ -10,8 +10,8 @@ import torch
 from graphengine.data.arrays import as_tensor
 from graphengine.data.feature_store import FeatureStore
 from graphengine.datasets.dataset import GraphDataset
-from graphengine.nn.aggregation import uses_kernel
 from graphengine.nn.forward import SeedLogits
+from graphengine.ops.backend import uses_kernel
 from graphengine.train.features.first_layer import fuses_sage_on_blocks
 
 log = logging.getLogger(__name__)
