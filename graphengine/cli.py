@@ -23,11 +23,11 @@ import torch
 from graphengine import distributed
 from graphengine.data.disk_io import ACCESS
 from graphengine.data.partition import METHODS as PARTITION_METHODS
-from graphengine.data.reorder import ORDERS
 from graphengine.datasets import CATALOG
 from graphengine.datasets.catalog import PAPERS_SCALE, is_heterogeneous
 from graphengine.datasets.ogb import OGB
 from graphengine.datasets.papers import MAX_SCALE, store_name
+from graphengine.datasets.reorder import ORDERS
 from graphengine.nn.decoders import DECODERS
 from graphengine.nn.forward import FORWARDS
 from graphengine.parallel.select import PARALLEL_MODES
@@ -1142,8 +1142,8 @@ def _convert(args) -> int:
 
 
 def _reorder(args) -> int:
-    from graphengine.data.reorder import reorder_dataset
     from graphengine.datasets import load_dataset
+    from graphengine.datasets.reorder import reorder_dataset
 
     out = Path(args.out)
     if out.exists():
