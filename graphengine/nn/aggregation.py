@@ -22,7 +22,7 @@ from torch.autograd.function import once_differentiable
 from graphengine import ops
 
 if TYPE_CHECKING:  # blocks.py imports the layers that import this
-    from graphengine.nn.blocks import Block
+    from graphengine.batch.blocks import Block
 
 # torch warns once per process that sparse CSR tensors are "in beta"; its CPU sparse.mm with a
 # reduction has been stable since 2.0 (PyG silences torch's scatter_reduce beta warning alike).

@@ -28,7 +28,7 @@ from graphengine import ops
 from graphengine.nn.dense import linear_layer
 
 if TYPE_CHECKING:  # blocks.py runs these layers
-    from graphengine.nn.blocks import Block
+    from graphengine.batch.blocks import Block
 
 
 def fuses_gat(conv: torch.nn.Module, x: torch.Tensor) -> bool:
