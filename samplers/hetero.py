@@ -224,7 +224,7 @@ class HeteroNeighborSampler(BaseSampler):
                 temporal_strategy=temporal_strategy,
             )
         self._reverse = _reverse_plan(self.edge_types) if subgraph_type == "bidirectional" else []
-        # Buffer sizes of the last batch: hints only, so races between threads are harmless.
+        # Earlier batches' sizes, the allocation hints of later calls (one record per call).
         self._sizes = SizeHints(
             _HeteroSizes(
                 dict.fromkeys(self.node_types, MIN_TABLE_BITS),

@@ -13,7 +13,7 @@ import torch
 from torch_geometric.data import Data
 
 from graphengine import NeighborLoader
-from samplers import LaborSampler, NeighborSampler, SamplerInput
+from samplers import HeteroNeighborSampler, LaborSampler, NeighborSampler, SamplerInput
 from samplers.neighbor import table_bits_for
 from tests.conftest import random_csc
 
@@ -96,14 +96,22 @@ def test_a_call_rebinds_no_attribute_of_the_sampler(disjoint):
         NeighborSampler(indptr, indices, [5, 3], disjoint=disjoint),
         LaborSampler(indptr, indices, [5, 3]),
     ]
+    hetero = HeteroNeighborSampler(
+        ["n"], {"n": 2000}, {("n", "to", "n"): (indptr, indices)}, [5, 3], disjoint=disjoint
+    )
     seeds = np.arange(0, 2000, 7)
-    for sampler in samplers:
+    for sampler in [*samplers, hetero]:
         before = dict(vars(sampler))
+        tables = {name: dict(v) for name, v in before.items() if isinstance(v, dict)}
+        input_type = "n" if sampler is hetero else None
         for seed in range(3):
-            sampler.sample_from_nodes(SamplerInput(seeds, seeds, seed))
+            sampler.sample_from_nodes(SamplerInput(seeds, seeds, seed, input_type=input_type))
         after = vars(sampler)
         assert after.keys() == before.keys()
         assert all(after[name] is value for name, value in before.items())
+        for name, table in tables.items():  # nor writes into a dict it holds
+            assert after[name].keys() == table.keys()
+            assert all(after[name][key] is value for key, value in table.items()), name
 
 
 def test_a_call_restores_the_callers_numba_thread_count():
