@@ -105,7 +105,7 @@ class SamplerOutput:
 def as_edge_index(row: np.ndarray, col: np.ndarray) -> np.ndarray:
     """``row`` and ``col`` (``[num_edges]`` each, one dtype) as one ``[2, num_edges]`` array:
     the array whose two rows they are, where they are exactly that (the samplers write their
-    last hop so, see :meth:`samplers.neighbor.EdgeBuffers.reserve`), else a stacked copy."""
+    last hop so, see :meth:`samplers.hop.EdgeBuffers.reserve`), else a stacked copy."""
     pair = row.base
     if (
         isinstance(pair, np.ndarray)
@@ -148,7 +148,9 @@ class HeteroSamplerOutput:
 class BaseSampler(ABC):
     """What every sampler implements. Samplers take and return NumPy arrays only; whatever
     a sampler holds is shared by the loader's threads, so it must be safe to call from
-    several threads at once."""
+    several threads at once: a call keeps its state in locals and arguments, never in the
+    sampler's attributes, and what it leaves for later calls (reusable id maps, buffer size
+    hints) goes through pools whose take and give-back are atomic list operations."""
 
     @abstractmethod
     def sample_from_nodes(self, inputs: SamplerInput) -> SamplerOutput | HeteroSamplerOutput:

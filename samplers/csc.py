@@ -1,6 +1,9 @@
-"""Validation of CSC arrays and node ids at the Python boundary of the kernels."""
+"""Validation of CSC arrays, node ids, edge weights and times at the Python boundary of the
+kernels."""
 
 import numpy as np
+
+from samplers._kernels.random import MAX_BOUND
 
 _INDEX_DTYPES = (np.dtype(np.int32), np.dtype(np.int64))
 
@@ -67,3 +70,43 @@ def _describe(value) -> str:
     if isinstance(value, np.ndarray):
         return f"{value.dtype} array of shape {value.shape}"
     return type(value).__name__
+
+
+def check_max_degree(indptr: np.ndarray) -> None:
+    """Raise if an in-degree passes what the kernels' draws cover (``2**32``)."""
+    if indptr.shape[0] > 1:
+        largest = int(np.diff(indptr).max())
+        if largest > MAX_BOUND:
+            raise ValueError(f"in-degrees above {MAX_BOUND} are not supported (got {largest})")
+
+
+def check_times(times, length: int, name: str) -> np.ndarray:
+    """``times`` as a contiguous int64 ``[length]`` array, or an error naming ``name``."""
+    array = np.asarray(times)
+    if array.shape != (length,):
+        raise ValueError(f"'{name}' must have shape ({length},) (got {array.shape})")
+    if array.size and not np.issubdtype(array.dtype, np.integer):
+        raise TypeError(
+            f"'{name}' must hold integer times (got dtype {array.dtype}); cast them to int64"
+        )
+    return np.ascontiguousarray(array, dtype=np.int64)
+
+
+def check_weights(weights, num_edges: int) -> np.ndarray:
+    """Edge weights as a contiguous float64 ``[num_edges]`` array, finite and ``>= 0``."""
+    array = np.asarray(weights)
+    if array.shape != (num_edges,):
+        raise ValueError(f"edge weights must have shape ({num_edges},) (got {array.shape})")
+    if array.size and not (
+        np.issubdtype(array.dtype, np.floating) or np.issubdtype(array.dtype, np.integer)
+    ):
+        raise TypeError(f"edge weights must be real numbers (got dtype {array.dtype})")
+    array = np.ascontiguousarray(array, dtype=np.float64)
+    bad = ~np.isfinite(array) | (array < 0)
+    if bad.any():
+        at = int(np.argmax(bad))
+        raise ValueError(
+            f"edge weights must be finite and >= 0 (weight of edge {at} in CSC order is "
+            f"{array[at]})"
+        )
+    return array

@@ -12,40 +12,51 @@ from __future__ import annotations
 import dataclasses
 import warnings
 from collections.abc import Mapping, Sequence
+from typing import NamedTuple
 
-import numba
 import numpy as np
 
 from samplers._kernels import induced
 from samplers._kernels import neighbor as kernels
 from samplers._kernels.random import hop_key
-from samplers._kernels.threading import parallel_guard
+from samplers._kernels.threading import numba_threads, parallel_guard
 from samplers.base import BaseSampler, HeteroSamplerOutput, SamplerInput
-from samplers.csc import check_node_ids
-from samplers.neighbor import (
+from samplers.csc import check_node_ids, check_times, check_weights
+from samplers.hop import (
     MAX_BATCH_SEEDS,
-    MIN_TABLE_BITS,
     REPEAT_MASK,
     REPEAT_SHIFT,
+    EdgeBuffers,
+    HopSlots,
+    tag_repeats,
+)
+from samplers.neighbor import (
+    MIN_TABLE_BITS,
     SUBGRAPH_TYPES,
     TEMPORAL_STRATEGIES,
     BatchNodes,
     DenseBatchNodes,
-    EdgeBuffers,
-    HopSlots,
     IdMaps,
     NeighborSampler,
+    SizeHints,
     batch_nodes,
     check_fanouts,
-    check_times,
-    check_weights,
     merge_reverse,
     resolve_seed_times,
     table_bits_for,
-    tag_repeats,
 )
 
 EdgeType = tuple[str, str, str]
+
+
+class _HeteroSizes(NamedTuple):
+    """The sizes of one finished heterogeneous batch, the allocation hints of a later one
+    (:class:`samplers.neighbor.BatchSizes`, per node type and per edge type)."""
+
+    table_bits: dict[str, int]
+    nodes: dict[str, int]
+    edges: dict[EdgeType, int]
+
 
 _INDEX_DTYPES = (np.dtype(np.int32), np.dtype(np.int64))
 
@@ -213,11 +224,15 @@ class HeteroNeighborSampler(BaseSampler):
                 temporal_strategy=temporal_strategy,
             )
         self._reverse = _reverse_plan(self.edge_types) if subgraph_type == "bidirectional" else []
-        # Buffer sizes of the last batch: hints only, so races between threads are harmless.
-        self._table_bits = dict.fromkeys(self.node_types, MIN_TABLE_BITS)
-        self._nodes = dict.fromkeys(self.node_types, 0)
+        # Earlier batches' sizes, the allocation hints of later calls (one record per call).
+        self._sizes = SizeHints(
+            _HeteroSizes(
+                dict.fromkeys(self.node_types, MIN_TABLE_BITS),
+                dict.fromkeys(self.node_types, 0),
+                dict.fromkeys(self.edge_types, 0),
+            )
+        )
         self._id_maps = {t: IdMaps.for_graph(self.num_nodes[t]) for t in self.node_types}
-        self._edges = dict.fromkeys(self.edge_types, 0)
 
     @property
     def temporal(self) -> bool:
@@ -344,21 +359,32 @@ class HeteroNeighborSampler(BaseSampler):
         """The sample from ``seeds_by_type`` (checked int64 ids per node type, the first the
         input type), ``seed_time`` (int64 per tree, trees numbered across the types in order,
         or ``None``) and the batch seed ``seed``."""
-        input_type = next(iter(seeds_by_type))
-        disjoint = self.disjoint or seed_time is not None
-        batch_size = seeds_by_type[input_type].shape[0]
         num_trees = sum(ids.shape[0] for ids in seeds_by_type.values())
         if num_trees > MAX_BATCH_SEEDS:  # trees, or a seed's repeats, are numbered in 23 bits
             raise ValueError(f"a batch takes at most {MAX_BATCH_SEEDS} seeds (got {num_trees})")
-        if self.num_threads is not None:
-            numba.set_num_threads(min(self.num_threads, numba.config.NUMBA_NUM_THREADS))
+        with numba_threads(self.num_threads):
+            return self._sample_hops(seeds_by_type, seed_time, seed, input_id, times_given)
 
+    def _sample_hops(
+        self,
+        seeds_by_type: dict[str, np.ndarray],
+        seed_time: np.ndarray | None,
+        seed: int,
+        input_id: np.ndarray,
+        times_given: bool,
+    ) -> HeteroSamplerOutput:
+        """:meth:`_sample`'s hops, with buffers sized as an earlier call's batch
+        (:class:`samplers.neighbor.SizeHints`), to which it gives its own sizes."""
+        input_type = next(iter(seeds_by_type))
+        disjoint = self.disjoint or seed_time is not None
+        batch_size = seeds_by_type[input_type].shape[0]
+        sizes = self._sizes.take()
         dense = not disjoint and self.subgraph_type != "induced"
         nodes = {
             t: batch_nodes(
                 self._id_maps[t] if dense else None,
-                self._table_bits[t],
-                self._nodes[t],
+                sizes.table_bits[t],
+                sizes.nodes[t],
                 disjoint or self.num_nodes[t] > np.iinfo(np.int32).max,
             )
             for t in self.node_types
@@ -376,7 +402,7 @@ class HeteroNeighborSampler(BaseSampler):
             nodes[node_type].start(keys)
             frontier[node_type] = (0, ids.shape[0])
             num_sampled_nodes[node_type] = [ids.shape[0]]
-        edges = {e: EdgeBuffers(self._edges[e]) for e in self.edge_types}
+        edges = {e: EdgeBuffers(sizes.edges[e]) for e in self.edge_types}
         num_sampled_edges = {e: [] for e in self.edge_types}
         num_edge_types = len(self.edge_types)
         for hop in range(self.num_hops):
@@ -422,11 +448,13 @@ class HeteroNeighborSampler(BaseSampler):
                 frontier[t] = (hop_start[t], nodes[t].count)
                 num_sampled_nodes[t].append(nodes[t].count - hop_start[t])
 
-        for t in self.node_types:
-            self._table_bits[t] = table_bits_for(nodes[t].count)
-            self._nodes[t] = nodes[t].count
-        for e in self.edge_types:
-            self._edges[e] = edges[e].used
+        self._sizes.give_back(
+            _HeteroSizes(
+                {t: table_bits_for(nodes[t].count) for t in self.node_types},
+                {t: nodes[t].count for t in self.node_types},
+                {e: edges[e].used for e in self.edge_types},
+            )
+        )
 
         row = {e: edges[e].row[: edges[e].used] for e in self.edge_types}
         col = {e: edges[e].col[: edges[e].used] for e in self.edge_types}

@@ -18,7 +18,8 @@ from samplers._kernels import neighbor as neighbor_kernels
 from samplers._kernels.random import hop_key
 from samplers._kernels.threading import parallel_guard
 from samplers.csc import check_csc
-from samplers.neighbor import HopSlots, MultiHopSampler
+from samplers.hop import HopSlots
+from samplers.neighbor import MultiHopSampler
 
 _EMPTY_FLOAT = np.empty(0, dtype=np.float64)
 _EMPTY_INT = np.empty(0, dtype=np.int64)

@@ -12,34 +12,37 @@ from abc import ABC, abstractmethod
 from collections.abc import Sequence
 from typing import NamedTuple
 
-import numba
 import numpy as np
 
 from samplers._kernels import induced, ranges, weighted
 from samplers._kernels import neighbor as kernels
-from samplers._kernels.random import MAX_BOUND, hop_key
-from samplers._kernels.threading import parallel_guard
+from samplers._kernels.random import hop_key
+from samplers._kernels.threading import numba_threads, parallel_guard
 from samplers.base import BaseSampler, SamplerInput, SamplerOutput
-from samplers.csc import check_csc, check_node_ids
+from samplers.csc import check_csc, check_max_degree, check_node_ids, check_times, check_weights
+from samplers.hop import (
+    MAX_BATCH_SEEDS,
+    REPEAT_MASK,
+    REPEAT_SHIFT,
+    EdgeBuffers,
+    HopEdges,
+    HopSlots,
+    grow,
+    tag_repeats,
+)
 
 MIN_TABLE_BITS = 10
 # Graphs up to this many nodes map a batch's node ids to local ids with an int32 array over
 # all their nodes (DenseBatchNodes; 16 MiB at the limit, one per concurrent call) instead of
-# a hash table sized to the batch. Relabelling synthetic-products batches (608K sampled
-# edges, 376K nodes) took 3.6 ms against 5.7 with ids spread over 2**20 nodes, 4.7 against
-# 5.7 over 2**22, and 6.5 against 6.0 over 2**24, where the array no longer fits the cache.
+# a hash table sized to the batch: one read per edge where the table probes, which pays
+# while the array fits the CPU cache and no longer past this size (measured on
+# synthetic-products batches in commit c9615f0).
 DENSE_IDS_MAX_NODES = 1 << 22
-# Node ids lie below 2**REPEAT_SHIFT; the bits above number the repeats of a seed.
-REPEAT_SHIFT = 40
-REPEAT_MASK = (1 << REPEAT_SHIFT) - 1
 _NO_COLUMNS = np.empty(0, dtype=np.int64)
 
 
 SUBGRAPH_TYPES = ("directional", "bidirectional", "induced")
 TEMPORAL_STRATEGIES = ("uniform", "last")
-# Disjoint trees, and the repeats of a seed, are numbered in the bits above REPEAT_SHIFT:
-# at most 2**23 seeds a batch.
-MAX_BATCH_SEEDS = 1 << (63 - REPEAT_SHIFT)
 
 
 class MultiHopSampler(BaseSampler):
@@ -91,13 +94,8 @@ class MultiHopSampler(BaseSampler):
         self.num_nodes = int(num_nodes)
         if self.num_nodes > 1 << REPEAT_SHIFT:
             raise ValueError(f"graphs above 2**{REPEAT_SHIFT} nodes are not supported")
-        # Buffer sizes of the last batch: hints only, so races between threads are harmless.
-        # The table's hint follows the last batch's node count, so one huge batch does not
-        # keep every later batch on a huge table.
         self._wide_ids = self.num_nodes > np.iinfo(np.int32).max  # past int32 tables
-        self._table_bits = MIN_TABLE_BITS
-        self._nodes = 0
-        self._edges = 0
+        self._sizes = SizeHints(BatchSizes())
         self._id_maps = IdMaps.for_graph(self.num_nodes)
 
     @property
@@ -150,13 +148,28 @@ class MultiHopSampler(BaseSampler):
         sampler has none (no times, or edge times only)."""
         return None
 
-    def _batch_nodes(self, disjoint: bool) -> BatchNodes | DenseBatchNodes:
-        """An empty batch's node ids and their map to local ids, with buffers sized like the
-        previous batch's (so that one allocation usually suffices): see
+    def sample_hop_edges(
+        self,
+        frontier: np.ndarray,
+        tagged: np.ndarray,
+        fanout: int,
+        key: np.uint64,
+        time_limits: np.ndarray | None = None,
+    ) -> HopEdges:
+        """One hop on its own, outside a batch: :meth:`sample_hop`'s draws for ``frontier``
+        (arguments as there), returned as :class:`HopEdges`. A partition's owner runs this
+        for the nodes other workers ask it for."""
+        buffers = EdgeBuffers(0)
+        offsets = self.sample_hop(frontier, tagged, fanout, key, HopSlots(buffers, 0), time_limits)
+        return buffers.hop_edges(offsets)
+
+    def _batch_nodes(self, disjoint: bool, sizes: BatchSizes) -> BatchNodes | DenseBatchNodes:
+        """An empty batch's node ids and their map to local ids, with buffers sized as
+        ``sizes`` (an earlier batch's, so that one allocation usually suffices): see
         :func:`batch_nodes`."""
         dense = not disjoint and self.subgraph_type != "induced"
         wide = disjoint or self._wide_ids
-        return batch_nodes(self._id_maps if dense else None, self._table_bits, self._nodes, wide)
+        return batch_nodes(self._id_maps if dense else None, sizes.table_bits, sizes.nodes, wide)
 
     def seed_times(self, inputs: SamplerInput, seeds: np.ndarray) -> np.ndarray | None:
         """Each seed's time (int64 ``[batch_size]``) in temporal sampling, else ``None``."""
@@ -181,15 +194,27 @@ class MultiHopSampler(BaseSampler):
         batch_size = seeds.shape[0]
         if batch_size > MAX_BATCH_SEEDS:  # trees, or a seed's repeats, are numbered in 23 bits
             raise ValueError(f"a batch takes at most {MAX_BATCH_SEEDS} seeds (got {batch_size})")
-        if self.num_threads is not None:
-            numba.set_num_threads(min(self.num_threads, numba.config.NUMBA_NUM_THREADS))
+        with numba_threads(self.num_threads):
+            return self._sample(inputs, seeds, seed_time, disjoint)
+
+    def _sample(
+        self,
+        inputs: SamplerInput,
+        seeds: np.ndarray,
+        seed_time: np.ndarray | None,
+        disjoint: bool,
+    ) -> SamplerOutput:
+        """The hops from ``seeds`` (``inputs.node`` checked, int64), with buffers sized as an
+        earlier call's batch (:class:`SizeHints`), to which it gives its own sizes."""
+        sizes = self._sizes.take()
+        batch_size = seeds.shape[0]
         # A batch node is its id, or in disjoint sampling its id and its tree (``keys``).
         keys = seeds
         if disjoint:
             keys = seeds | (np.arange(batch_size, dtype=np.int64) << REPEAT_SHIFT)
-        nodes = self._batch_nodes(disjoint)
+        nodes = self._batch_nodes(disjoint, sizes)
         nodes.start(keys)
-        edges = EdgeBuffers(self._edges)
+        edges = EdgeBuffers(sizes.edges)
 
         num_sampled_nodes = [batch_size]
         num_sampled_edges = []
@@ -224,8 +249,7 @@ class MultiHopSampler(BaseSampler):
             edges.commit()
             frontier_start = hop_start
 
-        self._table_bits = table_bits_for(nodes.count)
-        self._nodes, self._edges = nodes.count, edges.used
+        self._sizes.give_back(BatchSizes(table_bits_for(nodes.count), nodes.count, edges.used))
         keys = nodes.keys[: nodes.count]
         if isinstance(nodes, DenseBatchNodes):  # a failed call drops its map instead
             self._id_maps.give_back(nodes)
@@ -522,38 +546,6 @@ class NeighborSampler(MultiHopSampler):
         return row, col, edge
 
 
-def check_times(times, length: int, name: str) -> np.ndarray:
-    """``times`` as a contiguous int64 ``[length]`` array, or an error naming ``name``."""
-    array = np.asarray(times)
-    if array.shape != (length,):
-        raise ValueError(f"'{name}' must have shape ({length},) (got {array.shape})")
-    if array.size and not np.issubdtype(array.dtype, np.integer):
-        raise TypeError(
-            f"'{name}' must hold integer times (got dtype {array.dtype}); cast them to int64"
-        )
-    return np.ascontiguousarray(array, dtype=np.int64)
-
-
-def check_weights(weights, num_edges: int) -> np.ndarray:
-    """Edge weights as a contiguous float64 ``[num_edges]`` array, finite and ``>= 0``."""
-    array = np.asarray(weights)
-    if array.shape != (num_edges,):
-        raise ValueError(f"edge weights must have shape ({num_edges},) (got {array.shape})")
-    if array.size and not (
-        np.issubdtype(array.dtype, np.floating) or np.issubdtype(array.dtype, np.integer)
-    ):
-        raise TypeError(f"edge weights must be real numbers (got dtype {array.dtype})")
-    array = np.ascontiguousarray(array, dtype=np.float64)
-    bad = ~np.isfinite(array) | (array < 0)
-    if bad.any():
-        at = int(np.argmax(bad))
-        raise ValueError(
-            f"edge weights must be finite and >= 0 (weight of edge {at} in CSC order is "
-            f"{array[at]})"
-        )
-    return array
-
-
 def ascends_per_node(indptr: np.ndarray, times: np.ndarray) -> bool:
     """Whether ``times`` (CSC order) ascend (non-strictly) within every node's edges."""
     if times.shape[0] < 2:
@@ -562,49 +554,6 @@ def ascends_per_node(indptr: np.ndarray, times: np.ndarray) -> bool:
     boundaries = indptr[1:-1] - 1
     falls[boundaries[(boundaries >= 0) & (boundaries < falls.shape[0])]] = False
     return not falls.any()
-
-
-class EdgeBuffers:
-    """A batch's growing ``row``/``col``/``edge`` arrays (int64), and ``weight`` (float32) once
-    a hop weighs its edges: the committed hops, then the hop being sampled."""
-
-    def __init__(self, capacity: int):
-        self.row = np.empty(capacity, dtype=np.int64)
-        self.col = np.empty(capacity, dtype=np.int64)
-        self.edge = np.empty(capacity, dtype=np.int64)
-        self.weight: np.ndarray | None = None
-        self.used = 0
-        self.end = 0
-
-    def reserve(self, count: int, last: bool = False) -> None:
-        """Room for ``count`` edges after the committed ones. For the ``last`` hop, ``row``
-        and ``col`` become the two rows of one int64 ``[2, num_edges]`` array holding exactly
-        the batch's edges, which a loader then takes as its ``edge_index`` without a copy
-        (:func:`samplers.as_edge_index`): only the earlier hops' edges are copied, here."""
-        self.end = self.used + count
-        self.edge = grow(self.edge, self.used, self.end)
-        if last:
-            pair = np.empty((2, self.end), dtype=np.int64)
-            pair[0, : self.used] = self.row[: self.used]
-            pair[1, : self.used] = self.col[: self.used]
-            self.row, self.col = pair
-        else:
-            self.row, self.col = (grow(a, self.used, self.end) for a in (self.row, self.col))
-        if self.weight is not None:
-            self.weight = grow(self.weight, self.used, self.end)
-            self.weight[self.used : self.end] = 1.0
-
-    def hop_weights(self) -> np.ndarray:
-        """The reserved edges' weights (float32), the earlier hops' edges weighing 1."""
-        if self.weight is None:
-            self.weight = np.ones(max(self.end, self.row.shape[0]), dtype=np.float32)
-        return self.weight[self.used : self.end]
-
-    def hop_rows_and_cols(self) -> tuple[np.ndarray, np.ndarray]:
-        return self.row[self.used : self.end], self.col[self.used : self.end]
-
-    def commit(self) -> None:
-        self.used = self.end
 
 
 class _BatchKeys(ABC):
@@ -707,6 +656,42 @@ class DenseBatchNodes(_BatchKeys):
         return self.ids
 
 
+class BatchSizes(NamedTuple):
+    """The sizes of one finished batch, the allocation hints of a later one.
+
+    Attributes:
+        table_bits: log2 of the hash-table capacity that held its nodes (it follows the
+            node count, so that one huge batch does not keep every later batch on a huge
+            table).
+        nodes: its node count (room for keys to start with).
+        edges: its edge count (room for edges to start with).
+    """
+
+    table_bits: int = MIN_TABLE_BITS
+    nodes: int = 0
+    edges: int = 0
+
+
+class SizeHints:
+    """Allocation hints handed from finished calls to later ones, as a pool: a call takes a
+    record (:meth:`take`: an earlier call's, else ``default``) and gives back its own batch's
+    (:meth:`give_back`). List pop and append are atomic, so concurrent calls never share a
+    record and a sampler's attributes stay as its constructor set them."""
+
+    def __init__(self, default):
+        self.default = default
+        self.free: list = []
+
+    def take(self):
+        try:
+            return self.free.pop()
+        except IndexError:
+            return self.default
+
+    def give_back(self, sizes) -> None:
+        self.free.append(sizes)
+
+
 class IdMaps:
     """The dense id maps of one set of ``num_nodes`` nodes (:class:`DenseBatchNodes`): int32
     arrays over all of them, all ``EMPTY``, free for the next call. Each concurrent call
@@ -745,72 +730,6 @@ def batch_nodes(
     if id_maps is not None:
         return id_maps.take(nodes_hint)
     return BatchNodes(bits_hint, nodes_hint, wide)
-
-
-class HopSlots:
-    """Where one hop of :class:`MultiHopSampler` writes its sampled edges.
-
-    Attributes:
-        first_local: the batch-local id of the hop's first frontier node.
-        last: whether this is the batch's last hop (see :meth:`EdgeBuffers.reserve`).
-        columns_filled: whether the hop wrote the edges' batch-local destinations
-            (:meth:`columns`); otherwise the sampler fills them from the offsets.
-    """
-
-    def __init__(self, buffers: EdgeBuffers, first_local: int, last: bool = False):
-        self._buffers = buffers
-        self.first_local = first_local
-        self.last = last
-        self.columns_filled = False
-
-    def reserve(self, count: int) -> tuple[np.ndarray, np.ndarray]:
-        """Room for the hop's ``count`` edges: (neighbor ids, edge ids), int64 ``[count]``."""
-        self._buffers.reserve(count, self.last)
-        b = self._buffers
-        return b.row[b.used : b.end], b.edge[b.used : b.end]
-
-    def columns(self) -> np.ndarray:
-        """The reserved edges' destination slots (int64, batch-local ids), for a hop that
-        writes them as it draws."""
-        self.columns_filled = True
-        return self._buffers.col[self._buffers.used : self._buffers.end]
-
-    def weights(self) -> np.ndarray:
-        """The reserved edges' weights (float32, 1 until written), for a hop whose edges carry
-        weights for an estimate of the mean over all neighbors (LABOR); the batch then has
-        ``edge_weight``."""
-        return self._buffers.hop_weights()
-
-
-def tag_repeats(ids: np.ndarray) -> np.ndarray:
-    """``ids`` (int64, each below ``2**REPEAT_SHIFT``) with the ``k``-th repeat of a node
-    tagged ``id + (k << REPEAT_SHIFT)``: the random stream numbers of a seed list, distinct
-    per entry. ``ids`` itself when no node repeats."""
-    order = np.argsort(ids, kind="stable")
-    ordered = ids[order]
-    first = np.empty(ordered.shape[0], dtype=bool)
-    first[:1] = True
-    np.not_equal(ordered[1:], ordered[:-1], out=first[1:])
-    if first.all():
-        return ids
-    position = np.arange(ordered.shape[0], dtype=np.int64)
-    run_start = np.maximum.accumulate(np.where(first, position, 0))
-    tagged = np.empty_like(ids)
-    tagged[order] = ordered + ((position - run_start) << REPEAT_SHIFT)
-    return tagged
-
-
-def untag(tagged: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """``(ids, repeat tags)`` of :func:`tag_repeats`' output, int64 each."""
-    return tagged & REPEAT_MASK, tagged & ~REPEAT_MASK
-
-
-def check_max_degree(indptr: np.ndarray) -> None:
-    """Raise if an in-degree passes what the kernels' draws cover (``2**32``)."""
-    if indptr.shape[0] > 1:
-        largest = int(np.diff(indptr).max())
-        if largest > MAX_BOUND:
-            raise ValueError(f"in-degrees above {MAX_BOUND} are not supported (got {largest})")
 
 
 class HopPlan(NamedTuple):
@@ -878,15 +797,6 @@ def table_bits_for(num_nodes: int) -> int:
     while num_nodes >= (1 << bits) * kernels.MAX_LOAD_PERCENT // 100:
         bits += 1
     return bits
-
-
-def grow(array: np.ndarray, used: int, needed: int) -> np.ndarray:
-    """``array`` if it holds ``needed`` entries, else a larger copy of its first ``used``."""
-    if array.shape[0] >= needed:
-        return array
-    grown = np.empty(max(needed, used + used // 2), dtype=array.dtype)
-    grown[:used] = array[:used]
-    return grown
 
 
 def check_fanouts(fanouts: Sequence[int], name: str = "fanouts") -> tuple[int, ...]:

@@ -14,7 +14,8 @@ from samplers._kernels import induced
 from samplers._kernels.grouping import group_by_key
 from samplers._kernels.threading import parallel_guard
 from samplers._kernels.walk import random_walks
-from samplers.neighbor import MIN_TABLE_BITS, REPEAT_MASK, BatchNodes
+from samplers.hop import REPEAT_MASK
+from samplers.neighbor import MIN_TABLE_BITS, BatchNodes
 
 MODES = ("node", "edge", "walk")
 

@@ -6,14 +6,9 @@ import torch
 from torch_geometric.nn import GAT, GCN, GIN, GCNConv, GraphSAGE
 
 from graphengine import NeighborLoader
+from graphengine.batch.blocks import to_blocks
 from graphengine.datasets import SyntheticSpec, generate
-from graphengine.nn.blocks import (
-    block_conv,
-    block_forward,
-    supports_blocks,
-    supports_layerwise,
-    to_blocks,
-)
+from graphengine.nn.blocks import block_conv, block_forward, supports_blocks, supports_layerwise
 from graphengine.nn.forward import SeedLogits
 from tests.autograd_checks import assert_same_outputs_and_grads
 

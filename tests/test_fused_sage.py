@@ -6,10 +6,11 @@ import torch
 from torch_geometric.nn import GraphSAGE, SAGEConv
 
 from graphengine import NeighborLoader
+from graphengine.batch.blocks import Block, to_blocks
 from graphengine.datasets import SyntheticSpec, generate
 from graphengine.nn import dense
 from graphengine.nn.aggregation import mean_adjacency
-from graphengine.nn.blocks import Block, block_conv, block_forward, to_blocks
+from graphengine.nn.blocks import block_conv, block_forward
 from graphengine.nn.fused_sage import FusedSageMean, ReluLink, fuses, sage_mean
 from tests.autograd_checks import assert_same_outputs_and_grads
 

@@ -8,8 +8,9 @@ from torch_geometric.nn import GAT, GATConv
 from torch_geometric.utils import scatter, softmax
 
 from graphengine import NeighborLoader, ops
+from graphengine.batch.blocks import Block, to_blocks
 from graphengine.datasets import SyntheticSpec, generate
-from graphengine.nn.blocks import Block, block_conv, block_forward, to_blocks
+from graphengine.nn.blocks import block_conv, block_forward
 from graphengine.nn.gat_blocks import _Attention, fuses_gat, gat_block
 from tests.autograd_checks import assert_same_outputs_and_grads
 

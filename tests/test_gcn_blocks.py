@@ -7,7 +7,8 @@ from torch_geometric.data import Data
 from torch_geometric.nn import GCN, GCNConv
 
 from graphengine import NeighborLoader
-from graphengine.nn.blocks import block_forward, to_blocks
+from graphengine.batch.blocks import to_blocks
+from graphengine.nn.blocks import block_forward
 from graphengine.nn.gcn_blocks import batch_degree_scale, fuses_gcn
 from tests.autograd_checks import assert_same_outputs_and_grads
 

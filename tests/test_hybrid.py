@@ -12,10 +12,11 @@ import torch
 from torch_geometric.nn import MLP, GATConv, GCNConv, GINConv, SAGEConv
 
 from graphengine import NeighborLoader
+from graphengine.batch.blocks import Block, to_blocks
 from graphengine.data.columns import FeatureColumns, column_ranges
 from graphengine.datasets import SyntheticSpec, generate, load_dataset
 from graphengine.loader.hybrid_loader import pack_first_layer, unpack_first_layer
-from graphengine.nn.blocks import Block, block_conv, to_blocks
+from graphengine.nn.blocks import block_conv
 from graphengine.nn.column_layers import ColumnSplitError, finish_of, split_first_layer
 from tests.test_dist_sampling import torchrun
 from tests.test_distributed import assert_killing_rank_1_stops_the_run, train_command

@@ -11,9 +11,9 @@ from torch_geometric.nn import GraphSAGE
 
 from graphengine import NeighborLoader, ops
 from graphengine.data.disk_io import IoCounters, advise
-from graphengine.data.reorder import original_ids, reorder_dataset
 from graphengine.datasets import GraphDataset, SyntheticSpec, generate, load_dataset
 from graphengine.datasets.papers import PapersSpec, write_papers
+from graphengine.datasets.reorder import original_ids, reorder_dataset
 from graphengine.train import evaluate
 from graphengine.train.evaluate import resolve_eval_mode
 from graphengine.train.trainer import Trainer

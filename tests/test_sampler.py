@@ -239,7 +239,7 @@ def test_in_degree_above_max_bound_is_refused():
 
 
 def test_tag_repeats_numbers_each_repeat_of_a_seed():
-    from samplers.neighbor import REPEAT_SHIFT, tag_repeats, untag
+    from samplers.hop import REPEAT_SHIFT, tag_repeats, untag
 
     ids = np.array([5, 3, 5, 9, 5, 3], dtype=np.int64)
     tagged = tag_repeats(ids)

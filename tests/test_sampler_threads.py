@@ -6,13 +6,14 @@ import sys
 import textwrap
 from pathlib import Path
 
+import numba
 import numpy as np
 import pytest
 import torch
 from torch_geometric.data import Data
 
 from graphengine import NeighborLoader
-from samplers import NeighborSampler, SamplerInput
+from samplers import HeteroNeighborSampler, LaborSampler, NeighborSampler, SamplerInput
 from samplers.neighbor import table_bits_for
 from tests.conftest import random_csc
 
@@ -67,17 +68,65 @@ def test_threads_sample_at_once_on_any_threading_layer(layer):
         assert "take turns" in done.stderr
 
 
+def _hinted_table_bits(sampler: NeighborSampler) -> int:
+    """The table size the next call starts from: the last finished call's."""
+    return sampler._sizes.free[-1].table_bits
+
+
 def test_relabel_table_shrinks_after_a_huge_batch():
     indptr, indices = random_csc(50000, 400000, seed=2)
     sampler = NeighborSampler(indptr, indices, [-1, -1])
     small = np.arange(4)
     sampler.sample_from_nodes(SamplerInput(small, small, 0))
-    small_bits = sampler._table_bits
+    small_bits = _hinted_table_bits(sampler)
     every = np.arange(50000)
     sampler.sample_from_nodes(SamplerInput(every, every, 0))
-    assert sampler._table_bits == table_bits_for(50000) > small_bits
+    assert _hinted_table_bits(sampler) == table_bits_for(50000) > small_bits
     out = sampler.sample_from_nodes(SamplerInput(small, small, 0))
-    assert sampler._table_bits == table_bits_for(out.node.shape[0]) == small_bits
+    assert _hinted_table_bits(sampler) == table_bits_for(out.node.shape[0]) == small_bits
+    assert len(sampler._sizes.free) == 1  # one record per call at once, not per call
+
+
+@pytest.mark.parametrize("disjoint", [False, True])
+def test_a_call_rebinds_no_attribute_of_the_sampler(disjoint):
+    """Samplers are shared by a loader's threads: a call keeps its state in locals (and the
+    pools it takes from), never in the sampler's attributes."""
+    indptr, indices = random_csc(2000, 20000, seed=4)
+    samplers = [
+        NeighborSampler(indptr, indices, [5, 3], disjoint=disjoint),
+        LaborSampler(indptr, indices, [5, 3]),
+    ]
+    hetero = HeteroNeighborSampler(
+        ["n"], {"n": 2000}, {("n", "to", "n"): (indptr, indices)}, [5, 3], disjoint=disjoint
+    )
+    seeds = np.arange(0, 2000, 7)
+    for sampler in [*samplers, hetero]:
+        before = dict(vars(sampler))
+        tables = {name: dict(v) for name, v in before.items() if isinstance(v, dict)}
+        input_type = "n" if sampler is hetero else None
+        for seed in range(3):
+            sampler.sample_from_nodes(SamplerInput(seeds, seeds, seed, input_type=input_type))
+        after = vars(sampler)
+        assert after.keys() == before.keys()
+        assert all(after[name] is value for name, value in before.items())
+        for name, table in tables.items():  # nor writes into a dict it holds
+            assert after[name].keys() == table.keys()
+            assert all(after[name][key] is value for key, value in table.items()), name
+
+
+def test_a_call_restores_the_callers_numba_thread_count():
+    indptr, indices = random_csc(2000, 20000, seed=5)
+    sampler = NeighborSampler(indptr, indices, [5, 3], num_threads=1)
+    seeds = np.arange(100)
+    if numba.config.NUMBA_NUM_THREADS < 2:
+        pytest.skip("Numba has one thread: nothing to restore")
+    previous = numba.get_num_threads()
+    numba.set_num_threads(numba.config.NUMBA_NUM_THREADS)
+    try:
+        sampler.sample_from_nodes(SamplerInput(seeds, seeds, 0))
+        assert numba.get_num_threads() == numba.config.NUMBA_NUM_THREADS
+    finally:
+        numba.set_num_threads(previous)
 
 
 def test_table_bits_keep_the_load_below_the_limit():

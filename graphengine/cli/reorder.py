@@ -5,7 +5,7 @@ from __future__ import annotations
 import time
 from pathlib import Path
 
-from graphengine.data.reorder import ORDERS
+from graphengine.datasets.reorder import ORDERS
 
 from .options import add_command, add_dataset
 from .output import report_store
@@ -29,8 +29,8 @@ def add_parser(commands) -> None:
 
 
 def run(args) -> int:
-    from graphengine.data.reorder import reorder_dataset
     from graphengine.datasets import load_dataset
+    from graphengine.datasets.reorder import reorder_dataset
 
     out = Path(args.out)
     if out.exists():

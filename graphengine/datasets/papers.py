@@ -34,7 +34,7 @@ from tqdm import tqdm
 from graphengine.data.format import NpyWriter
 from graphengine.data.graph_store import write_graph_manifest
 from graphengine.datasets.dataset import GraphDataset, write_dataset_manifest
-from graphengine.datasets.synthetic import _draw
+from graphengine.datasets.synthetic import draw_weighted
 
 log = logging.getLogger(__name__)
 
@@ -221,7 +221,7 @@ def _chunk_edges(rng, spec: PapersSpec, start: int, end: int, tables: _NodeTable
     cum_weight = tables.cum_weight
     lo = np.where(same, tables.class_lo[target_class], 0.0)
     hi = np.where(same, tables.class_hi[target_class], cum_weight[-1])
-    sources = tables.by_class[_draw(rng, cum_weight, lo, hi, count)]
+    sources = tables.by_class[draw_weighted(rng, cum_weight, lo, hi, count)]
     n = np.int64(cum_weight.shape[0])
     kept = sources != start + targets
     return np.divmod(np.unique(targets[kept] * n + sources[kept]), n)

@@ -56,11 +56,11 @@ def generate(name: str, spec: SyntheticSpec) -> GraphDataset:
 
     # Oversample a little: self loops and repeated pairs are dropped below.
     num_pairs = int(spec.num_edges / 2 * 1.01)
-    first = by_class[_draw(rng, cum_weight, 0.0, cum_weight[-1], num_pairs)]
+    first = by_class[draw_weighted(rng, cum_weight, 0.0, cum_weight[-1], num_pairs)]
     same = rng.random(num_pairs) < spec.homophily
     lo = np.where(same, class_cum_lo[y[first]], 0.0)
     hi = np.where(same, class_cum_hi[y[first]], cum_weight[-1])
-    second = by_class[_draw(rng, cum_weight, lo, hi, num_pairs)]
+    second = by_class[draw_weighted(rng, cum_weight, lo, hi, num_pairs)]
 
     keep = first != second
     src = np.concatenate([first[keep], second[keep]])
@@ -92,8 +92,24 @@ def generate(name: str, spec: SyntheticSpec) -> GraphDataset:
     )
 
 
-def _draw(rng, cum_weight, lo, hi, size) -> np.ndarray:
-    """Positions in ``cum_weight`` drawn with probability proportional to weight in ``[lo, hi)``.
+def draw_weighted(
+    rng: np.random.Generator,
+    cum_weight: np.ndarray,
+    lo: float | np.ndarray,
+    hi: float | np.ndarray,
+    size: int,
+) -> np.ndarray:
+    """``size`` positions (int64) in ``cum_weight``, each drawn with probability proportional
+    to its weight among the positions whose cumulative weight falls in ``[lo, hi)``.
+
+    Args:
+        rng: the generator the draws come from.
+        cum_weight: float ``[n]``, ascending: the running sum of the positions' weights.
+        lo, hi: a float each, or float ``[size]`` arrays: each draw's range of cumulative
+            weight (a class's range, for draws within one class when positions are grouped
+            by class, as :func:`generate` and :func:`graphengine.datasets.papers.write_papers`
+            group them).
+        size: the number of draws.
 
     The targets are searched in sorted order, which keeps the binary search in cache.
     """

@@ -20,10 +20,10 @@ import numpy as np
 
 from graphengine.data.partition import Part
 from graphengine.distributed.exchange import Exchange
-from samplers import MultiHopSampler, NeighborSampler
-from samplers.neighbor import (
-    EdgeBuffers,
+from samplers import (
     HopSlots,
+    MultiHopSampler,
+    NeighborSampler,
     check_max_degree,
     check_times,
     check_weights,
@@ -228,11 +228,9 @@ class DistNeighborSampler(MultiHopSampler):
                 f"part {self.part.part} was asked to sample node {bad}, which it does not own "
                 f"[{self.part.start}, {self.part.stop}): the workers disagree on the partition"
             )
-        buffers = EdgeBuffers(0)
-        offsets = self._hop.sample_hop(
-            local, self.orig_ids[local] + tags, fanout, key, HopSlots(buffers, 0), limits
+        offsets, neighbors, positions = self._hop.sample_hop_edges(
+            local, self.orig_ids[local] + tags, fanout, key, limits
         )
-        neighbors, positions = buffers.row[: buffers.end], buffers.edge[: buffers.end]
         edge_ids = np.asarray(self.part.edge_ids)[positions]
         self.stats.served_edges += neighbors.shape[0]
         self.stats.cut_edges += int(

@@ -17,13 +17,14 @@ batch while every worker makes its collectives in the same order.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass, field
 
 import numpy as np
 import torch
 import torch.distributed as dist
 from torch_geometric.data import Data
 
+from graphengine.batch.blocks import Block
+from graphengine.batch.hybrid import HybridBatch
 from graphengine.data.columns import FeatureColumns
 from graphengine.data.feature_store import FeatureStore
 from graphengine.datasets.dataset import GraphDataset
@@ -33,58 +34,9 @@ from graphengine.loader.pipeline import Stage
 from graphengine.loader.seeds import OwnSeedBatches, SeedBatches
 from graphengine.loader.staged import StagedLoader
 from graphengine.loader.stages import GatherFeatures, SampleNodes
-from graphengine.nn.blocks import Block
 from samplers import NeighborSampler, check_fanouts, check_node_ids
 
 _HEADER = 3  # num_src, num_dst, num_edges
-
-
-@dataclass
-class HybridBatch:
-    """One worker's batch with its columns of every worker's first-layer inputs.
-
-    Attributes:
-        batch: this worker's batch without features: ``y``, local ``edge_index`` sorted by
-            destination, ``n_id``, ``batch_size``, ``num_sampled_nodes``, ``num_sampled_edges``.
-        inputs: per worker ``j`` (by rank), float ``[num_src_j, stop - start]``: this
-            worker's columns of the first layer's source rows of worker ``j``'s batch.
-        blocks: per worker ``j``, the first layer's :class:`Block` of its batch.
-        rank: this worker's rank (``blocks[rank]`` is its own batch's first layer).
-        feature_bytes: bytes of feature rows gathered for this batch.
-    """
-
-    batch: Data
-    inputs: list[torch.Tensor]
-    blocks: list[Block]
-    rank: int
-    feature_bytes: int = field(default=0)
-
-    @property
-    def y(self) -> torch.Tensor:
-        return self.batch.y
-
-    @property
-    def batch_size(self) -> int:
-        return self.batch.batch_size
-
-    def to(self, device: torch.device | str, non_blocking: bool = False) -> HybridBatch:
-        """This batch with every tensor on ``device``."""
-        moved_blocks = [
-            Block(
-                b.edge_index.to(device, non_blocking=non_blocking),
-                b.rowptr.to(device, non_blocking=non_blocking),
-                b.num_src,
-                b.num_dst,
-            )
-            for b in self.blocks
-        ]
-        return HybridBatch(
-            self.batch.to(device, non_blocking=non_blocking),
-            [x.to(device, non_blocking=non_blocking) for x in self.inputs],
-            moved_blocks,
-            self.rank,
-            self.feature_bytes,
-        )
 
 
 def first_layer_dst(batch: Data, whole: bool) -> int:

@@ -24,7 +24,7 @@ from graphengine.ops import csr
 from graphengine.ops.backend import uses_kernel
 
 if TYPE_CHECKING:  # blocks.py imports the layers that import this
-    from graphengine.nn.blocks import Block
+    from graphengine.batch.blocks import Block
 
 # torch warns once per process that sparse CSR tensors are "in beta"; its CPU sparse.mm with a
 # reduction has been stable since 2.0 (PyG silences torch's scatter_reduce beta warning alike).

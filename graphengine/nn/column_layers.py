@@ -23,8 +23,8 @@ from torch_geometric.nn.conv.gcn_conv import gcn_norm
 from torch_geometric.nn.dense.linear import Linear as PyGLinear
 from torch_geometric.nn.models import MLP
 
+from graphengine.batch.blocks import Block
 from graphengine.nn.aggregation import mean_adjacency, sum_adjacency, weighted_sum
-from graphengine.nn.blocks import Block
 
 _LINEAR_AGGREGATIONS = {"mean": "mean", "sum": "sum", "add": "sum"}
 _LINEARS = (torch.nn.Linear, PyGLinear)

@@ -5,8 +5,9 @@ from __future__ import annotations
 import torch
 from torch_geometric.nn.models.basic_gnn import BasicGNN
 
+from graphengine.batch.blocks import to_blocks
 from graphengine.nn.aggregation import IndexedRows
-from graphengine.nn.blocks import block_forward, normalizes_by_degree, supports_blocks, to_blocks
+from graphengine.nn.blocks import block_forward, normalizes_by_degree, supports_blocks
 
 FORWARDS = ("auto", "blocks", "trim", "whole")
 

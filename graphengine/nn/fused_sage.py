@@ -43,7 +43,7 @@ from graphengine.nn.dense import linear, relu_and_bias_backward, weight_gradient
 from graphengine.ops.backend import uses_kernel
 
 if TYPE_CHECKING:  # blocks.py runs these layers
-    from graphengine.nn.blocks import Block
+    from graphengine.batch.blocks import Block
 
 
 def fuses(conv: torch.nn.Module) -> bool:

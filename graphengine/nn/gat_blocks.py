@@ -29,7 +29,7 @@ from graphengine.ops import gat
 from graphengine.ops.backend import extension_usable, require_extension
 
 if TYPE_CHECKING:  # blocks.py runs these layers
-    from graphengine.nn.blocks import Block
+    from graphengine.batch.blocks import Block
 
 
 def fuses_gat(conv: torch.nn.Module, x: torch.Tensor) -> bool:

@@ -25,7 +25,7 @@ from graphengine.nn.aggregation import CsrAdjacency, input_gradient, value_dtype
 from graphengine.nn.dense import linear_layer
 
 if TYPE_CHECKING:  # blocks.py runs these layers
-    from graphengine.nn.blocks import Block
+    from graphengine.batch.blocks import Block
 
 
 def fuses_gcn(conv: torch.nn.Module) -> bool:

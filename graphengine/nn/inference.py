@@ -12,10 +12,11 @@ import torch
 from torch_geometric.nn.models.basic_gnn import BasicGNN
 from tqdm import tqdm
 
+from graphengine.batch.blocks import to_blocks
 from graphengine.data.feature_store import FeatureStore
 from graphengine.data.graph_store import Graph
 from graphengine.loader import NeighborLoader
-from graphengine.nn.blocks import block_conv, supports_layerwise, to_blocks
+from graphengine.nn.blocks import block_conv, supports_layerwise
 from graphengine.nn.gat_blocks import fuses_gat, gat_block
 
 

@@ -27,10 +27,11 @@ import torch
 import torch.distributed as dist
 from torch_geometric.nn.models.basic_gnn import BasicGNN
 
+from graphengine.batch.blocks import to_blocks
+from graphengine.batch.hybrid import HybridBatch
 from graphengine.data.columns import FeatureColumns, column_ranges
 from graphengine.distributed.exchange import Exchange, ExchangeStats
-from graphengine.loader.hybrid_loader import HybridBatch
-from graphengine.nn.blocks import block_conv, normalizes_by_degree, to_blocks
+from graphengine.nn.blocks import block_conv, normalizes_by_degree
 from graphengine.nn.column_layers import finish_of, split_first_layer
 from graphengine.nn.forward import SeedLogits
 from graphengine.parallel.data_parallel import DataParallel

@@ -102,7 +102,7 @@ def hop_sample(
     ``offsets[i]:offsets[i + 1]`` of ``out_nbr`` (neighbor id as ``indices`` holds it,
     int64) and ``out_edge`` (CSC position of the edge, int64). Its draws come from the
     stream numbered ``stream_ids[i]`` (int64: the node's id in the original graph, tagged when
-    a seed repeats, see ``samplers.neighbor.tag_repeats``) under
+    a seed repeats, see ``samplers.hop.tag_repeats``) under
     ``key`` (uint64, one per batch and hop), so that a node gets the same neighbors wherever
     it sits in the frontier and whichever worker samples it. Unless ``out_col`` is empty,
     it also gets ``first_local + i`` (its batch-local id) in ``out_col``'s slots.

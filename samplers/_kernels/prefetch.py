@@ -1,8 +1,8 @@
 """A software prefetch for Numba kernels (LLVM's ``llvm.prefetch``).
 
 Random reads of a large graph are latency-bound; issuing the read of the row needed
-a few iterations ahead lets several misses overlap (measured here: reading sampled
-neighbors went from 14 to 3.4 ns per edge with a distance of 16 nodes).
+a few iterations ahead lets several misses overlap (the kernels read 16 nodes ahead, the
+distance that gave the fastest neighbor reads; the measurements are in docs/benchmarks.md).
 """
 
 from llvmlite import ir

@@ -12,6 +12,7 @@ from __future__ import annotations
 import contextlib
 import logging
 import threading
+from collections.abc import Iterator
 
 import numba
 import numpy as np
@@ -58,3 +59,19 @@ def parallel_guard() -> contextlib.AbstractContextManager:
                 )
                 _guard = _serial
         return _guard
+
+
+@contextlib.contextmanager
+def numba_threads(count: int | None) -> Iterator[None]:
+    """Run the block with the calling thread's Numba thread count at ``count`` (capped at
+    ``NUMBA_NUM_THREADS``), restoring the thread's previous count after it, so that a sampler
+    leaves its caller's setting as it found it; ``None`` changes nothing."""
+    if count is None:
+        yield
+        return
+    previous = numba.get_num_threads()
+    numba.set_num_threads(min(count, numba.config.NUMBA_NUM_THREADS))
+    try:
+        yield
+    finally:
+        numba.set_num_threads(previous)

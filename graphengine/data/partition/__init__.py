@@ -9,6 +9,7 @@ from graphengine.data.partition.book import PartitionBook
 from graphengine.data.partition.partitioner import METHODS, assign_parts, renumber
 from graphengine.data.partition.store import (
     Part,
+    PartitionSource,
     load_partition,
     open_part,
     partition_dataset,
@@ -18,6 +19,7 @@ __all__ = [
     "METHODS",
     "Part",
     "PartitionBook",
+    "PartitionSource",
     "assign_parts",
     "load_partition",
     "open_part",

@@ -30,11 +30,12 @@ import sys
 import time
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import Protocol
 
 import numpy as np
 
 from graphengine.data.format import load_array, read_manifest, write_manifest
+from graphengine.data.graph_store import Graph
 from graphengine.data.partition.book import PartitionBook
 from graphengine.data.partition.partitioner import (
     METHODS,
@@ -42,9 +43,6 @@ from graphengine.data.partition.partitioner import (
     check_num_parts,
     renumber,
 )
-
-if TYPE_CHECKING:  # datasets/ builds on data/: only the annotation names it
-    from graphengine.datasets.dataset import GraphDataset
 
 log = logging.getLogger(__name__)
 
@@ -56,7 +54,39 @@ _PART_MANIFEST = "part.json"
 _MAPS = ("new_to_orig", "orig_to_new")
 _INT32_MAX = np.iinfo(np.int32).max
 _HASH_CHUNK = 1 << 22
-SPLITS = ("train", "val", "test")  # a dataset's splits, as GraphDataset.split names them
+SPLITS = ("train", "val", "test")  # the splits a PartitionSource names
+
+
+class PartitionSource(Protocol):
+    """What :func:`partition_dataset` reads from a dataset (``GraphDataset`` is one).
+
+    Declared here because ``datasets/`` builds on ``data/``: the partition store must not
+    import the dataset class.
+
+    Attributes:
+        name: the dataset's name, written into the manifest.
+        graph: the CSC graph, ``num_nodes`` nodes.
+        x: float ``[num_nodes, num_features]`` features (an array or a memory map).
+        y: int ``[num_nodes]`` labels.
+        train_idx: int64, the training nodes (METIS balances them across parts).
+        num_features, num_classes: written into the manifest.
+    """
+
+    name: str
+    graph: Graph
+    x: np.ndarray
+    y: np.ndarray
+    train_idx: np.ndarray
+
+    @property
+    def num_features(self) -> int: ...
+
+    @property
+    def num_classes(self) -> int: ...
+
+    def split(self, name: str) -> np.ndarray:
+        """int64, the ids of split ``name`` (one of :data:`SPLITS`)."""
+        ...
 
 
 @dataclass
@@ -101,7 +131,7 @@ class Part:
 
 
 def partition_dataset(
-    dataset: GraphDataset,
+    dataset: PartitionSource,
     num_parts: int,
     out: str | Path,
     method: str = "metis",
@@ -273,7 +303,7 @@ def peak_rss_bytes() -> int:
 def _write_part(
     out: Path,
     p: int,
-    dataset: GraphDataset,
+    dataset: PartitionSource,
     book: PartitionBook,
     split_new: dict[str, np.ndarray],
     files: dict[str, dict],
