@@ -16,7 +16,7 @@ from graphengine import cli
 from graphengine.cli import main
 from graphengine.datasets import CATALOG
 
-REPO = Path(__file__).resolve().parents[1]
+REPO = Path(__file__).resolve().parents[2]
 README = (REPO / "README.md").read_text()
 
 

@@ -17,7 +17,7 @@ from graphengine.data.partition import (
 from graphengine.data.partition.partitioner import symmetric_adjacency, vertex_weights
 from graphengine.datasets.dataset import GraphDataset
 from graphengine.datasets.synthetic import SyntheticSpec, generate
-from tests import partition_worker
+from tests.helpers.workers import partition_worker
 
 COMMUNITY_SPEC = SyntheticSpec(
     num_nodes=1500,

@@ -2,11 +2,7 @@
 remote feature rows equal the originals, with or without a cache."""
 
 import json
-import os
-import subprocess
-import sys
 from collections import Counter
-from pathlib import Path
 
 import numpy as np
 import pytest
@@ -16,25 +12,10 @@ from graphengine.data.partition import partition_dataset
 from graphengine.distributed.data import DistData
 from graphengine.distributed.features import AccessCounter, RemoteRowCache, cache_rows
 from graphengine.distributed.sampler import DistNeighborSampler
-from tests.partition_worker import SAMPLING_CASES, multigraph
+from tests.helpers.processes import WORKERS, torchrun
+from tests.helpers.workers.partition_worker import SAMPLING_CASES, multigraph
 
-WORKER = Path(__file__).with_name("partition_worker.py")
-REPO = Path(__file__).resolve().parents[1]
-
-
-def torchrun(nproc: int, *args, timeout=240) -> subprocess.CompletedProcess:
-    command = [
-        sys.executable,
-        "-m",
-        "torch.distributed.run",
-        "--standalone",
-        f"--nproc-per-node={nproc}",
-        *map(str, args),
-    ]
-    env = {**os.environ, "PYTHONPATH": str(REPO)}
-    return subprocess.run(
-        command, capture_output=True, text=True, timeout=timeout, env=env, cwd=REPO
-    )
+WORKER = WORKERS / "partition_worker.py"
 
 
 @pytest.mark.parametrize("num_parts,method", [(1, "random"), (2, "metis"), (3, "random")])

@@ -8,9 +8,9 @@ from pathlib import Path
 
 import torch
 
-from tests.test_distributed import assert_killing_rank_1_stops_the_run
+from tests.helpers.processes import assert_killing_rank_1_stops_the_run
 
-REPO = Path(__file__).resolve().parents[1]
+REPO = Path(__file__).resolve().parents[2]
 
 
 def graphengine(*args, timeout=300) -> subprocess.CompletedProcess:

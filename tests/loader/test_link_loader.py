@@ -30,9 +30,9 @@ from samplers.link import (
     draw_negative_destinations,
     draw_negative_pairs,
 )
-from tests.test_loader import id_graph
-from tests.test_loader_modes import check_batch
-from tests.test_pyg_interop import homogeneous_stores
+from tests.helpers.batches import NEGATIVES, STORE_NEGATIVES, assert_same_batch, check_batch
+from tests.helpers.graphs import id_graph
+from tests.helpers.pyg_stores import homogeneous_stores
 
 
 def test_binary_negatives_and_labels():
@@ -287,24 +287,6 @@ def test_bad_negative_draws():
         EdgeSet([2**40], [0], 2**30)
 
 
-def assert_same_batch(first, second):
-    """Every store of two batches holds the same keys and values."""
-    for mine, other in zip(first.stores, second.stores, strict=True):
-        assert set(mine.keys()) == set(other.keys())
-        for key, value in mine.items():
-            if isinstance(value, torch.Tensor):
-                assert torch.equal(value, other[key]), key
-            else:
-                assert value == other[key], key
-
-
-NEGATIVES = [
-    pytest.param(None, id="none"),
-    pytest.param("binary", id="binary"),
-    pytest.param(NegativeSampling("triplet", 2), id="triplet"),
-]
-
-
 @pytest.mark.parametrize("disjoint", [False, True], ids=["shared", "disjoint"])
 @pytest.mark.parametrize("negative", NEGATIVES)
 def test_transform_sampler_output_sees_pygs_link_output(negative, disjoint):
@@ -443,12 +425,6 @@ def sorted_data_and_stores(seed=0, num_nodes=200, num_edges=1500):
         edge_index, edge_type=None, layout="coo", size=(num_nodes, num_nodes), is_sorted=True
     )
     return data, (feature_store, graph_store)
-
-
-STORE_NEGATIVES = [
-    *NEGATIVES,
-    pytest.param(NegativeSampling("binary", 2, exclude_edges=True), id="exclude"),
-]
 
 
 @pytest.mark.parametrize("temporal", [False, True], ids=["static", "temporal"])

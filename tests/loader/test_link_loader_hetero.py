@@ -23,9 +23,14 @@ from graphengine.loader.hetero import HeteroGraph
 from graphengine.loader.seeds import derive_seed
 from samplers import EdgeSamplerInput, HeteroNeighborSampler, NeighborSampler, SamplerInput
 from samplers.link import NegativeSampling, sample_from_edges
-from tests.test_link_loader import NEGATIVES, STORE_NEGATIVES, assert_same_batch
-from tests.test_loader_hetero import check_hetero_batch, id_hetero
-from tests.test_pyg_interop import hetero_stores
+from tests.helpers.batches import (
+    NEGATIVES,
+    STORE_NEGATIVES,
+    assert_same_batch,
+    check_hetero_batch,
+)
+from tests.helpers.graphs import id_hetero
+from tests.helpers.pyg_stores import hetero_stores
 
 WRITES = ("author", "writes", "paper")
 CITES = ("paper", "cites", "paper")

@@ -3,28 +3,12 @@
 import numpy as np
 import pytest
 import torch
-from torch_geometric.data import Data
 from torch_geometric.nn import GraphSAGE
 
 from graphengine import FeatureStore, Graph, NeighborLoader
 from graphengine.datasets import SyntheticSpec, generate
 from samplers import NeighborSampler
-
-
-def id_graph(num_nodes=300, num_edges=3000, seed=0, index_dtype=torch.int64) -> Data:
-    """Node features equal node ids, edge features equal edge ids."""
-    generator = torch.Generator().manual_seed(seed)
-    edge_index = torch.randint(0, num_nodes, (2, num_edges), generator=generator)
-    return Data(
-        x=torch.arange(num_nodes, dtype=torch.float32).view(-1, 1).repeat(1, 3),
-        y=torch.arange(num_nodes),
-        edge_index=edge_index.to(index_dtype),
-        edge_attr=torch.arange(num_edges, dtype=torch.float32),
-        edge_weight=torch.rand(num_edges, generator=generator),
-        mask=torch.arange(num_nodes) % 2 == 0,
-        title="graph-level attribute",
-        num_nodes=num_nodes,
-    )
+from tests.helpers.graphs import id_graph
 
 
 @pytest.mark.parametrize("index_dtype", [torch.int64, torch.int32], ids=["int64", "int32"])

@@ -4,48 +4,13 @@ on graphs whose features are node ids, so that every batch checks itself."""
 import numpy as np
 import pytest
 import torch
-from torch_geometric.data import Data, HeteroData
+from torch_geometric.data import Data
 from torch_geometric.nn import SAGEConv, to_hetero
 from torch_geometric.testing import MyFeatureStore, MyGraphStore
 
 from graphengine import NeighborLoader
-
-EDGE_TYPES = [
-    ("paper", "cites", "paper"),
-    ("author", "writes", "paper"),
-    ("paper", "rev_writes", "author"),
-]
-
-
-def id_hetero(seed=0, num_papers=120, num_authors=80) -> HeteroData:
-    """Node features equal node ids (authors offset by 1000), edge attributes edge ids."""
-    generator = torch.Generator().manual_seed(seed)
-    data = HeteroData()
-    data["paper"].x = torch.arange(num_papers, dtype=torch.float32).view(-1, 1)
-    data["paper"].y = torch.arange(num_papers) % 3
-    data["paper"].time = torch.randint(0, 50, (num_papers,), generator=generator)
-    data["author"].x = 1000 + torch.arange(num_authors, dtype=torch.float32).view(-1, 1)
-    data["author"].time = torch.randint(0, 50, (num_authors,), generator=generator)
-    sizes = {"paper": num_papers, "author": num_authors}
-    for offset, (src, rel, dst) in enumerate(EDGE_TYPES):
-        count = 600
-        src_ids = torch.randint(0, sizes[src], (count,), generator=generator)
-        dst_ids = torch.randint(0, sizes[dst], (count,), generator=generator)
-        data[src, rel, dst].edge_index = torch.stack([src_ids, dst_ids])
-        data[src, rel, dst].edge_attr = 10_000 * offset + torch.arange(count)
-    return data
-
-
-def check_hetero_batch(batch, data):
-    for node_type in data.node_types:
-        assert torch.equal(batch[node_type].x, data[node_type].x[batch[node_type].n_id])
-    for edge_type in data.edge_types:
-        src, _, dst = edge_type
-        store = batch[edge_type]
-        assert torch.equal(store.edge_attr, data[edge_type].edge_attr[store.e_id])
-        original = data[edge_type].edge_index[:, store.e_id]
-        assert torch.equal(batch[src].n_id[store.edge_index[0]], original[0])
-        assert torch.equal(batch[dst].n_id[store.edge_index[1]], original[1])
+from tests.helpers.batches import check_hetero_batch
+from tests.helpers.graphs import EDGE_TYPES, id_hetero
 
 
 @pytest.mark.parametrize("num_workers", [0, 2])

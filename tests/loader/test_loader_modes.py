@@ -8,16 +8,8 @@ from torch_geometric.sampler import SamplerOutput as PygSamplerOutput
 from torch_geometric.sampler.base import SubgraphType
 
 from graphengine import LaborLoader, NeighborLoader
-from tests.test_loader import id_graph
-
-
-def check_batch(batch, data):
-    """Node attributes follow ``n_id``, edge attributes ``e_id``, and every edge exists."""
-    assert torch.equal(batch.y, data.y[batch.n_id])
-    assert torch.equal(batch.edge_attr, data.edge_attr[batch.e_id])
-    src, dst = data.edge_index[:, batch.e_id]
-    assert torch.equal(batch.n_id[batch.edge_index[0]], src)
-    assert torch.equal(batch.n_id[batch.edge_index[1]], dst)
+from tests.helpers.batches import check_batch
+from tests.helpers.graphs import id_graph
 
 
 @pytest.mark.parametrize("num_workers", [0, 2])

@@ -15,7 +15,7 @@ from graphengine.nn.blocks import (
     to_blocks,
 )
 from graphengine.nn.forward import SeedLogits
-from tests.autograd_checks import assert_same_outputs_and_grads
+from tests.helpers.autograd_checks import assert_same_outputs_and_grads
 
 
 @pytest.fixture(scope="module")

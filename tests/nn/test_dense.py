@@ -10,7 +10,7 @@ from graphengine import ops
 from graphengine.nn import dense
 from graphengine.nn.aggregation import uses_kernel
 from graphengine.nn.dense import linear, linear_layer, uses_onednn, weight_gradient
-from tests.autograd_checks import assert_same_outputs_and_grads
+from tests.helpers.autograd_checks import assert_same_outputs_and_grads
 
 
 @contextlib.contextmanager

@@ -11,7 +11,7 @@ from graphengine.nn import dense
 from graphengine.nn.aggregation import mean_adjacency
 from graphengine.nn.blocks import Block, block_conv, block_forward, to_blocks
 from graphengine.nn.fused_sage import FusedSageMean, ReluLink, fuses, sage_mean
-from tests.autograd_checks import assert_same_outputs_and_grads
+from tests.helpers.autograd_checks import assert_same_outputs_and_grads
 
 
 def random_block(num_src=40, num_dst=12, num_edges=90, seed=0) -> Block:

@@ -11,7 +11,7 @@ from graphengine import NeighborLoader, ops
 from graphengine.datasets import SyntheticSpec, generate
 from graphengine.nn.blocks import Block, block_conv, block_forward, to_blocks
 from graphengine.nn.gat_blocks import _Attention, fuses_gat, gat_block
-from tests.autograd_checks import assert_same_outputs_and_grads
+from tests.helpers.autograd_checks import assert_same_outputs_and_grads
 
 pytestmark = pytest.mark.skipif(
     not ops.build_extension(), reason="graphengine's C++ extension is not built"

@@ -9,7 +9,7 @@ from torch_geometric.nn import GCN, GCNConv
 from graphengine import NeighborLoader
 from graphengine.nn.blocks import block_forward, to_blocks
 from graphengine.nn.gcn_blocks import batch_degree_scale, fuses_gcn
-from tests.autograd_checks import assert_same_outputs_and_grads
+from tests.helpers.autograd_checks import assert_same_outputs_and_grads
 
 
 def graph_with_self_loops(num_nodes=2000, num_edges=20_000, channels=24) -> Data:

@@ -9,7 +9,7 @@ from setuptools import find_packages
 
 from graphengine import cli, ops
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 DTYPES = [torch.float16, torch.float32, torch.int64]
 
 

@@ -1,11 +1,8 @@
 """Data-parallel training: seed shares, gradient equivalence, one shared copy, failures."""
 
 import json
-import os
-import signal
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 import numpy as np
@@ -19,47 +16,16 @@ from graphengine.loader.seeds import SeedBatches
 from graphengine.nn.forward import SeedLogits
 from graphengine.nn.models import build_model
 from graphengine.train.checkpoint import read_state
-from tests.distributed_worker import GRAD_SETUP, eval_trainer
+from tests.helpers.processes import (
+    WORKERS,
+    assert_killing_rank_1_stops_the_run,
+    torchrun,
+    train_command,
+)
+from tests.helpers.workers.distributed_worker import GRAD_SETUP, eval_trainer
 
-WORKER = Path(__file__).with_name("distributed_worker.py")
-REPO = Path(__file__).resolve().parents[1]
-
-
-def torchrun(*args, timeout=240) -> subprocess.CompletedProcess:
-    command = [
-        sys.executable,
-        "-m",
-        "torch.distributed.run",
-        "--standalone",
-        "--nproc-per-node=2",
-        *map(str, args),
-    ]
-    env = {**os.environ, "PYTHONPATH": str(REPO)}
-    return subprocess.run(
-        command, capture_output=True, text=True, timeout=timeout, env=env, cwd=REPO
-    )
-
-
-def train_command(root, epochs, *extra) -> list[str]:
-    """``graphengine train`` with 2 workers on synthetic-small under ``root``."""
-    return [
-        sys.executable,
-        "-m",
-        "graphengine",
-        "train",
-        "--nproc",
-        "2",
-        "--epochs",
-        str(epochs),
-        "--root",
-        str(root),
-        "--fanouts",
-        "5,5",
-        "--batch-size",
-        "256",
-        "--no-progress",
-        *map(str, extra),
-    ]
+WORKER = WORKERS / "distributed_worker.py"
+REPO = Path(__file__).resolve().parents[2]
 
 
 def shares(num_seeds, world_size, drop_last, shuffle=True, epoch=0, batch_size=4):
@@ -102,7 +68,7 @@ def test_distributed_loading_needs_a_shared_seed():
 def test_two_workers_match_one_worker_with_the_same_global_batch(tmp_path):
     root = tmp_path / "data"
     dataset = load_dataset("synthetic-small", root=root)
-    result = torchrun(WORKER, "grad", tmp_path / "ddp.pt", root)
+    result = torchrun(2, WORKER, "grad", tmp_path / "ddp.pt", root)
     assert result.returncode == 0, result.stderr[-3000:]
     ddp_state = torch.load(tmp_path / "ddp.pt")
 
@@ -144,7 +110,7 @@ def test_two_workers_match_one_worker_with_the_same_global_batch(tmp_path):
 def test_every_rank_takes_part_in_sampled_evaluation(tmp_path):
     root = tmp_path / "data"
     dataset = load_dataset("synthetic-small", root=root)
-    result = torchrun(WORKER, "evaluate", tmp_path / "eval", root)
+    result = torchrun(2, WORKER, "evaluate", tmp_path / "eval", root)
     assert result.returncode == 0, result.stderr[-3000:]
     reports = [json.loads((tmp_path / f"eval.{rank}").read_text()) for rank in range(2)]
     # With every neighbor sampled, a node's prediction does not depend on its batch: the two
@@ -157,7 +123,7 @@ def test_every_rank_takes_part_in_sampled_evaluation(tmp_path):
 def test_workers_share_one_copy_of_the_features(tmp_path):
     root = tmp_path / "data"
     dataset = load_dataset("synthetic-small", root=root)
-    result = torchrun(WORKER, "memory", tmp_path / "memory", root)
+    result = torchrun(2, WORKER, "memory", tmp_path / "memory", root)
     assert result.returncode == 0, result.stderr[-3000:]
     reports = [json.loads((tmp_path / f"memory.{rank}").read_text()) for rank in range(2)]
     file_bytes = (root / "synthetic-small" / "x.npy").stat().st_size
@@ -170,48 +136,6 @@ def test_killed_worker_stops_the_run_naming_its_rank(tmp_path):
     metrics = tmp_path / "metrics.jsonl"
     command = train_command(tmp_path, 100000, "--metrics", metrics, "--dist-timeout", 20)
     assert_killing_rank_1_stops_the_run(command, metrics)
-
-
-def assert_killing_rank_1_stops_the_run(command: list[str], metrics: Path) -> None:
-    """Start ``command`` (a 2-worker ``graphengine train`` with ``--dist-timeout 20`` writing
-    ``metrics``), kill rank 1 once an epoch is done, and check that the run fails within a
-    minute with torchrun naming rank 1."""
-    launcher = subprocess.Popen(
-        command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, cwd=REPO
-    )
-    try:
-        deadline = time.monotonic() + 120
-        while not (metrics.exists() and metrics.read_text().strip()):
-            assert launcher.poll() is None, launcher.stderr.read()[-3000:]
-            assert time.monotonic() < deadline, "training did not start"
-            time.sleep(0.5)
-        victim = next(pid for pid in _descendants(launcher.pid) if _env(pid).get("RANK") == "1")
-        killed_at = time.monotonic()
-        os.kill(victim, signal.SIGKILL)
-        _, stderr = launcher.communicate(timeout=90)
-    finally:
-        if launcher.poll() is None:
-            launcher.kill()
-    assert launcher.returncode != 0
-    assert time.monotonic() - killed_at < 60
-    assert "rank      : 1" in stderr or "rank: 1" in stderr, stderr[-3000:]
-
-
-def _descendants(pid: int) -> list[int]:
-    out = []
-    for child in Path(f"/proc/{pid}/task/{pid}/children").read_text().split():
-        out += [int(child), *_descendants(int(child))]
-    return out
-
-
-def _env(pid: int) -> dict:
-    try:
-        raw = Path(f"/proc/{pid}/environ").read_bytes()
-    except OSError:
-        return {}
-    return dict(
-        item.split("=", 1) for item in raw.decode(errors="replace").split("\0") if "=" in item
-    )
 
 
 def test_resume_under_two_workers_continues_identically(tmp_path):

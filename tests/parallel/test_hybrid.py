@@ -17,11 +17,15 @@ from graphengine.datasets import SyntheticSpec, generate, load_dataset
 from graphengine.loader.hybrid_loader import pack_first_layer, unpack_first_layer
 from graphengine.nn.blocks import Block, block_conv, to_blocks
 from graphengine.nn.column_layers import ColumnSplitError, finish_of, split_first_layer
-from tests.test_dist_sampling import torchrun
-from tests.test_distributed import assert_killing_rank_1_stops_the_run, train_command
+from tests.helpers.processes import (
+    WORKERS,
+    assert_killing_rank_1_stops_the_run,
+    torchrun,
+    train_command,
+)
 
-WORKER = Path(__file__).with_name("hybrid_worker.py")
-REPO = Path(__file__).resolve().parents[1]
+WORKER = WORKERS / "hybrid_worker.py"
+REPO = Path(__file__).resolve().parents[2]
 
 
 @pytest.mark.parametrize(

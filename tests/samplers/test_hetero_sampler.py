@@ -10,7 +10,7 @@ from samplers import NeighborSampler, SamplerInput
 from samplers._kernels.neighbor import EMPTY
 from samplers.hetero import HeteroNeighborSampler, hetero_fanouts
 from samplers.neighbor import merge_reverse
-from tests.conftest import random_csc
+from tests.helpers.graphs import random_csc
 
 NUM_NODES = {"a": 40, "b": 30, "c": 25}
 WRITES = ("a", "writes", "b")

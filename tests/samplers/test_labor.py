@@ -18,7 +18,7 @@ from scipy.stats import chi2
 
 from samplers import NeighborSampler, SamplerInput
 from samplers.labor import LaborSampler
-from tests.conftest import random_csc
+from tests.helpers.graphs import random_csc
 
 IMPORTANCE = [
     pytest.param(0, id="labor-0"),

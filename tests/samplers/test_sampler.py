@@ -10,7 +10,7 @@ from scipy.stats import chisquare
 import samplers.neighbor
 from samplers import LaborSampler, NeighborSampler, SamplerInput, as_edge_index, check_csc
 from samplers._kernels.neighbor import EMPTY
-from tests.conftest import random_csc
+from tests.helpers.graphs import random_csc
 
 GRAPHS = [
     pytest.param((200, 3000, 0, np.int32), id="int32-dense"),

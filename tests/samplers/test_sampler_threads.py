@@ -14,15 +14,15 @@ from torch_geometric.data import Data
 from graphengine import NeighborLoader
 from samplers import NeighborSampler, SamplerInput
 from samplers.neighbor import table_bits_for
-from tests.conftest import random_csc
+from tests.helpers.graphs import random_csc
 
-REPO = Path(__file__).resolve().parents[1]
+REPO = Path(__file__).resolve().parents[2]
 
 _CONCURRENT = textwrap.dedent(
     """
     import threading, numba, numpy as np
     from samplers import NeighborSampler, SamplerInput
-    from tests.conftest import random_csc
+    from tests.helpers.graphs import random_csc
 
     indptr, indices = random_csc(20000, 300000, seed=1)
     sampler = NeighborSampler(indptr, indices, [10, 10])

@@ -9,7 +9,7 @@ import pytest
 from scipy.stats import chisquare
 
 from samplers import NeighborSampler, SamplerInput
-from tests.conftest import random_csc
+from tests.helpers.graphs import random_csc
 
 SEEDS = np.array([3, 17, 3, 42, 99, 120, 7], dtype=np.int64)
 
