@@ -1,7 +1,6 @@
 import os
 from pathlib import Path
 
-import numpy as np
 import pytest
 
 import samplers.neighbor
@@ -24,15 +23,3 @@ def shared_datasets() -> Path:
     if not SHARED_DATASETS.is_dir():
         pytest.skip(f"real dataset files not found at {SHARED_DATASETS}")
     return SHARED_DATASETS
-
-
-def random_csc(num_nodes: int, num_edges: int, seed: int, dtype=np.int32):
-    """A random multigraph-free CSC graph: (indptr int64, indices ``dtype``)."""
-    rng = np.random.default_rng(seed)
-    src = rng.integers(0, num_nodes, num_edges)
-    dst = rng.integers(0, num_nodes, num_edges)
-    key = np.unique(dst * num_nodes + src)
-    dst, src = np.divmod(key, num_nodes)
-    indptr = np.zeros(num_nodes + 1, dtype=np.int64)
-    np.cumsum(np.bincount(dst, minlength=num_nodes), out=indptr[1:])
-    return indptr, src.astype(dtype)

@@ -1,0 +1,327 @@
+"""The ``graphengine`` command: option checks, output, errors, Ctrl-C and the README's lines."""
+
+import argparse
+import json
+import logging
+import re
+import shlex
+import signal
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from graphengine import cli
+from graphengine.cli import main
+from graphengine.cli.options import join_negative_values
+from graphengine.datasets import CATALOG
+
+REPO = Path(__file__).resolve().parents[2]
+README = (REPO / "README.md").read_text()
+
+
+def readme_commands() -> list[str]:
+    """Every ``graphengine ...`` line of the README's bash blocks, continuations joined."""
+    commands = []
+    for block in re.findall(r"```bash\n(.*?)```", README, flags=re.S):
+        for line in block.replace("\\\n", " ").splitlines():
+            if line.startswith("graphengine "):
+                commands.append(line)
+    return commands
+
+
+def readme_argv(command: str) -> list[str]:
+    """``command`` as argv for :func:`main`: no comment, optional ``[...]`` parts taken."""
+    return shlex.split(re.sub(r"\[([^\]]*)\]", r"\1", command), comments=True)[1:]
+
+
+@pytest.mark.parametrize(
+    "flag, value, message",
+    [
+        ("--epochs", "0", "must be >= 1 (got 0)"),
+        ("--epochs", "-1", "must be >= 1 (got -1)"),
+        ("--eval-every", "-1", "must be >= 0 (got -1)"),
+        ("--hidden", "0", "must be >= 1 (got 0)"),
+        ("--batch-size", "0", "must be >= 1 (got 0)"),
+        ("--num-workers", "-1", "must be >= 0 (got -1)"),
+        ("--nproc", "0", "must be >= 1 (got 0)"),
+        ("--lr", "0", "must be > 0 (got 0.0)"),
+        ("--lr", "nan", "expected a finite number"),
+        ("--dropout", "1", "must be in [0, 1) (got 1.0)"),
+        ("--dropout", "-0.1", "must be in [0, 1) (got -0.1)"),
+        ("--weight-decay", "-1e-4", "must be >= 0"),
+        ("--dist-timeout", "0", "must be > 0"),
+        ("--epochs", "two", "expected an integer (got 'two')"),
+        ("--fanouts", "5,-3", "fanouts must be >= -1"),
+    ],
+)
+def test_bad_train_options_fail_at_parse_time_naming_the_flag(
+    tmp_path, capsys, flag, value, message
+):
+    with pytest.raises(SystemExit) as exit:
+        main(["train", "--root", str(tmp_path), f"{flag}={value}"])
+    assert exit.value.code == 2
+    assert f"argument {flag}: {message}" in capsys.readouterr().err
+    assert list(tmp_path.iterdir()) == []  # refused before the dataset was generated
+
+
+def test_negative_fanouts_parse_as_separate_words():
+    parse = cli.build_parser().parse_args
+    assert parse(join_negative_values(["train", "--fanouts", "-1,-1"])).fanouts == [-1, -1]
+    assert parse(join_negative_values(["train", "--fanouts", "-1"])).fanouts == [-1]
+    assert parse(["train", "--fanouts=-1,5"]).fanouts == [-1, 5]
+    # A following option is not taken for a value.
+    args = parse(join_negative_values(["bench", "sample", "--fanouts", "3", "--vs", "pyg"]))
+    assert args.fanouts == [3] and args.vs == ["pyg"]
+
+
+def test_help_documents_defaults_modes_datasets_and_results(capsys):
+    with pytest.raises(SystemExit) as exit:
+        main(["--help"])
+    assert exit.value.code == 0
+    top = capsys.readouterr().out
+    assert "graphengine build" in top and "``" not in top
+    with pytest.raises(SystemExit):
+        main(["train", "--help"])
+    text = " ".join(capsys.readouterr().out.split())  # argparse wraps lines anywhere
+    assert "``" not in text
+    assert "(default: 1024)" in text and "(default: 15,10,5)" in text
+    assert "-1 takes all neighbors" in text and "first hop" in text
+    assert "{auto,full,layerwise,sampled}" in text
+    for name in CATALOG:
+        assert name in text.replace("- ", "-")  # a name may be wrapped at its hyphen
+    for field in ("train_acc_running", "first_epoch_s", "epoch_s", "exit code 130"):
+        assert field in text
+
+
+def subcommands(parser: argparse.ArgumentParser, prefix: tuple = ()):
+    """``(argv prefix, parser)`` for ``parser`` and every subcommand under it."""
+    yield prefix, parser
+    for action in parser._actions:
+        if isinstance(action, argparse._SubParsersAction):
+            for name, sub in action.choices.items():
+                yield from subcommands(sub, (*prefix, name))
+
+
+def test_every_command_has_help_and_names_no_path_outside_the_project(capsys):
+    commands = list(subcommands(cli.build_parser()))
+    assert len(commands) == 16  # graphengine, its 8 commands, bench's 7
+    for prefix, _ in commands:
+        with pytest.raises(SystemExit) as exit:
+            main([*prefix, "--help"])
+        assert exit.value.code == 0, prefix
+        text = capsys.readouterr().out
+        assert text.startswith("usage: graphengine"), prefix
+        assert "../" not in text and "shared/" not in text, prefix
+    bench_partition = " ".join(main_help(capsys, "bench", "partition").split())
+    assert "(default: 0,5%,20%)" in bench_partition  # a % in a default is not a format
+
+
+def main_help(capsys, *command: str) -> str:
+    with pytest.raises(SystemExit):
+        main([*command, "--help"])
+    return capsys.readouterr().out
+
+
+DATASET_COMMANDS = [
+    ["train"],
+    ["partition", "--parts", "2", "--out", "x"],
+    ["reorder", "--out", "x"],
+    ["bench", "sample"],
+    ["bench", "modes"],
+    ["bench", "train"],
+    ["bench", "partition"],
+]
+FANOUT_COMMANDS = [["train"]] + [["bench", b] for b in ("sample", "modes", "train", "partition")]
+FANOUT_COMMANDS += [["bench", "scaling"]]
+
+
+@pytest.mark.parametrize("command", DATASET_COMMANDS)
+def test_every_command_takes_the_dataset_options_alike(command):
+    args = cli.build_parser().parse_args([*command, "--dataset", "synthetic-papers"])
+    assert args.dataset == "synthetic-papers" and args.root is None and args.scale is None
+    args = cli.build_parser().parse_args([*command, "--root", "R", "--scale", "12"])
+    assert args.root == "R" and args.scale == 12
+
+
+@pytest.mark.parametrize("command", FANOUT_COMMANDS)
+def test_every_command_takes_the_fanouts_alike(command, capsys):
+    parse = cli.build_parser().parse_args
+    assert parse(command).fanouts == [15, 10, 5]
+    assert parse(join_negative_values([*command, "--fanouts", "-1,4"])).fanouts == [-1, 4]
+    with pytest.raises(SystemExit) as exit:
+        parse([*command, "--fanouts=5,-3"])
+    assert exit.value.code == 2
+    assert "argument --fanouts: fanouts must be >= -1 (got '5,-3')" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("bench", ["sample", "modes", "train"])
+def test_every_benchmark_with_peers_takes_them_alike(bench):
+    parse = cli.build_parser().parse_args
+    assert parse(["bench", bench]).vs == []
+    assert parse(["bench", bench, "--vs", "dgl", "pyg"]).vs == ["dgl", "pyg"]
+
+
+def test_train_prints_each_epoch_then_a_plain_result(tmp_path, capsys, caplog):
+    caplog.set_level(logging.INFO)
+    argv = ["train", "--root", str(tmp_path), "--fanouts", "4,4", "--batch-size", "400"]
+    assert main([*argv, "--epochs", "3", "--hidden", "16", "--eval-every", "2"]) == 0
+    lines = [json.loads(line) for line in capsys.readouterr().out.splitlines()]
+    epochs, result = lines[:-1], lines[-1]
+    assert [m["epoch"] for m in epochs] == [1, 2, 3]
+    assert ["val_acc" in m for m in epochs] == [False, True, True]
+    assert result["epochs"] == result["epochs_run"] == 3
+    assert result["first_epoch_s"] == epochs[0]["epoch_s"]
+    assert result["epoch_s"] == pytest.approx((epochs[1]["epoch_s"] + epochs[2]["epoch_s"]) / 2)
+    assert result["train_acc_running"] == epochs[-1]["train_acc"]
+    assert {"train_acc", "val_acc", "test_acc"} <= set(result)
+    assert '{"epoch"' not in caplog.text  # the log gets a readable line, not the JSON again
+    assert "epoch 3: loss" in caplog.text
+
+
+def test_feature_flags_train_to_the_same_result(tmp_path, capsys, caplog):
+    """--aggregate-from-store and --no-bf16-features change where rows are read, not what
+    the model computes."""
+    caplog.set_level(logging.INFO)
+    argv = ["train", "--root", str(tmp_path), "--model", "sage", "--fanouts", "4,4"]
+    argv += ["--batch-size", "400", "--epochs", "1", "--hidden", "16"]
+    accuracies = []
+    for extra in ([], ["--aggregate-from-store"]):
+        assert main([*argv, *extra]) == 0
+        accuracies.append(json.loads(capsys.readouterr().out.splitlines()[-1])["test_acc"])
+    assert accuracies[0] == accuracies[1]
+    assert caplog.text.count("the first layer reads x's rows from the feature table") == 1
+    bf16 = []
+    for extra in ([], ["--no-bf16-features"]):
+        assert main([*argv, "--precision", "bf16", *extra]) == 0
+        bf16.append(json.loads(capsys.readouterr().out.splitlines()[-1])["test_acc"])
+    assert bf16[0] == bf16[1]  # GraphSAGE's fused layer casts x to bfloat16 either way
+
+
+def test_user_errors_are_one_line_and_exit_2(tmp_path, caplog):
+    assert main(["train", "--dataset", "nope", "--root", str(tmp_path)]) == 2
+    assert "unknown dataset 'nope'" in caplog.text
+    assert main(["train", "--dataset", str(tmp_path / "missing.npz")]) == 2
+
+
+def test_other_errors_keep_their_traceback(monkeypatch):
+    def broken(args):
+        raise RuntimeError("an internal bug")
+
+    monkeypatch.setattr(cli.datasets, "run", broken)
+    with pytest.raises(RuntimeError, match="an internal bug"):
+        main(["datasets"])
+
+
+def test_datasets_lists_npz_files_in_the_root(tmp_path, capsys):
+    np.savez(tmp_path / "mine.npz", a=np.zeros(1))
+    (tmp_path / "notes.txt").write_text("not a dataset")
+    assert main(["datasets", "--root", str(tmp_path)]) == 0
+    out = capsys.readouterr().out.strip().splitlines()
+    assert any(line.startswith(str(tmp_path / "mine.npz")) for line in out)
+    summary = json.loads(out[-1])
+    assert summary["npz_files"] == [str(tmp_path / "mine.npz")]
+    assert summary["on_disk"] == []
+
+
+def test_ctrl_c_stops_cleanly_and_says_where_the_checkpoint_is(tmp_path):
+    checkpoint = tmp_path / "run.ckpt"
+    command = [sys.executable, "-m", "graphengine", "train", "--root", str(tmp_path / "data")]
+    command += ["--epochs", "1000", "--fanouts", "4,4", "--hidden", "16", "--no-progress"]
+    process = subprocess.Popen(
+        [*command, "--checkpoint", str(checkpoint)],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        cwd=tmp_path,
+        # A shell starts background jobs with SIGINT ignored; Python then keeps ignoring it.
+        preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL),
+    )
+    try:
+        first = json.loads(process.stdout.readline())  # printed as epoch 1 ends
+        process.send_signal(signal.SIGINT)
+        _, err = process.communicate(timeout=60)
+    finally:
+        process.kill()
+    assert first["epoch"] == 1
+    assert process.returncode == 130, err
+    assert "Traceback" not in err, err
+    assert re.search(
+        rf"interrupted: the last checkpoint is {re.escape(str(checkpoint))} \(after epoch \d+\)",
+        err,
+    )
+    assert checkpoint.is_file()
+
+
+def test_readme_shows_the_commands_tested_here():
+    commands = readme_commands()
+    assert len(commands) >= 10
+    assert any("--fanouts -1,-1" in command for command in commands)
+
+
+@pytest.mark.parametrize("command", readme_commands())
+def test_readme_command_parses(command):
+    args = cli.build_parser().parse_args(join_negative_values(readme_argv(command)))
+    assert args.run is not None
+
+
+CHEAP = [
+    c for c in readme_commands() if c.split()[1] in ("train", "datasets") and "--nproc" not in c
+]
+
+
+@pytest.mark.parametrize("command", CHEAP)
+def test_readme_command_runs(command, tmp_path, monkeypatch, capsys):
+    argv = readme_argv(command)
+    if "--scale" in argv:  # the README's is papers-sized (9 GB): the same command, smaller
+        argv[argv.index("--scale") + 1] = "14"
+    if argv[0] == "train":
+        if "--epochs" in argv:
+            argv[argv.index("--epochs") + 1] = "1"
+        else:
+            argv += ["--epochs", "1"]
+        argv += ["--no-progress"]
+    shared = [a for a in argv if a.startswith("../shared/")]
+    if shared and not (REPO / shared[0]).exists():
+        pytest.skip(f"{REPO / shared[0]} (real dataset files) not found")
+    if not shared and "DIR" not in argv:
+        argv += ["--root", str(tmp_path)]
+    argv = [str(tmp_path) if a == "DIR" else a for a in argv]
+    monkeypatch.chdir(REPO)
+    assert main(join_negative_values(argv)) == 0
+    json.loads(capsys.readouterr().out.splitlines()[-1])
+
+
+def test_readme_python_example_trains_and_reports_accuracy(tmp_path, monkeypatch, capsys):
+    code = re.search(r"## Use it from Python\n\n```python\n(.*?)```", README, flags=re.S)[1]
+    monkeypatch.setenv("GRAPHENGINE_DATA", str(tmp_path))
+    exec(compile(code, "README.md", "exec"), {"__name__": "readme"})
+    lines = capsys.readouterr().out.splitlines()
+    assert [line.split(":")[0] for line in lines[:-1]] == [f"epoch {e}" for e in range(1, 6)]
+    # synthetic-small's classes are learnable from the graph: far above chance (1/8).
+    assert float(lines[-1].removeprefix("test accuracy ")) > 0.8
+
+
+def test_interrupted_launcher_exits_130(monkeypatch, caplog):
+    """Under ``--nproc``, torchrun's agent turns Ctrl-C into a ``SignalException``."""
+    import torch.distributed.run
+    from torch.distributed.elastic.multiprocessing.api import SignalException
+
+    def interrupted(argv):
+        raise SignalException("Process 1 got signal: 2", signal.SIGINT)
+
+    monkeypatch.setattr(torch.distributed.run, "main", interrupted)
+    assert main(["train", "--nproc", "2", "--epochs", "1"]) == 130
+    assert "interrupted (SIGINT): the workers were stopped" in caplog.text
+
+
+def test_bench_train_takes_several_peers_and_refuses_zero_rounds(capsys):
+    parse = cli.build_parser().parse_args
+    args = parse(["bench", "train", "--vs", "pyg", "dgl", "--rounds", "3", "--tune-peers"])
+    assert args.vs == ["pyg", "dgl"] and args.rounds == 3 and args.tune_peers
+    with pytest.raises(SystemExit) as exit:
+        parse(["bench", "train", "--rounds", "0"])
+    assert exit.value.code == 2
+    assert "argument --rounds: must be >= 1 (got 0)" in capsys.readouterr().err

@@ -1,0 +1,92 @@
+"""Starting the worker scripts and ``graphengine train`` in several processes, and killing one."""
+
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parents[2]
+WORKERS = Path(__file__).resolve().parent / "workers"
+
+
+def torchrun(nproc: int, *args, timeout=240) -> subprocess.CompletedProcess:
+    """Run ``args`` (a script and its arguments) under torchrun with ``nproc`` processes, from
+    the repository root with it on ``PYTHONPATH``."""
+    command = [
+        sys.executable,
+        "-m",
+        "torch.distributed.run",
+        "--standalone",
+        f"--nproc-per-node={nproc}",
+        *map(str, args),
+    ]
+    env = {**os.environ, "PYTHONPATH": str(REPO)}
+    return subprocess.run(
+        command, capture_output=True, text=True, timeout=timeout, env=env, cwd=REPO
+    )
+
+
+def train_command(root, epochs, *extra) -> list[str]:
+    """``graphengine train`` with 2 workers on synthetic-small under ``root``."""
+    return [
+        sys.executable,
+        "-m",
+        "graphengine",
+        "train",
+        "--nproc",
+        "2",
+        "--epochs",
+        str(epochs),
+        "--root",
+        str(root),
+        "--fanouts",
+        "5,5",
+        "--batch-size",
+        "256",
+        "--no-progress",
+        *map(str, extra),
+    ]
+
+
+def assert_killing_rank_1_stops_the_run(command: list[str], metrics: Path) -> None:
+    """Start ``command`` (a 2-worker ``graphengine train`` with ``--dist-timeout 20`` writing
+    ``metrics``), kill rank 1 once an epoch is done, and check that the run fails within a
+    minute with torchrun naming rank 1."""
+    launcher = subprocess.Popen(
+        command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, cwd=REPO
+    )
+    try:
+        deadline = time.monotonic() + 120
+        while not (metrics.exists() and metrics.read_text().strip()):
+            assert launcher.poll() is None, launcher.stderr.read()[-3000:]
+            assert time.monotonic() < deadline, "training did not start"
+            time.sleep(0.5)
+        victim = next(pid for pid in _descendants(launcher.pid) if _env(pid).get("RANK") == "1")
+        killed_at = time.monotonic()
+        os.kill(victim, signal.SIGKILL)
+        _, stderr = launcher.communicate(timeout=90)
+    finally:
+        if launcher.poll() is None:
+            launcher.kill()
+    assert launcher.returncode != 0
+    assert time.monotonic() - killed_at < 60
+    assert "rank      : 1" in stderr or "rank: 1" in stderr, stderr[-3000:]
+
+
+def _descendants(pid: int) -> list[int]:
+    out = []
+    for child in Path(f"/proc/{pid}/task/{pid}/children").read_text().split():
+        out += [int(child), *_descendants(int(child))]
+    return out
+
+
+def _env(pid: int) -> dict:
+    try:
+        raw = Path(f"/proc/{pid}/environ").read_bytes()
+    except OSError:
+        return {}
+    return dict(
+        item.split("=", 1) for item in raw.decode(errors="replace").split("\0") if "=" in item
+    )
