@@ -155,26 +155,6 @@ def check_input_ids(input_id, num_seeds: int) -> np.ndarray:
     return ids.astype(np.int64)
 
 
-# torch DataLoader options that mean nothing for threads: accepted and ignored.
-DATALOADER_ARGS_IGNORED = ("persistent_workers", "timeout", "multiprocessing_context")
-
-
-def dataloader_options(kwargs: dict, prefetch: int, loader: str) -> int:
-    """The ``prefetch`` a thread loader runs with, from torch ``DataLoader`` options in
-    ``kwargs``: ``prefetch_factor`` taken as ``prefetch``, the options of worker processes
-    (:data:`DATALOADER_ARGS_IGNORED`) dropped; any other left is a ``TypeError`` naming it."""
-    if "prefetch_factor" in kwargs:
-        prefetch = kwargs.pop("prefetch_factor")
-    for name in DATALOADER_ARGS_IGNORED:
-        kwargs.pop(name, None)
-    if kwargs:
-        raise TypeError(
-            f"{loader} got arguments it does not support: {sorted(kwargs)}; loading runs in "
-            "threads, so worker-process options do not apply"
-        )
-    return prefetch
-
-
 def select_rows(value, dim: int, index: torch.Tensor):
     """``value`` indexed by ``index`` (int64) along ``dim``: tensors, arrays and lists; any
     other value as it is."""

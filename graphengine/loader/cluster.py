@@ -14,7 +14,8 @@ from torch_geometric.data import Data
 
 from graphengine.data.graph_store import Graph
 from graphengine.data.partition.partitioner import check_num_parts, metis_parts, renumber
-from graphengine.loader.adapters import as_numpy, dataloader_options, select_rows
+from graphengine.loader.adapters import as_numpy, select_rows
+from graphengine.loader.config import dataloader_options
 from graphengine.loader.pipeline import Stage
 from graphengine.loader.seeds import BatchRequest, SeedBatches
 from graphengine.loader.staged import StagedLoader, copy_stages

@@ -21,11 +21,11 @@ from torch_geometric.data import Data
 from graphengine.distributed.data import DistData
 from graphengine.distributed.features import AccessCounter, cache_rows
 from graphengine.distributed.sampler import DistNeighborSampler
-from graphengine.loader.neighbor_loader import sampler_threads
 from graphengine.loader.pipeline import Stage
 from graphengine.loader.seeds import OwnSeedBatches, derive_seed
 from graphengine.loader.staged import StagedLoader
 from graphengine.loader.stages import CopyToDevice, SampleNodes, add_batch_fields
+from graphengine.loader.threads import sampler_threads
 from samplers import SamplerOutput, as_edge_index, check_fanouts, check_node_ids
 from samplers.neighbor import check_times
 

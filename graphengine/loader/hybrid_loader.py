@@ -28,11 +28,11 @@ from graphengine.data.columns import FeatureColumns
 from graphengine.data.feature_store import FeatureStore
 from graphengine.datasets.dataset import GraphDataset
 from graphengine.distributed.exchange import Exchange
-from graphengine.loader.neighbor_loader import sampler_threads
 from graphengine.loader.pipeline import Stage
 from graphengine.loader.seeds import OwnSeedBatches, SeedBatches
 from graphengine.loader.staged import StagedLoader
 from graphengine.loader.stages import GatherFeatures, SampleNodes
+from graphengine.loader.threads import sampler_threads
 from graphengine.nn.blocks import Block
 from samplers import NeighborSampler, check_fanouts, check_node_ids
 

@@ -12,7 +12,8 @@ import torch
 from torch_geometric.data import Data
 from tqdm import tqdm
 
-from graphengine.loader.adapters import as_numpy, dataloader_options
+from graphengine.loader.adapters import as_numpy
+from graphengine.loader.config import dataloader_options
 from graphengine.loader.pipeline import Stage
 from graphengine.loader.seeds import BatchRequest, SeedBatches
 from graphengine.loader.staged import StagedLoader, copy_stages
