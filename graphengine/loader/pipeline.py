@@ -14,14 +14,12 @@ Python finalizes is stopped mid-call, which aborts the process ("terminate calle
 an active exception").
 
 Kept rather than ``torchdata.nodes`` (``ParallelMapper(method="thread", in_order=True)``
--> ``Prefetcher(2)``, the same sample+gather functions). Measured with a throwaway script on
-synthetic-products (fanouts 15,10,5, batch 1024, 2 threads, 20 batches per pass, median of
-3, this 2-core VM, quiet): 10.7 batches/s here, 11.2 with torchdata 0.11, identical batches;
-so speed alone would not decide. Correctness does: leaving a pass early (``break``) left
-torchdata's threads running (its ``__del__`` raised "cannot join current thread" from one of
-them), and the next pass hung (faulthandler after 240 s: the caller waiting in
-``ParallelMapper.__next__``, the previous pass's threads still gathering). This pipeline
-also times each stage and bounds the items in flight exactly.
+-> ``Prefetcher``, which runs the same sample and gather functions as fast, with the same
+batches), for correctness: leaving a pass early (``break``) left torchdata's threads
+running (its ``__del__`` raised "cannot join current thread" from one of them), and the
+next pass hung in ``ParallelMapper.__next__`` while the previous pass's threads still
+gathered. This pipeline stops every thread of a pass it leaves, times each stage and bounds
+the items in flight exactly.
 """
 
 from __future__ import annotations

@@ -102,15 +102,16 @@ def _homogeneous(data, sampling, num_threads, sampler, pin_memory, device) -> Gr
         return GraphSource(graph, sampler, gather)
     graph.validate()  # once per graph: the kernels do not check bounds
     attributes = sampling_attributes(data, graph, sampling.time_attr, sampling.weight_attr)
-    sampler = _homogeneous_sampler(graph, sampling, num_threads, attributes)
+    sampler = homogeneous_sampler(graph, sampling, num_threads, attributes)
     return GraphSource(graph, sampler, gather, "edge_time" in attributes)
 
 
-def _homogeneous_sampler(
-    graph: Graph, sampling: SamplingConfig, num_threads: int, attributes: dict
+def homogeneous_sampler(
+    graph: Graph, sampling: SamplingConfig, num_threads: int, attributes: dict | None = None
 ) -> BaseSampler:
-    """The sampler of ``sampling.kind`` over ``graph`` (validated), node-wise ones with
-    ``attributes`` (``weights``, ``node_time`` or ``edge_time``)."""
+    """The sampler of ``sampling.kind`` over ``graph`` (validated), with ``num_threads``
+    Numba threads per call; node-wise ones with ``attributes`` (``weights``, ``node_time``
+    or ``edge_time`` arrays in CSC order), none by default."""
     if sampling.kind == "labor":
         return LaborSampler(
             graph.indptr,
@@ -131,7 +132,7 @@ def _homogeneous_sampler(
         disjoint=sampling.disjoint,
         subgraph_type=sampling.subgraph_type,
         temporal_strategy=sampling.temporal_strategy,
-        **attributes,
+        **(attributes or {}),
     )
 
 
@@ -204,7 +205,7 @@ def _remote(data, sampling: SamplingConfig, num_threads, sampler, custom_cls) ->
         graph: Graph = remote.graph()
         graph.validate()
         attributes = {key: value[None] for key, value in times.items()}
-        sampler = _homogeneous_sampler(graph, sampling, num_threads, attributes)
+        sampler = homogeneous_sampler(graph, sampling, num_threads, attributes)
     return GraphSource(remote, sampler, gather, "edge_time" in times)
 
 
