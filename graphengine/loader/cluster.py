@@ -16,9 +16,8 @@ from graphengine.data.graph_store import Graph
 from graphengine.data.partition.partitioner import check_num_parts, metis_parts, renumber
 from graphengine.loader.adapters import as_numpy, select_rows
 from graphengine.loader.config import loading_config
-from graphengine.loader.pipeline import Stage
+from graphengine.loader.pipeline import Stage, StagedLoader, copy_stages
 from graphengine.loader.seeds import BatchRequest, SeedBatches
-from graphengine.loader.staged import StagedLoader, copy_stages
 
 logger = logging.getLogger(__name__)
 

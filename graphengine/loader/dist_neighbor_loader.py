@@ -22,9 +22,8 @@ from graphengine.distributed.data import DistData
 from graphengine.distributed.features import AccessCounter, cache_rows
 from graphengine.distributed.sampler import DistNeighborSampler
 from graphengine.loader.config import LoadingConfig, SamplingConfig
-from graphengine.loader.pipeline import Stage
+from graphengine.loader.pipeline import Stage, StagedLoader
 from graphengine.loader.seeds import OwnSeedBatches, derive_seed
-from graphengine.loader.staged import StagedLoader
 from graphengine.loader.stages import CopyToDevice, SampleNodes, add_batch_fields
 from graphengine.loader.threads import sampler_threads
 from samplers import SamplerOutput, as_edge_index, check_node_ids

@@ -29,10 +29,9 @@ from graphengine.data.feature_store import FeatureStore
 from graphengine.datasets.dataset import GraphDataset
 from graphengine.distributed.exchange import Exchange
 from graphengine.loader.config import LoadingConfig, SamplingConfig
-from graphengine.loader.pipeline import Stage
+from graphengine.loader.pipeline import Stage, StagedLoader
 from graphengine.loader.seeds import OwnSeedBatches, SeedBatches
 from graphengine.loader.sources import homogeneous_sampler
-from graphengine.loader.staged import StagedLoader
 from graphengine.loader.stages import GatherFeatures, SampleNodes
 from graphengine.loader.threads import sampler_threads
 from graphengine.nn.blocks import Block

@@ -22,6 +22,7 @@ from torch_geometric.sampler import SamplerOutput as PyGSamplerOutput
 
 from graphengine.loader.adapters import as_numpy, check_input_ids
 from graphengine.loader.config import SamplingConfig, loading_config, subgraph_type_of
+from graphengine.loader.pipeline import StagedLoader, sample_gather_stages
 from graphengine.loader.pyg_interop import (
     PyGRemoteGraph,
     describe,
@@ -36,7 +37,6 @@ from graphengine.loader.sources import (
     is_pyg_sampler,
     is_pyg_store_pair,
 )
-from graphengine.loader.staged import StagedLoader, sample_gather_stages
 from graphengine.loader.threads import sampler_threads
 from samplers import BaseSampler, EdgeSamplerInput, HeteroNeighborSampler, check_node_ids
 from samplers.link import (

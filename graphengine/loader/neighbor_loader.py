@@ -17,6 +17,7 @@ from graphengine.loader.config import (
     loading_config,
     subgraph_type_of,
 )
+from graphengine.loader.pipeline import StagedLoader, sample_gather_stages
 from graphengine.loader.seeds import SeedBatches
 from graphengine.loader.sources import (
     gather_through_pyg,
@@ -25,7 +26,6 @@ from graphengine.loader.sources import (
     pyg_node_stages,
     sample_nodes,
 )
-from graphengine.loader.staged import StagedLoader, sample_gather_stages
 from graphengine.loader.threads import sampler_threads
 from samplers import BaseSampler
 
@@ -45,7 +45,7 @@ class NeighborLoader(StagedLoader):
     :class:`~graphengine.loader.config.SamplingConfig` and a
     :class:`~graphengine.loader.config.LoadingConfig`; :mod:`.sources` builds the sampler
     and the gathering for ``data``; the stages (sample -> gather -> copy to ``device``) run
-    in threads (:class:`~graphengine.loader.staged.StagedLoader`), overlapped with the
+    in threads (:class:`~graphengine.loader.pipeline.StagedLoader`), overlapped with the
     caller's work on the previous batch; batches come in the same order, with the same
     contents, as without threads.
 

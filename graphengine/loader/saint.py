@@ -14,9 +14,8 @@ from tqdm import tqdm
 
 from graphengine.loader.adapters import as_numpy
 from graphengine.loader.config import loading_config
-from graphengine.loader.pipeline import Stage
+from graphengine.loader.pipeline import Stage, StagedLoader, copy_stages
 from graphengine.loader.seeds import BatchRequest, SeedBatches
-from graphengine.loader.staged import StagedLoader, copy_stages
 from samplers.saint import (
     SaintGraph,
     cumulative_probabilities,
