@@ -308,7 +308,7 @@ class LaborLoader(NeighborLoader):
                     f"LaborLoader does not take {name}={kwargs[name]!r}: it is an option of "
                     "node-wise sampling; use NeighborLoader for it"
                 )
-        if kwargs.pop("directed", True) is not True:
+        if not kwargs.pop("directed", True):
             raise ValueError(
                 "LaborLoader does not take directed=False: it is an option of node-wise "
                 "sampling; use NeighborLoader for it"
