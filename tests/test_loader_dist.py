@@ -75,5 +75,10 @@ def test_attribute_names_the_part_lacks_are_named(one_part):
         DistNeighborLoader(data, [2], time_attr="time")
     with pytest.raises(ValueError, match="'weight_attr': the part has no edge array"):
         DistNeighborLoader(data, [2], weight_attr="w")
+    with pytest.raises(ValueError, match="'weight_attr': the part has no edge array"):
+        DistNeighborLoader(data, [2], weight_attr="edge_ids")  # the layout's, not a weight
+    data.part.edge_weight = np.ones(3)
+    with pytest.raises(ValueError, match=r"edge array 'edge_weight' must have shape"):
+        DistNeighborLoader(data, [2], weight_attr="edge_weight")
     with pytest.raises(ValueError, match="'subgraph_type' must be one of"):
         DistNeighborLoader(data, [2], subgraph_type="both")

@@ -9,6 +9,7 @@ while every worker still makes its collectives in the same order.
 
 from __future__ import annotations
 
+import dataclasses
 import logging
 import time
 from collections.abc import Sequence
@@ -79,7 +80,11 @@ def dist_sampling_attributes(
 
 
 def _part_edge_array(data: DistData, name: str) -> np.ndarray | None:
-    """The part's edge-level array ``name`` (``[part.num_edges]``), or ``None``."""
+    """The part's edge-level array ``name`` (``[part.num_edges]``) set beside the
+    partition's own arrays (its structure, features and splits are no attributes), or
+    ``None``."""
+    if name in {field.name for field in dataclasses.fields(data.part)}:
+        return None
     values = getattr(data.part, name, None)
     if not isinstance(values, (np.ndarray, torch.Tensor)):
         return None
