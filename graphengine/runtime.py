@@ -87,7 +87,7 @@ def host_memory_cache() -> Iterator[bool]:
     torch's CPU allocator on the library user's behalf.
 
     Who enters it: every graphengine loader, for exactly one pass, as its iterator starts
-    (``StagedLoader.__iter__`` in ``graphengine/loader/staged.py``, inline and pipelined
+    (``StagedLoader._iterate`` in ``graphengine/loader/pipeline.py``, inline and pipelined
     alike, so the batches and the caller's training step on them share the span), the
     Trainer's fit, and the benchmarks. Nothing else compiles the extension or swaps the
     allocator while a loader is iterated.

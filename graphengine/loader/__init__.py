@@ -1,7 +1,9 @@
-"""Loaders: how batches are built. Public stages that every loader composes, the threaded
-pipeline that runs them, and the loaders themselves."""
+"""Loaders: how batches are built. Each loader turns its PyG-style arguments into a typed
+:class:`SamplingConfig` and :class:`LoadingConfig`, then composes seeds -> stages (the
+public stages below) that the threaded pipeline runs."""
 
 from graphengine.loader.cluster import ClusterData, ClusterLoader
+from graphengine.loader.config import LoadingConfig, SamplingConfig
 from graphengine.loader.dist_neighbor_loader import DistNeighborLoader
 from graphengine.loader.link_neighbor_loader import LinkNeighborLoader
 from graphengine.loader.neighbor_loader import LaborLoader, NeighborLoader
@@ -35,9 +37,11 @@ __all__ = [
     "InWorkerThreads",
     "LaborLoader",
     "LinkNeighborLoader",
+    "LoadingConfig",
     "NeighborLoader",
     "Pipeline",
     "SampleNodes",
+    "SamplingConfig",
     "SeedBatches",
     "Stage",
     "Transform",

@@ -14,10 +14,10 @@ from torch_geometric.data import Data
 
 from graphengine.data.graph_store import Graph
 from graphengine.data.partition.partitioner import check_num_parts, metis_parts, renumber
-from graphengine.loader.adapters import as_numpy, dataloader_options, select_rows
-from graphengine.loader.pipeline import Stage
+from graphengine.loader.adapters import as_numpy, select_rows
+from graphengine.loader.config import loading_config
+from graphengine.loader.pipeline import Stage, StagedLoader, copy_stages
 from graphengine.loader.seeds import BatchRequest, SeedBatches
-from graphengine.loader.staged import StagedLoader, copy_stages
 
 logger = logging.getLogger(__name__)
 
@@ -183,11 +183,18 @@ class ClusterLoader(StagedLoader):
             raise TypeError(
                 f"'cluster_data' must be a ClusterData (got {type(cluster_data).__name__})"
             )
-        prefetch = dataloader_options(kwargs, prefetch, type(self).__name__)
-        if isinstance(num_workers, bool) or not isinstance(num_workers, int) or num_workers < 0:
-            raise ValueError(f"'num_workers' must be an int >= 0 (got {num_workers!r})")
-        if isinstance(prefetch, bool) or not isinstance(prefetch, int) or prefetch < 1:
-            raise ValueError(f"'prefetch' must be an int >= 1 (got {prefetch!r})")
+        loading = loading_config(
+            type(self).__name__,
+            {
+                **kwargs,
+                "batch_size": batch_size,
+                "shuffle": shuffle,
+                "drop_last": drop_last,
+                "seed": seed,
+                "num_workers": num_workers,
+                "prefetch": prefetch,
+            },
+        )
         self.cluster_data = cluster_data
         self.num_workers = num_workers
         p = cluster_data.partition
@@ -196,8 +203,8 @@ class ClusterLoader(StagedLoader):
             np.arange(cluster_data.num_parts, dtype=np.int64), np.diff(p.partptr)
         )
         batches = SeedBatches(cluster_data.num_parts, batch_size, shuffle, drop_last, seed)
-        stages = [Stage("collate", self._collate, max(num_workers, 1)), *copy_stages(device)]
-        self._set_stages(batches, stages, prefetch * max(num_workers, 1))
+        stages = [Stage("collate", self._collate, loading.threads), *copy_stages(device)]
+        self._set_stages(batches, stages, loading.in_flight)
 
     @property
     def batch_size(self) -> int:

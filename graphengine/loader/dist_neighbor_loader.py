@@ -9,6 +9,7 @@ while every worker still makes its collectives in the same order.
 
 from __future__ import annotations
 
+import dataclasses
 import logging
 import time
 from collections.abc import Sequence
@@ -21,12 +22,12 @@ from torch_geometric.data import Data
 from graphengine.distributed.data import DistData
 from graphengine.distributed.features import AccessCounter, cache_rows
 from graphengine.distributed.sampler import DistNeighborSampler
-from graphengine.loader.neighbor_loader import sampler_threads
-from graphengine.loader.pipeline import Stage
+from graphengine.loader.config import LoadingConfig, SamplingConfig
+from graphengine.loader.pipeline import Stage, StagedLoader
 from graphengine.loader.seeds import OwnSeedBatches, derive_seed
-from graphengine.loader.staged import StagedLoader
 from graphengine.loader.stages import CopyToDevice, SampleNodes, add_batch_fields
-from samplers import SamplerOutput, as_edge_index, check_fanouts, check_node_ids
+from graphengine.loader.threads import sampler_threads
+from samplers import SamplerOutput, as_edge_index, check_node_ids
 from samplers.neighbor import check_times
 
 log = logging.getLogger(__name__)
@@ -34,6 +35,95 @@ log = logging.getLogger(__name__)
 # Mixed into the seed of the epochs sampled to choose the cache, so that they are not the
 # training epochs themselves.
 _CACHE_EPOCHS_SALT = 1 << 41
+
+
+def dist_sampling_attributes(
+    data: DistData, time_attr: str | None, weight_attr: str | None
+) -> dict[str, np.ndarray]:
+    """:class:`~graphengine.distributed.DistNeighborSampler`'s ``node_time``,
+    ``edge_time`` and ``weights`` (whole-graph arrays by original id) from the attributes
+    ``time_attr`` and ``weight_attr`` names in the part's stores: a node-level table of
+    ``data.features.store`` (this part's rows, in local order; every worker's rows are
+    exchanged, so this is a collective when ``time_attr`` names one), or an edge-level array
+    on ``data.part`` (``[part.num_edges]``, in the part's CSC order, as ``part.edge_ids``).
+    A worker's hop reads only its own part's edges, so the edge-level arrays it builds hold
+    those and zeros elsewhere.
+
+    Raises:
+        ValueError: a name neither store holds, a time attribute both hold, a weight
+            attribute that is not edge-level, or an array of the wrong length.
+    """
+    out = {}
+    if time_attr is not None:
+        on_nodes = time_attr in data.features.store
+        on_edges = _part_edge_array(data, time_attr) is not None
+        if on_nodes and on_edges:
+            raise ValueError(
+                f"The time attribute {time_attr!r} holds both node-level and edge-level information"
+            )
+        if on_nodes:
+            out["node_time"] = _whole_node_table(data, time_attr)
+        elif on_edges:
+            out["edge_time"] = _whole_edge_array(data, time_attr)
+        else:
+            raise ValueError(
+                f"'time_attr': the part has no node table (data.features.store) or edge "
+                f"array (data.part) named {time_attr!r}"
+            )
+    if weight_attr is not None:
+        if _part_edge_array(data, weight_attr) is None:
+            raise ValueError(
+                f"'weight_attr': the part has no edge array (data.part) named {weight_attr!r}"
+            )
+        out["weights"] = _whole_edge_array(data, weight_attr)
+    return out
+
+
+def _part_edge_array(data: DistData, name: str) -> np.ndarray | None:
+    """The part's edge-level array ``name`` (``[part.num_edges]``) set beside the
+    partition's own arrays (its structure, features and splits are no attributes), or
+    ``None``."""
+    if name in {field.name for field in dataclasses.fields(data.part)}:
+        return None
+    values = getattr(data.part, name, None)
+    if not isinstance(values, (np.ndarray, torch.Tensor)):
+        return None
+    values = np.asarray(values)
+    if values.shape != (data.part.num_edges,):
+        raise ValueError(
+            f"the part's edge array {name!r} must have shape ({data.part.num_edges},) "
+            f"(got {values.shape})"
+        )
+    return values
+
+
+def _whole_edge_array(data: DistData, name: str) -> np.ndarray:
+    """The part's edge array ``name`` at its edges' original ids, zeros elsewhere."""
+    part = data.part
+    edge_ids = np.asarray(part.edge_ids)
+    length = part.book.manifest.get("num_edges")
+    if length is None:
+        length = int(edge_ids.max()) + 1 if edge_ids.size else 0
+    values = _part_edge_array(data, name)
+    whole = np.zeros(int(length), dtype=values.dtype)
+    whole[edge_ids] = values
+    return whole
+
+
+def _whole_node_table(data: DistData, name: str) -> np.ndarray:
+    """The node-level table ``name`` of every part (each worker's ``[part.num_nodes]`` rows
+    of its feature store, exchanged) by original id."""
+    mine = data.features.store[name].numpy().reshape(-1)
+    if mine.shape[0] != data.part.num_nodes:
+        raise ValueError(
+            f"the part's node table {name!r} must have one entry per node of the part "
+            f"({data.part.num_nodes}) (got {mine.shape[0]})"
+        )
+    exchange = data.sampling
+    by_new = np.concatenate(exchange.all_to_all_numpy([mine] * exchange.world_size))
+    by_orig = np.empty_like(by_new)
+    by_orig[np.asarray(data.book.new_to_orig)] = by_new
+    return by_orig
 
 
 def _unread_remote(part, chosen: np.ndarray, capacity: int) -> np.ndarray:
@@ -77,9 +167,14 @@ class DistNeighborLoader(StagedLoader):
         original_ids: give ``n_id`` in original ids (reads the id map for every node).
         disjoint, subgraph_type: as in :class:`~graphengine.NeighborLoader` (``"induced"``
             excepted: see :class:`~graphengine.distributed.DistNeighborSampler`).
-        weights, node_time, edge_time, temporal_strategy: weighted or temporal sampling, as
-            :class:`~graphengine.distributed.DistNeighborSampler` takes them (arrays of the
-            whole graph by original id).
+        time_attr: the attribute of times (integers), as in :class:`~graphengine.NeighborLoader`,
+            read from the part's stores (see :func:`dist_sampling_attributes`): node-level
+            in ``data.features.store`` (every worker's rows are exchanged once, when the
+            loader is built), or edge-level on ``data.part``.
+        weight_attr: the edge-level attribute of weights (finite, ``>= 0``) on ``data.part``,
+            as in :class:`~graphengine.NeighborLoader`.
+        temporal_strategy: ``"uniform"`` or ``"last"``, as in
+            :class:`~graphengine.NeighborLoader`.
         input_time: each seed's time (integer ``[len(input_nodes)]``), by default its node
             time.
     """
@@ -101,36 +196,49 @@ class DistNeighborLoader(StagedLoader):
         original_ids: bool = False,
         disjoint: bool = False,
         subgraph_type: str = "directional",
-        weights: np.ndarray | None = None,
-        node_time: np.ndarray | None = None,
-        edge_time: np.ndarray | None = None,
         temporal_strategy: str = "uniform",
         input_time: np.ndarray | None = None,
+        time_attr: str | None = None,
+        weight_attr: str | None = None,
     ):
-        if isinstance(batch_size, bool) or not isinstance(batch_size, int) or batch_size < 1:
-            raise ValueError(f"'batch_size' must be a positive int (got {batch_size!r})")
-        if num_workers < 0:
-            raise ValueError(f"'num_workers' must be >= 0 (got {num_workers})")
-        self.data = data
-        self.sampler = DistNeighborSampler(
-            data.part,
-            check_fanouts(num_neighbors, "num_neighbors"),
-            data.sampling,
+        sampling = SamplingConfig(
+            num_neighbors,
             replace=replace,
-            num_threads=sampler_threads(max(num_workers, 1) * 2),
             disjoint=disjoint,
             subgraph_type=subgraph_type,
-            weights=weights,
-            node_time=node_time,
-            edge_time=edge_time,
             temporal_strategy=temporal_strategy,
+            time_attr=time_attr,
+            weight_attr=weight_attr,
+        )
+        loading = LoadingConfig(
+            batch_size=batch_size,
+            shuffle=shuffle,
+            seed=seed,
+            num_workers=num_workers,
+            prefetch=prefetch,
+            device=device,
+        )
+        self.data = data
+        self.sampling = sampling
+        self.loading = loading
+        self.sampler = DistNeighborSampler(
+            data.part,
+            sampling.fanouts(),
+            data.sampling,
+            replace=sampling.replace,
+            # Sampling and fetching threads run at once, each sampling call across the parts.
+            num_threads=sampler_threads(loading.threads * 2),
+            disjoint=sampling.disjoint,
+            subgraph_type=sampling.subgraph_type,
+            temporal_strategy=sampling.temporal_strategy,
+            **dist_sampling_attributes(data, sampling.time_attr, sampling.weight_attr),
         )
         nodes = data.train_idx if input_nodes is None else input_nodes
         self.input_nodes = check_node_ids(nodes, data.num_nodes, "input_nodes")
         self.batch_size = batch_size
         self.num_workers = num_workers
         self.original_ids = original_ids
-        self.device = None if device is None else torch.device(device)
+        self.device = loading.device
         num_batches = self._agree_on_batches(-(-len(self.input_nodes) // batch_size))
         seed_batches = OwnSeedBatches(
             len(self.input_nodes), num_batches, shuffle, seed, data.part.part
@@ -145,7 +253,7 @@ class DistNeighborLoader(StagedLoader):
             input_times,
         )
         stages = [Stage("sample", self._sample), Stage("fetch", self._fetch)]
-        if self.device is not None and self.device.type == "cuda":
+        if loading.copies_to_cuda:
             stages.append(Stage("copy", CopyToDevice(self.device)))
         self._set_stages(seed_batches, stages, prefetch)
         if remote_cache is not None:

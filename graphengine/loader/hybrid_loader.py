@@ -29,12 +29,13 @@ from graphengine.data.columns import FeatureColumns
 from graphengine.data.feature_store import FeatureStore
 from graphengine.datasets.dataset import GraphDataset
 from graphengine.distributed.exchange import Exchange
-from graphengine.loader.neighbor_loader import sampler_threads
-from graphengine.loader.pipeline import Stage
+from graphengine.loader.config import LoadingConfig, SamplingConfig
+from graphengine.loader.pipeline import Stage, StagedLoader
 from graphengine.loader.seeds import OwnSeedBatches, SeedBatches
-from graphengine.loader.staged import StagedLoader
+from graphengine.loader.sources import homogeneous_sampler
 from graphengine.loader.stages import GatherFeatures, SampleNodes
-from samplers import NeighborSampler, check_fanouts, check_node_ids
+from graphengine.loader.threads import sampler_threads
+from samplers import check_node_ids
 
 _HEADER = 3  # num_src, num_dst, num_edges
 
@@ -157,27 +158,31 @@ class HybridNeighborLoader(StagedLoader):
         prefetch: int = 2,
         device: torch.device | str | None = None,
     ):
-        if isinstance(num_workers, bool) or not isinstance(num_workers, int) or num_workers < 0:
-            raise ValueError(f"'num_workers' must be an int >= 0 (got {num_workers!r})")
+        sampling = SamplingConfig(num_neighbors)
+        loading = LoadingConfig(
+            batch_size=batch_size,
+            shuffle=shuffle,
+            seed=seed,
+            num_workers=num_workers,
+            prefetch=prefetch,
+            device=device,
+        )
         if columns.num_rows != dataset.num_nodes:
             raise ValueError(
                 f"'columns' has {columns.num_rows} rows, the dataset {dataset.num_nodes} nodes"
             )
         graph = dataset.graph
         graph.validate()
-        self.sampler = NeighborSampler(
-            graph.indptr,
-            graph.indices,
-            check_fanouts(num_neighbors, "num_neighbors"),
-            validate=False,
-            num_threads=sampler_threads(1),
-        )
+        # One sampling thread (see the stages below): each call may use every Numba thread.
+        self.sampler = homogeneous_sampler(graph, sampling, sampler_threads(1))
+        self.sampling = sampling
+        self.loading = loading
         nodes = dataset.train_idx if input_nodes is None else input_nodes
         self.input_nodes = check_node_ids(nodes, dataset.num_nodes, "input_nodes")
         self.columns = columns
         self.exchange = exchange
         self.num_workers = num_workers
-        self.device = None if device is None else torch.device(device)
+        self.device = loading.device
         rank, world_size = exchange.rank, exchange.world_size
         if split_seeds:
             seed_batches = SeedBatches(
@@ -192,7 +197,7 @@ class HybridNeighborLoader(StagedLoader):
             self.sampler, self.input_nodes, np.arange(len(self.input_nodes), dtype=np.int64)
         )
         labels = GatherFeatures(FeatureStore({"y": dataset.y}))
-        workers = max(num_workers, 1)
+        workers = loading.threads
         # One thread up to the sharing, so that batches reach its collective in order (the
         # sampler parallelizes within a batch).
         stages = [
@@ -201,7 +206,7 @@ class HybridNeighborLoader(StagedLoader):
             Stage("share", ShareFirstLayer(exchange, whole)),
             Stage("gather", GatherColumns(columns, rank), workers),
         ]
-        if self.device is not None and self.device.type == "cuda":
+        if loading.copies_to_cuda:
             stages.append(Stage("copy", self._copy))
         self._set_stages(seed_batches, stages, prefetch * workers)
 

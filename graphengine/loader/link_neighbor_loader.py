@@ -4,9 +4,9 @@ as PyG draws them, the neighborhoods of both ends."""
 
 from __future__ import annotations
 
-import dataclasses
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 import torch
@@ -21,7 +21,8 @@ from torch_geometric.sampler import NegativeSampling as PyGNegativeSampling
 from torch_geometric.sampler import SamplerOutput as PyGSamplerOutput
 
 from graphengine.loader.adapters import as_numpy, check_input_ids
-from graphengine.loader.neighbor_loader import NeighborLoader
+from graphengine.loader.config import SamplingConfig, loading_config, subgraph_type_of
+from graphengine.loader.pipeline import StagedLoader, sample_gather_stages
 from graphengine.loader.pyg_interop import (
     PyGRemoteGraph,
     describe,
@@ -29,14 +30,21 @@ from graphengine.loader.pyg_interop import (
     filter_store,
     to_pyg_sampler_output,
 )
-from graphengine.loader.seeds import BatchRequest
+from graphengine.loader.seeds import BatchRequest, SeedBatches
 from graphengine.loader.sources import (
-    LoaderParts,
-    LoaderRequest,
+    GraphSource,
+    graph_source,
+    is_pyg_sampler,
     is_pyg_store_pair,
-    loader_parts,
 )
-from samplers import BaseSampler, EdgeSamplerInput, HeteroNeighborSampler, check_node_ids
+from graphengine.loader.threads import sampler_threads
+from samplers import (
+    BaseSampler,
+    EdgeSamplerInput,
+    HeteroNeighborSampler,
+    check_node_ids,
+    check_times,
+)
 from samplers.link import (
     EdgeSet,
     LinkSamplerOutput,
@@ -44,7 +52,6 @@ from samplers.link import (
     NodesByTime,
     sample_from_edges,
 )
-from samplers.neighbor import check_times
 
 EdgeType = tuple[str, str, str]
 
@@ -349,7 +356,7 @@ class GatherPyGLinks:
         return batch
 
 
-class LinkNeighborLoader(NeighborLoader):
+class LinkNeighborLoader(StagedLoader):
     """Mini-batches of seed edges and the sampled neighborhoods of their ends, as PyG's
     ``LinkNeighborLoader``, for homogeneous and heterogeneous graphs, in memory or in PyG
     store pairs.
@@ -382,6 +389,13 @@ class LinkNeighborLoader(NeighborLoader):
     uniform). PyG may draw a true edge as a negative; ``exclude_edges`` here never does. The
     draws run in Numba (:mod:`samplers._kernels.negative`), each from a random stream of the
     batch's seed, so batches are the same for a seed whatever the threads.
+
+    Loading composes the node loader's stages around seed edges: the same
+    :class:`~graphengine.loader.config.SamplingConfig` and
+    :class:`~graphengine.loader.config.LoadingConfig`, the same sampler and gathering
+    (:func:`~graphengine.loader.sources.graph_source`), then seed edges -> sample the edges
+    and their ends (:class:`SampleEdges`) -> gather with the link fields
+    (:class:`GatherLinks`) -> copy.
 
     Args (PyG's, with PyG's meaning; the rest as :class:`NeighborLoader`'s):
         data: a PyG ``Data`` or ``HeteroData``, or a PyG ``(FeatureStore, GraphStore)`` pair.
@@ -456,7 +470,7 @@ class LinkNeighborLoader(NeighborLoader):
             neg_sampling = NegativeSampling("binary", neg_sampling_ratio)
         neg_sampling = _cast_negative(neg_sampling)
         self._pyg_negative = None
-        if _is_pyg_sampler(neighbor_sampler):
+        if is_pyg_sampler(neighbor_sampler):
             self._pyg_negative = _pyg_negative(neg_sampling)
             if self._pyg_negative is not None:  # PyG's node weights are its sampler's business
                 mode = self._pyg_negative.mode
@@ -464,52 +478,87 @@ class LinkNeighborLoader(NeighborLoader):
         self._negative = NegativeSampling.cast(neg_sampling)
         self._link = (edge_label_index, edge_label, edge_label_time, input_id)
         self._transform_sampler_output = transform_sampler_output
-        super().__init__(
-            data,
+        custom_cls = kwargs.pop("custom_cls", None)
+        sampling = SamplingConfig(
             num_neighbors,
             replace=replace,
-            subgraph_type=subgraph_type,
             disjoint=disjoint,
+            subgraph_type=subgraph_type_of(subgraph_type, directed),
             temporal_strategy=temporal_strategy,
             time_attr=time_attr,
             weight_attr=weight_attr,
-            transform=transform,
-            is_sorted=is_sorted,
-            filter_per_worker=filter_per_worker,
-            neighbor_sampler=neighbor_sampler,
-            directed=directed,
-            **kwargs,
         )
-
-    def _loader_parts(self, data, request: LoaderRequest) -> LoaderParts:
-        """The seed edges, then the sampling and gathering stages: graphengine's sampling
-        around the node loader's parts, or a user's PyG sampler's own."""
-        if _is_pyg_sampler(request.neighbor_sampler):  # it samples the edges itself
-            sampler = request.neighbor_sampler
-            edges = graph_edges(data, None)
-            seeds = self._seed_edges(edges)
-            sample = self._sample_pyg_edges(sampler, seeds)
+        loading = loading_config(
+            type(self).__name__, {**kwargs, "filter_per_worker": filter_per_worker}
+        )
+        if is_pyg_sampler(neighbor_sampler):  # it samples the edges itself
+            seeds = self._seed_edges(graph_edges(data, None))
+            sample = self._sample_pyg_edges(neighbor_sampler, seeds)
             gather = GatherPyGLinks(
                 data,
-                getattr(sampler, "edge_permutation", None),
+                getattr(neighbor_sampler, "edge_permutation", None),
                 seeds.edge_type,
                 self._triplet,
-                self._transform_sampler_output,
-                custom_cls=request.custom_cls,
+                transform_sampler_output,
+                custom_cls=custom_cls,
             )
-            return LoaderParts(sample, gather, seeds.num_seeds, sampler, None)
-        parts = loader_parts(data, dataclasses.replace(request, edge_seeds=True))
-        edges = graph_edges(data, parts.graph)
-        if edges.is_hetero and not isinstance(parts.sampler, HeteroNeighborSampler):
-            raise TypeError(
-                "heterogeneous link sampling seeds several node types at once: "
-                "'neighbor_sampler' must be a samplers.HeteroNeighborSampler (got "
-                f"{type(parts.sampler).__name__})"
+            self.graph = None
+        else:
+            source = graph_source(
+                data,
+                sampling,
+                sampler_threads(loading.num_workers),
+                neighbor_sampler,
+                loading.pin_memory,
+                loading.device,
+                custom_cls,
             )
-        seeds = self._seed_edges(edges)
-        sample = self._sample_edges(parts.sampler, seeds, edges, request.options["disjoint"])
-        gather = self._gather_links(data, parts, seeds.edge_type, request.custom_cls)
-        return LoaderParts(sample, gather, seeds.num_seeds, parts.sampler, parts.graph)
+            edges = graph_edges(data, source.graph)
+            if edges.is_hetero and not isinstance(source.sampler, HeteroNeighborSampler):
+                raise TypeError(
+                    "heterogeneous link sampling seeds several node types at once: "
+                    "'neighbor_sampler' must be a samplers.HeteroNeighborSampler (got "
+                    f"{type(source.sampler).__name__})"
+                )
+            seeds = self._seed_edges(edges)
+            sample = self._sample_edges(source.sampler, seeds, edges, sampling.disjoint)
+            gather = self._gather_links(data, source, seeds.edge_type, custom_cls)
+            self.graph, neighbor_sampler = source.graph, source.sampler
+        self.data = data
+        self.sampling = sampling
+        self.loading = loading
+        self.neighbor_sampler = neighbor_sampler
+        self.num_seeds = seeds.num_seeds
+        self.transform = transform
+        self.num_workers = loading.num_workers
+        self.filter_per_worker = loading.filter_per_worker
+        self.prefetch = loading.prefetch
+        self.device = loading.device
+        self.seed = loading.seed
+        self._sample = sample
+        self._gather = gather
+        seed_batches = SeedBatches(
+            seeds.num_seeds,
+            loading.batch_size,
+            loading.shuffle,
+            loading.drop_last,
+            loading.seed,
+            loading.rank,
+            loading.world_size,
+        )
+        stages, threaded = sample_gather_stages(sample, gather, loading)
+        self._set_stages(seed_batches, stages, loading.in_flight, threaded, transform)
+
+    @property
+    def batch_size(self) -> int:
+        return self.loading.batch_size
+
+    def __call__(self, index) -> Any:
+        """One batch for the given positions into the seed edges, loaded in this thread."""
+        return self._load_positions(index)
+
+    def __repr__(self) -> str:
+        return f"{type(self).__name__}()"  # as PyG's loaders print
 
     @property
     def _triplet(self) -> bool:
@@ -572,14 +621,14 @@ class LinkNeighborLoader(NeighborLoader):
             exclude,
         )
 
-    def _gather_links(self, data, parts: LoaderParts, edge_type, custom_cls) -> Callable:
+    def _gather_links(self, data, source: GraphSource, edge_type, custom_cls) -> Callable:
         """The node loader's gathering with the link fields, or PyG's filtering of our output
         as PyG's when there is a ``transform_sampler_output``."""
         if self._transform_sampler_output is None:
-            return GatherLinks(parts.gather, self._triplet, edge_type)
+            return GatherLinks(source.gather, self._triplet, edge_type)
         return GatherPyGLinks(
             data,
-            _edge_permutation(parts.graph),
+            _edge_permutation(source.graph),
             edge_type,
             self._triplet,
             self._transform_sampler_output,
@@ -740,10 +789,6 @@ def _nodes_by_time(node_time) -> NodesByTime | dict[str, NodesByTime] | None:
     if isinstance(node_time, dict):
         return {t: NodesByTime(times) for t, times in node_time.items()}
     return NodesByTime(node_time)
-
-
-def _is_pyg_sampler(sampler) -> bool:
-    return isinstance(sampler, PyGBaseSampler) and not isinstance(sampler, BaseSampler)
 
 
 def _cast_negative(neg_sampling):

@@ -1,32 +1,33 @@
 """``NeighborLoader``: a drop-in for PyG's loader of the same name: homogeneous and
-heterogeneous graphs, PyG's remote stores, every sampling mode PyG has."""
+heterogeneous graphs, PyG's remote stores, every sampling mode PyG has; and ``LaborLoader``,
+the same loader sampling by LABOR."""
 
 from __future__ import annotations
 
-import time
-import warnings
 from collections.abc import Callable, Sequence
 from typing import Any
 
-import numba
 import torch
 from torch_geometric.data import Data, HeteroData
 
 from graphengine.datasets.dataset import GraphDataset
-from graphengine.loader.adapters import dataloader_options
-from graphengine.loader.pipeline import Stage, StageTimes
-from graphengine.loader.seeds import BatchRequest, SeedBatches, derive_seed
-from graphengine.loader.sources import LoaderParts, LoaderRequest, loader_parts
-from graphengine.loader.staged import StagedLoader
-from graphengine.loader.stages import CopyToDevice, InWorkerThreads, Transform
-from samplers import BaseSampler, check_node_ids
-
-
-def sampler_threads(num_workers: int) -> int:
-    """Numba threads per sampling call when ``num_workers`` threads sample at once: the
-    threads Numba may use in the calling thread (``numba.get_num_threads()``: all cores
-    unless set lower) shared among them."""
-    return max(1, numba.get_num_threads() // max(num_workers, 1))
+from graphengine.loader.config import (
+    LoadingConfig,
+    SamplingConfig,
+    loading_config,
+    subgraph_type_of,
+)
+from graphengine.loader.pipeline import StagedLoader, sample_gather_stages
+from graphengine.loader.seeds import SeedBatches
+from graphengine.loader.sources import (
+    gather_through_pyg,
+    graph_source,
+    is_pyg_sampler,
+    pyg_node_stages,
+    sample_nodes,
+)
+from graphengine.loader.threads import sampler_threads
+from samplers import BaseSampler
 
 
 class NeighborLoader(StagedLoader):
@@ -40,9 +41,13 @@ class NeighborLoader(StagedLoader):
     induced subgraphs), and ``batch`` (disjoint) and ``seed_time`` (given seed times) as PyG
     adds them. The first ``batch_size`` nodes are the seeds, in order.
 
-    Loading is a pipeline of stages in threads (sample -> gather -> copy to
-    ``device``), overlapped with the caller's work on the previous batch; batches come
-    in the same order, with the same contents, as without it.
+    Loading is seeds -> stages: the arguments become a
+    :class:`~graphengine.loader.config.SamplingConfig` and a
+    :class:`~graphengine.loader.config.LoadingConfig`; :mod:`.sources` builds the sampler
+    and the gathering for ``data``; the stages (sample -> gather -> copy to ``device``) run
+    in threads (:class:`~graphengine.loader.pipeline.StagedLoader`), overlapped with the
+    caller's work on the previous batch; batches come in the same order, with the same
+    contents, as without threads.
 
     Args (PyG's, with PyG's meaning and order):
         data: a PyG ``Data`` or ``HeteroData``, a PyG ``(FeatureStore, GraphStore)`` pair
@@ -73,9 +78,10 @@ class NeighborLoader(StagedLoader):
             generator that the training step also uses.
         transform_sampler_output: a function on each PyG ``SamplerOutput`` before gathering.
         is_sorted: accepted for PyG's sake; the sampler checks the order itself (one pass).
-        filter_per_worker: gather features in the sampling threads (``True``, the default
-            as in PyG on the CPU: measured fastest here) or in one gathering thread of its
-            own (``False``).
+        filter_per_worker: gather features in the sampling threads (``True``, the default,
+            as in PyG on the CPU: each batch is then gathered by the thread that sampled it,
+            while it is fresh in that core's cache) or in one gathering thread of its own
+            (``False``).
         neighbor_sampler: a ready sampler over the same graph to use instead (the sampling
             options are then its own): a :class:`samplers.BaseSampler`, or any PyG
             ``torch_geometric.sampler.BaseSampler`` (called as PyG's loader calls it, its
@@ -140,136 +146,133 @@ class NeighborLoader(StagedLoader):
         custom_cls: type | None = None,
         **kwargs,
     ):
-        if not directed:
-            warnings.warn(
-                "'directed' is deprecated (as in PyG): use subgraph_type='induced' instead",
-                DeprecationWarning,
-                stacklevel=2,
-            )
-            subgraph_type = "induced"
-        subgraph_type = getattr(subgraph_type, "value", subgraph_type)  # PyG's SubgraphType
+        subgraph_type = subgraph_type_of(subgraph_type, directed)
         if input_time is not None and time_attr is None:
             raise ValueError(
                 "'input_time' is set while 'time_attr' is not: name the node- or edge-level "
                 "time attribute the seeds' times compare with"
             )
-        prefetch = dataloader_options(kwargs, prefetch, type(self).__name__)
-        if isinstance(num_workers, bool) or not isinstance(num_workers, int) or num_workers < 0:
-            raise ValueError(f"'num_workers' must be an int >= 0 (got {num_workers!r})")
-        if isinstance(prefetch, bool) or not isinstance(prefetch, int) or prefetch < 1:
-            raise ValueError(f"'prefetch' must be an int >= 1 (got {prefetch!r})")
-        if pin_memory and not torch.cuda.is_available():
-            warnings.warn(
-                "'pin_memory=True' needs CUDA and torch.cuda.is_available() is False: batches "
-                "are gathered into ordinary memory",
-                UserWarning,
-                stacklevel=2,
-            )  # as torch's DataLoader does
-            pin_memory = False
-
-        device = torch.device(device) if device is not None else None
-        request = LoaderRequest(
-            num_neighbors=num_neighbors,
+        sampling = SamplingConfig(
+            num_neighbors,
+            replace=replace,
+            disjoint=disjoint,
+            subgraph_type=subgraph_type,
+            temporal_strategy=temporal_strategy,
+            time_attr=time_attr,
+            weight_attr=weight_attr,
+        )
+        loading = loading_config(
+            type(self).__name__,
+            {
+                **kwargs,
+                "batch_size": batch_size,
+                "shuffle": shuffle,
+                "drop_last": drop_last,
+                "seed": seed,
+                "num_workers": num_workers,
+                "prefetch": prefetch,
+                "device": device,
+                "pin_memory": pin_memory,
+                "rank": rank,
+                "world_size": world_size,
+                "filter_per_worker": filter_per_worker,
+            },
+        )
+        self._compose(
+            data,
+            sampling,
+            loading,
             input_nodes=input_nodes,
             input_time=input_time,
             input_id=input_id,
-            time_attr=time_attr,
-            weight_attr=weight_attr,
-            transform_sampler_output=transform_sampler_output,
             neighbor_sampler=neighbor_sampler,
+            transform=transform,
+            transform_sampler_output=transform_sampler_output,
             custom_cls=custom_cls,
-            options={
-                "replace": replace,
-                "num_threads": sampler_threads(num_workers),
-                "disjoint": disjoint,
-                "subgraph_type": subgraph_type,
-                "temporal_strategy": temporal_strategy,
-            },
-            pin_memory=pin_memory,
-            device=device,
-            labor=self._labor_options(),
         )
-        parts = self._loader_parts(data, request)
 
+    def _compose(
+        self,
+        data,
+        sampling: SamplingConfig,
+        loading: LoadingConfig,
+        *,
+        input_nodes,
+        input_time,
+        input_id,
+        neighbor_sampler,
+        transform,
+        transform_sampler_output,
+        custom_cls,
+    ) -> None:
+        """Seeds -> sample -> gather -> copy for ``data``: graphengine's sampler and
+        gathering (:mod:`.sources`), or a user's PyG sampler's own stages."""
+        graph = None
+        if is_pyg_sampler(neighbor_sampler):
+            sample, gather = pyg_node_stages(
+                data,
+                neighbor_sampler,
+                input_nodes,
+                input_time,
+                input_id,
+                custom_cls,
+                transform_sampler_output,
+            )
+            num_seeds = int(sample.input_data.node.numel())
+        else:
+            source = graph_source(
+                data,
+                sampling,
+                sampler_threads(loading.num_workers),
+                neighbor_sampler,
+                loading.pin_memory,
+                loading.device,
+                custom_cls,
+            )
+            sample = sample_nodes(source, input_nodes, input_time, input_id)
+            gather = source.gather
+            if transform_sampler_output is not None:
+                gather = gather_through_pyg(
+                    data, source, sample.input_type, custom_cls, transform_sampler_output
+                )
+            graph, neighbor_sampler = source.graph, source.sampler
+            num_seeds = sample.input_nodes.shape[0]
         self.data = data
-        self.graph = parts.graph
-        self.neighbor_sampler = parts.sampler
-        self.num_seeds = parts.num_seeds
+        self.sampling = sampling
+        self.loading = loading
+        self.graph = graph
+        self.neighbor_sampler = neighbor_sampler
+        self.num_seeds = num_seeds
         self.transform = transform
-        self.num_workers = num_workers
-        self.filter_per_worker = True if filter_per_worker is None else bool(filter_per_worker)
-        self.prefetch = prefetch
-        self.device = device
-        self.seed = seed
-        self._sample = parts.sample
-        self._gather = parts.gather
-        self._transform = Transform(transform) if transform is not None else None
-        self._copy = (
-            CopyToDevice(self.device)
-            if self.device is not None and self.device.type == "cuda"
-            else None
+        self.num_workers = loading.num_workers
+        self.filter_per_worker = loading.filter_per_worker
+        self.prefetch = loading.prefetch
+        self.device = loading.device
+        self.seed = loading.seed
+        self._sample = sample
+        self._gather = gather
+        seed_batches = SeedBatches(
+            num_seeds,
+            loading.batch_size,
+            loading.shuffle,
+            loading.drop_last,
+            loading.seed,
+            loading.rank,
+            loading.world_size,
         )
-        self._seed_batches = SeedBatches(
-            parts.num_seeds, batch_size, shuffle, drop_last, seed, rank, world_size
-        )
-        stages = self._build_stages()
-        threaded = self._threaded_stages(stages)
-        self._set_stages(self._seed_batches, stages, prefetch * max(num_workers, 1), threaded)
-
-    def _loader_parts(self, data, request: LoaderRequest) -> LoaderParts:
-        """The sampling and gathering stages and seeds for ``data`` (:mod:`.sources`)."""
-        return loader_parts(data, request)
-
-    def _labor_options(self) -> dict | None:
-        """LABOR's options when this loader samples by LABOR (:class:`LaborLoader`)."""
-        return None
+        stages, threaded = sample_gather_stages(sample, gather, loading)
+        self._set_stages(seed_batches, stages, loading.in_flight, threaded, transform)
 
     @property
     def batch_size(self) -> int:
-        return self._seed_batches.batch_size
+        return self.loading.batch_size
 
     def __call__(self, index) -> Any:
         """One batch for the given positions into ``input_nodes``, loaded in this thread."""
-        index = check_node_ids(index, self.num_seeds, "index")
-        request = BatchRequest(index=index, seed=derive_seed(self.seed or 0, -1))
-        return self._load(request, StageTimes(stage.name for stage in self._stages))
+        return self._load_positions(index)
 
     def __repr__(self) -> str:
         return f"{type(self).__name__}()"  # as PyG's loaders print
-
-    def _build_stages(self) -> list[Stage]:
-        workers = max(self.num_workers, 1)
-        gatherers = workers if self.filter_per_worker else 1
-        stages = [
-            Stage("sample", self._sample, workers),
-            Stage("gather", self._gather, gatherers),
-        ]
-        if self._copy is not None:
-            stages.append(Stage("copy", self._copy))
-        return stages
-
-    @staticmethod
-    def _threaded_stages(stages: list[Stage]) -> list[Stage]:
-        """The stages as the pipeline's threads run them: gathering threads share torch's
-        intra-op threads of the thread that builds the loader (the sampler shares Numba's
-        alike, see :func:`sampler_threads`)."""
-        threaded = []
-        for stage in stages:
-            share = max(1, torch.get_num_threads() // stage.workers)
-            if stage.name == "gather" and share < torch.get_num_threads():
-                stage = Stage(stage.name, InWorkerThreads(stage.function, share), stage.workers)
-            threaded.append(stage)
-        return threaded
-
-    def _handed_over(self, batch: Data, times: StageTimes) -> Any:
-        """``transform(batch)`` in the caller's thread, so that its random draws (from
-        torch's global generator too) interleave with the caller's as without threads."""
-        if self._transform is None:
-            return batch
-        started = time.perf_counter()
-        batch = self._transform(batch)
-        times.add("transform", time.perf_counter() - started)
-        return batch
 
 
 class LaborLoader(NeighborLoader):
@@ -299,34 +302,53 @@ class LaborLoader(NeighborLoader):
         layer_dependency: bool = False,
         **kwargs,
     ):
-        node_wise = {
-            "replace": False,
-            "subgraph_type": "directional",
-            "disjoint": False,
-            "temporal_strategy": "uniform",
-            "time_attr": None,
-            "weight_attr": None,
-            "input_time": None,
-            "neighbor_sampler": None,
-            "directed": True,
-            "transform_sampler_output": None,
-        }
-        for name, default in node_wise.items():
-            value = getattr(kwargs.get(name, default), "value", kwargs.get(name, default))
-            if value is not None if default is None else value != default:
+        for name in ("input_time", "neighbor_sampler", "transform_sampler_output"):
+            if kwargs.get(name) is not None:
                 raise ValueError(
-                    f"LaborLoader does not take {name}={value!r}: it is an option of node-wise "
-                    "sampling; use NeighborLoader for it"
+                    f"LaborLoader does not take {name}={kwargs[name]!r}: it is an option of "
+                    "node-wise sampling; use NeighborLoader for it"
                 )
-        self._labor = {
-            "importance_sampling": importance_sampling,
-            "layer_dependency": layer_dependency,
-        }
-        super().__init__(data, num_neighbors, **kwargs)
+        if not kwargs.pop("directed", True):
+            raise ValueError(
+                "LaborLoader does not take directed=False: it is an option of node-wise "
+                "sampling; use NeighborLoader for it"
+            )
+        for name in ("input_time", "neighbor_sampler", "transform_sampler_output", "is_sorted"):
+            kwargs.pop(name, None)
+        sampling = SamplingConfig(
+            num_neighbors,
+            kind="labor",
+            importance_sampling=importance_sampling,
+            layer_dependency=layer_dependency,
+            **_take(kwargs, _NODE_WISE),
+        )
+        nodes = _take(kwargs, ("input_nodes", "input_id", "transform", "custom_cls"))
+        loading = loading_config(type(self).__name__, kwargs)
+        self._compose(
+            data,
+            sampling,
+            loading,
+            input_nodes=nodes.get("input_nodes"),
+            input_time=None,
+            input_id=nodes.get("input_id"),
+            neighbor_sampler=None,
+            transform=nodes.get("transform"),
+            transform_sampler_output=None,
+            custom_cls=nodes.get("custom_cls"),
+        )
 
-    def _loader_parts(self, data, request: LoaderRequest) -> LoaderParts:
-        """The sampling and gathering stages and seeds for ``data`` (:mod:`.sources`)."""
-        return loader_parts(data, request)
 
-    def _labor_options(self) -> dict | None:
-        return self._labor
+# NeighborLoader's arguments that become SamplingConfig fields: LABOR refuses them.
+_NODE_WISE = (
+    "replace",
+    "subgraph_type",
+    "disjoint",
+    "temporal_strategy",
+    "time_attr",
+    "weight_attr",
+)
+
+
+def _take(kwargs: dict, names: Sequence[str]) -> dict:
+    """The entries of ``kwargs`` named ``names``, removed from it."""
+    return {name: kwargs.pop(name) for name in names if name in kwargs}

@@ -12,10 +12,10 @@ import torch
 from torch_geometric.data import Data
 from tqdm import tqdm
 
-from graphengine.loader.adapters import as_numpy, dataloader_options
-from graphengine.loader.pipeline import Stage
+from graphengine.loader.adapters import as_numpy
+from graphengine.loader.config import loading_config
+from graphengine.loader.pipeline import Stage, StagedLoader, copy_stages
 from graphengine.loader.seeds import BatchRequest, SeedBatches
-from graphengine.loader.staged import StagedLoader, copy_stages
 from samplers.saint import (
     SaintGraph,
     cumulative_probabilities,
@@ -80,11 +80,13 @@ class GraphSAINTSampler(StagedLoader):
             ("batch_size", batch_size, 1),
             ("num_steps", num_steps, 1),
             ("sample_coverage", sample_coverage, 0),
-            ("num_workers", num_workers, 0),
         ):
             if isinstance(value, bool) or not isinstance(value, int) or value < low:
                 raise ValueError(f"'{name}' must be an int >= {low} (got {value!r})")
-        prefetch = dataloader_options(kwargs, prefetch, type(self).__name__)
+        loading = loading_config(
+            type(self).__name__,
+            {**kwargs, "seed": seed, "num_workers": num_workers, "prefetch": prefetch},
+        )
         copy = copy_stages(device)
         self.data = data
         self.N = int(data.num_nodes)
@@ -107,8 +109,8 @@ class GraphSAINTSampler(StagedLoader):
                     with path.open("wb") as file:
                         np.savez(file, node_norm=self.node_norm, edge_norm=self.edge_norm)
         batches = SeedBatches(num_steps, 1, False, False, seed)
-        stage = Stage("subgraph", self._subgraph, max(num_workers, 1))
-        self._set_stages(batches, [stage, *copy], prefetch * max(num_workers, 1))
+        stage = Stage("subgraph", self._subgraph, loading.threads)
+        self._set_stages(batches, [stage, *copy], loading.in_flight)
 
     @property
     def _filename(self) -> str:

@@ -1,7 +1,9 @@
-"""What a :class:`~graphengine.loader.NeighborLoader` samples and gathers, for each kind of
-``data`` PyG's loader takes: a ``Data`` (or graphengine's own dataset and stores), a
-``HeteroData``, a PyG ``(FeatureStore, GraphStore)`` pair, or any of them with a user's PyG
-sampler. Each gives a sampling stage, a gathering stage and the seeds."""
+"""What a sampling loader samples and gathers, for each kind of ``data`` PyG's loaders take:
+a ``Data`` (or graphengine's own dataset and stores), a ``HeteroData`` or a PyG
+``(FeatureStore, GraphStore)`` pair. :func:`graph_source` gives the structure, the sampler
+built from a :class:`~graphengine.loader.config.SamplingConfig` and the gathering stage;
+:func:`sample_nodes` the node loaders' sampling stage over it. A user's PyG sampler brings
+its own stages (:func:`pyg_node_stages`)."""
 
 from __future__ import annotations
 
@@ -16,16 +18,13 @@ from torch_geometric.data import Data, HeteroData
 from torch_geometric.data import FeatureStore as PyGFeatureStore
 from torch_geometric.data import GraphStore as PyGGraphStore
 from torch_geometric.sampler import BaseSampler as PyGBaseSampler
-from torch_geometric.sampler.base import NumNeighbors
 
+from graphengine.data.arrays import as_tensor
+from graphengine.data.feature_store import FeatureStore
 from graphengine.data.graph_store import Graph
-from graphengine.loader.adapters import (
-    as_numpy,
-    check_input_ids,
-    graph_and_gather,
-    sampling_attributes,
-    seed_nodes,
-)
+from graphengine.datasets.dataset import GraphDataset
+from graphengine.loader.adapters import as_numpy, check_input_ids
+from graphengine.loader.config import SamplingConfig
 from graphengine.loader.hetero import (
     GatherHeteroFeatures,
     HeteroGraph,
@@ -39,259 +38,302 @@ from graphengine.loader.pyg_interop import (
     SamplePyGNodes,
     to_pyg_sampler_output,
 )
-from graphengine.loader.stages import SampleNodes
+from graphengine.loader.stages import GatherFeatures, SampleNodes
 from samplers import (
     BaseSampler,
     HeteroNeighborSampler,
     LaborSampler,
     NeighborSampler,
-    check_fanouts,
+    check_node_ids,
+    check_times,
 )
-from samplers.neighbor import check_times
 
 
 @dataclass
-class LoaderParts:
-    """A loader's sampling and gathering stages and its seeds.
+class GraphSource:
+    """The graph a loader samples, its sampler, and the gathering of its batches.
 
     Attributes:
-        sample: ``BatchRequest`` -> the sampler's output.
+        graph: the structure: a ``Graph``, ``HeteroGraph`` or ``PyGRemoteGraph``.
+        sampler: the :class:`samplers.BaseSampler` in use (built, or the user's).
         gather: the sampler's output -> a ``Data`` or ``HeteroData`` batch.
-        num_seeds: how many seeds the loader cuts into batches.
-        sampler: the sampler in use (graphengine's or the user's PyG sampler).
-        graph: the structure sampled (a ``Graph``, ``HeteroGraph`` or ``PyGRemoteGraph``), or
-            ``None`` for a user's PyG sampler.
+        edge_times: ``time_attr`` names edge-level times (the seeds then need their own).
     """
 
-    sample: Callable[[Any], Any]
-    gather: Callable[[Any], Any]
-    num_seeds: int
-    sampler: Any
     graph: Any
+    sampler: BaseSampler
+    gather: Callable[[Any], Any]
+    edge_times: bool = False
+
+    @property
+    def is_hetero(self) -> bool:
+        return isinstance(self.graph, HeteroGraph) or getattr(self.graph, "is_hetero", False)
 
 
-@dataclass
-class LoaderRequest:
-    """The loader arguments that decide its parts (PyG's names and meanings)."""
-
-    num_neighbors: Any
-    input_nodes: Any
-    input_time: Any
-    input_id: Any
-    time_attr: str | None
-    weight_attr: str | None
-    transform_sampler_output: Callable | None
-    neighbor_sampler: Any
-    custom_cls: type | None
-    options: dict  # replace, num_threads, disjoint, subgraph_type, temporal_strategy
-    pin_memory: bool
-    device: torch.device | None
-    labor: dict | None = None  # LaborSampler's options, for LABOR instead of node-wise sampling
-    # Seeds are edges, which bring their own times (link loaders); the parts of a HeteroData
-    # or of a store pair then come without a sampling stage.
-    edge_seeds: bool = False
-
-
-class GatherThroughPyG:
-    """Gathering for PyG's ``transform_sampler_output``: our sampler's output as PyG's
-    ``SamplerOutput``/``HeteroSamplerOutput``, the user's function on it, then PyG's own
-    filtering (:class:`~graphengine.loader.pyg_interop.GatherPyGOutput`)."""
-
-    def __init__(self, gather: GatherPyGOutput):
-        self.gather = gather
-
-    def __call__(self, out):
-        return self.gather(to_pyg_sampler_output(out))
-
-
-def loader_parts(data, request: LoaderRequest) -> LoaderParts:
-    """The stages for ``data`` (see the module docstring)."""
-    sampler = request.neighbor_sampler
-    if isinstance(sampler, PyGBaseSampler) and not isinstance(sampler, BaseSampler):
-        return _with_pyg_sampler(data, request)
-    if sampler is not None and not isinstance(sampler, BaseSampler):
+def graph_source(
+    data,
+    sampling: SamplingConfig,
+    num_threads: int,
+    neighbor_sampler: BaseSampler | None = None,
+    pin_memory: bool = False,
+    device: torch.device | None = None,
+    custom_cls: type | None = None,
+) -> GraphSource:
+    """The :class:`GraphSource` of ``data``: its sampler built from ``sampling`` (with
+    ``num_threads`` Numba threads per call) unless ``neighbor_sampler`` is given; batches
+    gathered for ``device`` (into pinned memory with ``pin_memory``), those of a store pair
+    as ``custom_cls`` (PyG's argument)."""
+    if neighbor_sampler is not None and not isinstance(neighbor_sampler, BaseSampler):
         raise TypeError(
             "'neighbor_sampler' must be a samplers.BaseSampler or a "
-            f"torch_geometric.sampler.BaseSampler (got {type(sampler).__name__})"
+            f"torch_geometric.sampler.BaseSampler (got {type(neighbor_sampler).__name__})"
         )
     if isinstance(data, HeteroData):
-        return _heterogeneous(data, request)
+        return _heterogeneous(data, sampling, num_threads, neighbor_sampler)
     if is_pyg_store_pair(data):
-        return _remote(data, request)
-    return _homogeneous(data, request)
+        return _remote(data, sampling, num_threads, neighbor_sampler, custom_cls)
+    return _homogeneous(data, sampling, num_threads, neighbor_sampler, pin_memory, device)
 
 
-def _fanouts(request: LoaderRequest, edge_types=None):
-    """``num_neighbors`` as a list or, for ``edge_types``, a dict; PyG's ``NumNeighbors``
-    resolved by its own rules (its ``default`` for the edge types its dict lacks)."""
-    num_neighbors = request.num_neighbors
-    if not isinstance(num_neighbors, NumNeighbors):
-        return num_neighbors
-    return num_neighbors.values if edge_types is None else num_neighbors.get_values(edge_types)
-
-
-def _check_seed_times(request: LoaderRequest, attributes: dict) -> None:
-    """Sampling by edge time needs the seeds' times (nodes have none of their own): say so
-    when the loader is built, not at its first batch."""
-    if request.edge_seeds:
-        return
-    if attributes.get("edge_time") is not None and request.input_time is None:
-        raise ValueError(
-            f"'time_attr' {request.time_attr!r} holds edge times: pass each seed's time as "
-            "'input_time'"
-        )
-
-
-def _seed_times(request: LoaderRequest, num_seeds: int) -> np.ndarray | None:
-    if request.input_time is None:
-        return None
-    return check_times(as_numpy(request.input_time), num_seeds, "input_time")
-
-
-def _through_pyg(request: LoaderRequest, data, permutation, input_type):
-    return GatherThroughPyG(
-        GatherPyGOutput(
-            data, permutation, input_type, request.custom_cls, request.transform_sampler_output
-        )
-    )
-
-
-def _homogeneous(data, request: LoaderRequest) -> LoaderParts:
-    graph, gather = graph_and_gather(data, request.pin_memory, request.device)
-    sampler = request.neighbor_sampler
-    if sampler is None:
-        graph.validate()  # once per graph: the kernels do not check bounds
-        attributes = sampling_attributes(data, graph, request.time_attr, request.weight_attr)
-        _check_seed_times(request, attributes)
-        sampler = _homogeneous_sampler(graph, request, attributes)
-    elif getattr(sampler, "num_nodes", graph.num_nodes) != graph.num_nodes:
-        raise ValueError(
-            f"'neighbor_sampler' samples a graph of {sampler.num_nodes} nodes, 'data' has "
-            f"{graph.num_nodes}"
-        )
-    nodes, ids = seed_nodes(request.input_nodes, graph.num_nodes)
-    if request.input_id is not None:
-        ids = check_input_ids(request.input_id, nodes.shape[0])
-    if request.transform_sampler_output is not None:
-        if not isinstance(data, Data):
+def _homogeneous(data, sampling, num_threads, sampler, pin_memory, device) -> GraphSource:
+    graph, gather = graph_and_gather(data, pin_memory, device)
+    if sampler is not None:
+        if getattr(sampler, "num_nodes", graph.num_nodes) != graph.num_nodes:
             raise ValueError(
-                "'transform_sampler_output' hands PyG's SamplerOutput to PyG's filtering, "
-                f"which needs a PyG Data (got {type(data).__name__})"
+                f"'neighbor_sampler' samples a graph of {sampler.num_nodes} nodes, 'data' has "
+                f"{graph.num_nodes}"
             )
-        permutation = None if graph.edge_ids is None else torch.from_numpy(graph.edge_ids)
-        gather = _through_pyg(request, data, permutation, None)
-    sample = SampleNodes(sampler, nodes, ids, _seed_times(request, nodes.shape[0]))
-    return LoaderParts(sample, gather, nodes.shape[0], sampler, graph)
+        return GraphSource(graph, sampler, gather)
+    graph.validate()  # once per graph: the kernels do not check bounds
+    attributes = sampling_attributes(data, graph, sampling.time_attr, sampling.weight_attr)
+    sampler = homogeneous_sampler(graph, sampling, num_threads, attributes)
+    return GraphSource(graph, sampler, gather, "edge_time" in attributes)
 
 
-def _homogeneous_sampler(graph: Graph, request: LoaderRequest, attributes: dict) -> BaseSampler:
-    """graphengine's sampler over ``graph`` (validated): LABOR when the request asks for it,
-    else node-wise neighbor sampling with ``attributes`` (weights, times)."""
-    fanouts = check_fanouts(_fanouts(request), "num_neighbors")
-    if request.labor is None:
-        return NeighborSampler(
-            graph.indptr, graph.indices, fanouts, validate=False, **request.options, **attributes
+def homogeneous_sampler(
+    graph: Graph, sampling: SamplingConfig, num_threads: int, attributes: dict | None = None
+) -> BaseSampler:
+    """The sampler of ``sampling.kind`` over ``graph`` (validated), with ``num_threads``
+    Numba threads per call; node-wise ones with ``attributes`` (``weights``, ``node_time``
+    or ``edge_time`` arrays in CSC order), none by default."""
+    if sampling.kind == "labor":
+        return LaborSampler(
+            graph.indptr,
+            graph.indices,
+            sampling.fanouts(),
+            validate=False,
+            num_threads=num_threads,
+            importance_sampling=sampling.importance_sampling,
+            layer_dependency=sampling.layer_dependency,
         )
-    return LaborSampler(
+    return NeighborSampler(
         graph.indptr,
         graph.indices,
-        fanouts,
+        sampling.fanouts(),
+        replace=sampling.replace,
         validate=False,
-        num_threads=request.options["num_threads"],
-        **request.labor,
+        num_threads=num_threads,
+        disjoint=sampling.disjoint,
+        subgraph_type=sampling.subgraph_type,
+        temporal_strategy=sampling.temporal_strategy,
+        **(attributes or {}),
     )
 
 
-def _heterogeneous(data: HeteroData, request: LoaderRequest) -> LoaderParts:
-    if request.labor is not None:
-        raise NotImplementedError(
-            "LABOR samples homogeneous graphs here; use NeighborLoader for heterogeneous data"
+def graph_and_gather(
+    data, pin_memory: bool, device: torch.device | None = None
+) -> tuple[Graph, GatherFeatures]:
+    """The graph store and gathering stage of a ``Data``, a ``GraphDataset`` or a
+    ``(FeatureStore, Graph)`` pair, for batches that go to ``device``."""
+    if isinstance(data, GraphDataset):
+        gather = GatherFeatures(data.feature_store(), pin_memory=pin_memory, device=device)
+        return data.graph, gather
+    if isinstance(data, tuple) and len(data) == 2 and isinstance(data[1], Graph):
+        store, graph = data
+        if not isinstance(store, FeatureStore):
+            raise TypeError(
+                f"'data' as a pair must be (FeatureStore, Graph) (got {type(store).__name__} first)"
+            )
+        if store.keys() and store.num_nodes != graph.num_nodes:  # an empty store: no attributes
+            raise ValueError(
+                f"'data' as a pair must hold a row per node: the FeatureStore has "
+                f"{store.num_nodes} rows, the Graph {graph.num_nodes} nodes"
+            )
+        gather = GatherFeatures(
+            store, edge_ids=graph.edge_ids, pin_memory=pin_memory, device=device
         )
-    graph = HeteroGraph.from_data(data)
-    sampler = request.neighbor_sampler
-    if sampler is None:
-        attributes = hetero_sampling_attributes(data, graph, request.time_attr, request.weight_attr)
-        _check_seed_times(request, attributes)
-        sampler = HeteroNeighborSampler(
-            graph.node_types,
-            graph.num_nodes,
-            graph.csc,
-            _fanouts(request, graph.edge_types),
-            **request.options,
-            **attributes,
+        return graph, gather
+    if not isinstance(data, Data):
+        raise TypeError(
+            f"'data' must be a torch_geometric.data.Data, a graphengine GraphDataset or a "
+            f"(FeatureStore, Graph) pair (got {type(data).__name__}); HeteroData and PyG's "
+            "remote stores are not supported yet"
         )
-    gather = GatherHeteroFeatures(data, graph)
-    if request.edge_seeds:  # a link loader cuts its seed edges and samples them itself
-        return LoaderParts(None, gather, 0, sampler, graph)
-    input_type, nodes, ids = _hetero_seeds(request, graph)
-    if request.transform_sampler_output is not None:
-        permutation = {
-            edge_type: None if perm is None else torch.from_numpy(perm)
-            for edge_type, perm in graph.edge_ids.items()
-        }
-        gather = _through_pyg(request, data, permutation, input_type)
-    sample = SampleNodes(sampler, nodes, ids, _seed_times(request, nodes.shape[0]), input_type)
-    return LoaderParts(sample, gather, nodes.shape[0], sampler, graph)
+    graph = Graph.from_data(data)
+    tables = {"node": {}, "edge": {}}
+    other_attrs, odd_attrs = {}, {}
+    for key, value in data.items():
+        if key in ("edge_index", "num_nodes"):
+            continue
+        if data.is_node_attr(key):
+            level = "node"
+        elif data.is_edge_attr(key):
+            level = "edge"
+        else:
+            other_attrs[key] = value
+            continue
+        dim = data.__cat_dim__(key, value)
+        if dim == 0 and _row_table(value):
+            tables[level][key] = value
+        else:
+            odd_attrs[key] = (value, dim, level)
+    nodes, edges = (FeatureStore(t) if t else None for t in (tables["node"], tables["edge"]))
+    gather = GatherFeatures(
+        nodes, edges, other_attrs, graph.edge_ids, odd_attrs, pin_memory, device=device
+    )
+    return graph, gather
 
 
-def _hetero_seeds(request: LoaderRequest, graph) -> tuple[str, np.ndarray, np.ndarray]:
-    if request.input_nodes is None:
+def _row_table(value) -> bool:
+    """Whether ``value`` is a CPU table the extension gathers rows of (1-D, or 2-D rows
+    contiguous)."""
+    if isinstance(value, np.ndarray):
+        value = as_tensor(value)
+    if not isinstance(value, torch.Tensor) or value.is_cuda or value.dim() not in (1, 2):
+        return False
+    return value.dim() == 1 or value.shape[1] <= 1 or value.stride(1) == 1
+
+
+def seed_nodes(input_nodes, num_nodes: int) -> tuple[np.ndarray, np.ndarray]:
+    """Seed ids and their ``input_id`` (positions, or node ids for a boolean mask)."""
+    if input_nodes is None:
+        nodes = np.arange(num_nodes, dtype=np.int64)
+        return nodes, nodes
+    if isinstance(input_nodes, torch.Tensor):
+        input_nodes = input_nodes.detach().cpu().numpy()
+    array = np.asarray(input_nodes)
+    if array.dtype == np.bool_:
+        if array.shape != (num_nodes,):
+            raise ValueError(
+                f"'input_nodes' as a mask must have shape ({num_nodes},) (got {array.shape})"
+            )
+        nodes = np.flatnonzero(array).astype(np.int64)
+        return nodes, nodes
+    nodes = check_node_ids(array, num_nodes, "input_nodes")
+    return nodes, np.arange(nodes.shape[0], dtype=np.int64)
+
+
+def sampling_attributes(data, graph: Graph, time_attr: str | None, weight_attr: str | None) -> dict:
+    """The :class:`samplers.NeighborSampler` arguments PyG's ``time_attr`` and ``weight_attr``
+    name: ``node_time`` or ``edge_time`` and ``weights``, edge-level ones in CSC order."""
+    if time_attr is None and weight_attr is None:
+        return {}
+    if not isinstance(data, Data):
         raise ValueError(
-            "'input_nodes' of heterogeneous data must name the seeds' node type, e.g. "
-            f"'{graph.node_types[0]}' or ('{graph.node_types[0]}', ids)"
+            "'time_attr' and 'weight_attr' name attributes of a PyG Data; give the data as a "
+            f"Data (got {type(data).__name__})"
         )
-    input_type, nodes, ids = hetero_seed_nodes(request.input_nodes, graph)
-    if request.input_id is not None:
-        ids = check_input_ids(request.input_id, nodes.shape[0])
-    return input_type, nodes, ids
+    out = {}
+    if time_attr is not None:
+        if time_attr not in data:
+            raise ValueError(f"'time_attr': the data has no attribute {time_attr!r}")
+        if data.is_node_attr(time_attr):
+            out["node_time"] = as_numpy(data[time_attr])
+        elif data.is_edge_attr(time_attr):
+            out["edge_time"] = in_csc_order(as_numpy(data[time_attr]), graph)
+        else:
+            raise ValueError(
+                f"The time attribute {time_attr!r} is neither a node-level nor an edge-level "
+                "attribute"
+            )
+    if weight_attr is not None:
+        if weight_attr not in data or not data.is_edge_attr(weight_attr):
+            raise ValueError(f"'weight_attr': the data has no edge attribute {weight_attr!r}")
+        out["weights"] = in_csc_order(as_numpy(data[weight_attr]), graph)
+    return out
 
 
-def _remote(data, request: LoaderRequest) -> LoaderParts:
-    if request.weight_attr is not None:
+def in_csc_order(values: np.ndarray, graph: Graph) -> np.ndarray:
+    """An edge-level array ``[num_edges]`` in the original edge order, put in CSC order."""
+    if values.ndim != 1 or values.shape[0] != graph.num_edges:
+        raise ValueError(
+            f"an edge-level sampling attribute must have shape ({graph.num_edges},) "
+            f"(got {tuple(values.shape)})"
+        )
+    return values if graph.edge_ids is None else values[graph.edge_ids]
+
+
+def _hetero_sampler(
+    node_types, num_nodes, csc, edge_types, sampling: SamplingConfig, num_threads, attributes
+) -> HeteroNeighborSampler:
+    return HeteroNeighborSampler(
+        node_types,
+        num_nodes,
+        csc,
+        sampling.fanouts(edge_types),
+        replace=sampling.replace,
+        disjoint=sampling.disjoint,
+        subgraph_type=sampling.subgraph_type,
+        temporal_strategy=sampling.temporal_strategy,
+        num_threads=num_threads,
+        **attributes,
+    )
+
+
+def _refuse_labor(sampling: SamplingConfig, what: str) -> None:
+    if sampling.kind == "labor":
+        raise NotImplementedError(
+            f"LABOR samples homogeneous graphs here; use NeighborLoader for {what}"
+        )
+
+
+def _heterogeneous(data: HeteroData, sampling, num_threads, sampler) -> GraphSource:
+    _refuse_labor(sampling, "heterogeneous data")
+    graph = HeteroGraph.from_data(data)
+    gather = GatherHeteroFeatures(data, graph)
+    if sampler is not None:
+        return GraphSource(graph, sampler, gather)
+    attributes = hetero_sampling_attributes(data, graph, sampling.time_attr, sampling.weight_attr)
+    sampler = _hetero_sampler(
+        graph.node_types,
+        graph.num_nodes,
+        graph.csc,
+        graph.edge_types,
+        sampling,
+        num_threads,
+        attributes,
+    )
+    return GraphSource(graph, sampler, gather, "edge_time" in attributes)
+
+
+def _remote(data, sampling: SamplingConfig, num_threads, sampler, custom_cls) -> GraphSource:
+    if sampling.weight_attr is not None:
         raise NotImplementedError(
             "'weight_attr' is not supported for a (FeatureStore, GraphStore) pair (nor in "
             "PyG); load the graph into a Data or HeteroData to sample by weight"
         )
-    if request.transform_sampler_output is not None:
-        raise NotImplementedError(
-            "'transform_sampler_output' is not supported for a (FeatureStore, GraphStore) "
-            "pair yet; apply it as 'transform' on the batches instead"
-        )
     remote = PyGRemoteGraph(*data)
-    sampler = request.neighbor_sampler
-    times = remote_times(remote, request.time_attr)
-    _check_seed_times(request, times)
-    if remote.is_hetero and request.labor is not None:
-        raise NotImplementedError(
-            "LABOR samples homogeneous graphs here; use NeighborLoader for typed stores"
-        )
+    times = remote_times(remote, sampling.time_attr)
+    gather = GatherRemoteFeatures(remote, custom_cls)
+    if remote.is_hetero:
+        _refuse_labor(sampling, "typed stores")
     if sampler is None and remote.is_hetero:
         csc = {t: (c.indptr, c.indices) for t, c in remote.csc_dict.items()}
-        sampler = HeteroNeighborSampler(
+        sampler = _hetero_sampler(
             remote.node_types,
             remote.num_nodes,
             csc,
-            _fanouts(request, remote.edge_types),
-            **request.options,
-            **times,
+            remote.edge_types,
+            sampling,
+            num_threads,
+            times,
         )
     elif sampler is None:
         graph: Graph = remote.graph()
         graph.validate()
         attributes = {key: value[None] for key, value in times.items()}
-        sampler = _homogeneous_sampler(graph, request, attributes)
-    gather = GatherRemoteFeatures(remote, request.custom_cls)
-    if request.edge_seeds:  # a link loader cuts its seed edges and samples them itself
-        return LoaderParts(None, gather, 0, sampler, remote)
-    if remote.is_hetero:
-        input_type, nodes, ids = _hetero_seeds(request, remote)
-    else:
-        input_type = None
-        nodes, ids = seed_nodes(request.input_nodes, remote.num_nodes)
-        if request.input_id is not None:
-            ids = check_input_ids(request.input_id, nodes.shape[0])
-    sample = SampleNodes(sampler, nodes, ids, _seed_times(request, nodes.shape[0]), input_type)
-    return LoaderParts(sample, gather, nodes.shape[0], sampler, remote)
+        sampler = homogeneous_sampler(graph, sampling, num_threads, attributes)
+    return GraphSource(remote, sampler, gather, "edge_time" in times)
 
 
 def remote_times(remote: PyGRemoteGraph, time_attr: str | None) -> dict:
@@ -324,19 +366,89 @@ def remote_times(remote: PyGRemoteGraph, time_attr: str | None) -> dict:
     return {"node_time": node_time} if node_time else {"edge_time": edge_time}
 
 
-def _with_pyg_sampler(data, request: LoaderRequest) -> LoaderParts:
-    sampler = request.neighbor_sampler
-    sample = SamplePyGNodes.from_loader_args(
-        sampler, data, request.input_nodes, request.input_time, request.input_id
-    )
+def sample_nodes(source: GraphSource, input_nodes, input_time, input_id) -> SampleNodes:
+    """The node loaders' sampling stage: PyG's ``input_nodes`` (ids, a mask, all nodes;
+    heterogeneous: a node type or ``(node type, ids or mask or None)``), ``input_time`` and
+    ``input_id`` resolved over ``source``'s graph."""
+    if source.edge_times and input_time is None:
+        raise ValueError(
+            "'time_attr' holds edge times: pass each seed's time as 'input_time' (nodes have "
+            "no time of their own)"
+        )
+    graph = source.graph
+    input_type = None
+    if source.is_hetero:
+        if input_nodes is None:
+            raise ValueError(
+                "'input_nodes' of heterogeneous data must name the seeds' node type, e.g. "
+                f"'{graph.node_types[0]}' or ('{graph.node_types[0]}', ids)"
+            )
+        input_type, nodes, ids = hetero_seed_nodes(input_nodes, graph)
+    else:
+        nodes, ids = seed_nodes(input_nodes, graph.num_nodes)
+    if input_id is not None:
+        ids = check_input_ids(input_id, nodes.shape[0])
+    times = None
+    if input_time is not None:
+        times = check_times(as_numpy(input_time), nodes.shape[0], "input_time")
+    return SampleNodes(source.sampler, nodes, ids, times, input_type)
+
+
+def gather_through_pyg(
+    data, source: GraphSource, input_type, custom_cls, transform_sampler_output: Callable
+) -> Callable[[Any], Any]:
+    """Gathering with PyG's ``transform_sampler_output``: our sampler's output as PyG's
+    ``SamplerOutput`` / ``HeteroSamplerOutput``, the user's function on it, then PyG's own
+    filtering (:class:`~graphengine.loader.pyg_interop.GatherPyGOutput`)."""
+    if isinstance(source.graph, PyGRemoteGraph):
+        raise NotImplementedError(
+            "'transform_sampler_output' is not supported for a (FeatureStore, GraphStore) "
+            "pair yet; apply it as 'transform' on the batches instead"
+        )
+    if isinstance(source.graph, HeteroGraph):
+        permutation = {
+            edge_type: None if perm is None else torch.from_numpy(perm)
+            for edge_type, perm in source.graph.edge_ids.items()
+        }
+    elif not isinstance(data, Data):
+        raise ValueError(
+            "'transform_sampler_output' hands PyG's SamplerOutput to PyG's filtering, "
+            f"which needs a PyG Data (got {type(data).__name__})"
+        )
+    else:
+        edge_ids = source.graph.edge_ids
+        permutation = None if edge_ids is None else torch.from_numpy(edge_ids)
+    gather = GatherPyGOutput(data, permutation, input_type, custom_cls, transform_sampler_output)
+    return _ThroughPyG(gather)
+
+
+class _ThroughPyG:
+    def __init__(self, gather: GatherPyGOutput):
+        self.gather = gather
+
+    def __call__(self, out):
+        return self.gather(to_pyg_sampler_output(out))
+
+
+def pyg_node_stages(
+    data, sampler: PyGBaseSampler, input_nodes, input_time, input_id, custom_cls, transform
+) -> tuple[SamplePyGNodes, GatherPyGOutput]:
+    """Sampling and gathering with a user's PyG sampler, as PyG's ``NodeLoader`` runs it
+    (``transform`` is PyG's ``transform_sampler_output``)."""
+    sample = SamplePyGNodes.from_loader_args(sampler, data, input_nodes, input_time, input_id)
     gather = GatherPyGOutput(
         data,
         getattr(sampler, "edge_permutation", None),
         sample.input_type,
-        request.custom_cls,
-        request.transform_sampler_output,
+        custom_cls,
+        transform,
     )
-    return LoaderParts(sample, gather, int(sample.input_data.node.numel()), sampler, None)
+    return sample, gather
+
+
+def is_pyg_sampler(sampler) -> bool:
+    """A PyG ``torch_geometric.sampler.BaseSampler`` that is not one of graphengine's."""
+    return isinstance(sampler, PyGBaseSampler) and not isinstance(sampler, BaseSampler)
 
 
 def is_pyg_store_pair(data) -> bool:

@@ -1,0 +1,79 @@
+"""The loaders' typed options: SamplingConfig and LoadingConfig validate every field once,
+naming it and its value, and every loader is built from them."""
+
+import dataclasses
+
+import pytest
+import torch
+from torch_geometric.data import Data
+from torch_geometric.sampler.base import NumNeighbors, SubgraphType
+
+from graphengine.loader import (
+    LaborLoader,
+    LinkNeighborLoader,
+    LoadingConfig,
+    NeighborLoader,
+    SamplingConfig,
+)
+
+
+def small_data() -> Data:
+    edge_index = torch.tensor([[0, 1, 2, 3, 4, 0], [1, 2, 3, 4, 0, 2]])
+    return Data(x=torch.arange(5.0).view(5, 1), edge_index=edge_index, num_nodes=5)
+
+
+def test_sampling_config_names_each_bad_field_and_value():
+    cases = [
+        ({"kind": "layer"}, r"'kind' must be one of \('neighbor', 'labor'\) \(got 'layer'\)"),
+        ({"subgraph_type": "both"}, r"'subgraph_type' must be one of .* \(got 'both'\)"),
+        ({"temporal_strategy": "first"}, r"'temporal_strategy' must be one of .*'first'"),
+        ({"kind": "labor", "replace": True}, r"LaborLoader does not take replace=True"),
+        ({"kind": "labor", "time_attr": "t"}, r"LaborLoader does not take time_attr='t'"),
+    ]
+    for options, message in cases:
+        with pytest.raises(ValueError, match=message):
+            SamplingConfig([2, 2], **options)
+    with pytest.raises(ValueError, match=r"'num_neighbors' entries must be ints >= -1"):
+        SamplingConfig([2, -3])
+    with pytest.raises(TypeError, match=r"'weight_attr' must be an attribute name or None"):
+        SamplingConfig([2], weight_attr=3)
+
+
+def test_sampling_config_keeps_pygs_spellings():
+    config = SamplingConfig([3, -1], subgraph_type=SubgraphType.induced)
+    assert config.subgraph_type == "induced"
+    assert config.fanouts() == (3, -1)
+    edge_types = [("a", "to", "b"), ("b", "to", "a")]
+    num_neighbors = NumNeighbors({("a", "to", "b"): [4]}, default=[1])
+    resolved = SamplingConfig(num_neighbors).fanouts(edge_types)
+    assert resolved == {("a", "to", "b"): [4], ("b", "to", "a"): [1]}
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        config.replace = True
+
+
+def test_loading_config_names_each_bad_field_and_value():
+    for options, message in [
+        ({"batch_size": 0}, r"'batch_size' must be a positive int \(got 0\)"),
+        ({"num_workers": -1}, r"'num_workers' must be an int >= 0 \(got -1\)"),
+        ({"prefetch": True}, r"'prefetch' must be an int >= 1 \(got True\)"),
+    ]:
+        with pytest.raises(ValueError, match=message):
+            LoadingConfig(**options)
+    loading = LoadingConfig(num_workers=0, prefetch=3, device="cpu")
+    assert (loading.threads, loading.in_flight, loading.device) == (1, 3, torch.device("cpu"))
+    assert not loading.copies_to_cuda
+
+
+def test_loaders_are_built_from_the_configs():
+    data = small_data()
+    loader = NeighborLoader(data, [2], batch_size=2, disjoint=True, num_workers=0, seed=1)
+    assert loader.sampling == SamplingConfig((2,), disjoint=True)
+    assert loader.loading == LoadingConfig(batch_size=2, num_workers=0, seed=1)
+    labor = LaborLoader(data, [2], importance_sampling=1, batch_size=3)
+    assert labor.sampling == SamplingConfig((2,), kind="labor", importance_sampling=1)
+    link = LinkNeighborLoader(data, [2], batch_size=4, replace=True, prefetch_factor=5)
+    assert link.sampling == SamplingConfig((2,), replace=True)
+    assert (link.loading.batch_size, link.loading.prefetch) == (4, 5)
+    assert not isinstance(link, NeighborLoader)
+    with pytest.raises(TypeError, match=r"LinkNeighborLoader got arguments it does not support"):
+        LinkNeighborLoader(data, [2], sampler="x")
