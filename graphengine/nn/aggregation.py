@@ -44,7 +44,7 @@ class CsrAdjacency:
         check_entries: check that ``rowptr`` runs from 0 to the entry count without
             decreasing and ``col`` lies in range (three reductions; on a GPU, a wait for
             them). ``False`` where they are known to hold: built from a
-            :class:`~graphengine.nn.blocks.Block` (``to_blocks`` checked it) or from a
+            :class:`~graphengine.batch.blocks.Block` (``to_blocks`` checked it) or from a
             checked adjacency.
     """
 

@@ -4,7 +4,7 @@ Run on a sampled batch as PyG runs it (``model(x, edge_index)``), a GCN layer co
 batch node from its in-edges in the batch and one self loop, each edge ``j -> i`` weighted
 ``1 / sqrt(deg(j) deg(i))`` with ``deg`` the batch in-degree plus one; every layer runs on
 all nodes. Each layer's outputs for the nodes the next layer reads only need their own
-in-edges, which that layer's block holds in full (:func:`~graphengine.nn.blocks.to_blocks`),
+in-edges, which that layer's block holds in full (:func:`~graphengine.batch.blocks.to_blocks`),
 and the batch degrees, which the first block holds (the last hop's nodes have no in-edges in
 the batch). So with those degrees given, each layer runs on its block only and gives PyG's
 outputs for those nodes, as DGL's ``GraphConv`` on blocks runs (DGL normalizes by the
