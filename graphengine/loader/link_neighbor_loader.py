@@ -22,7 +22,7 @@ from torch_geometric.sampler import SamplerOutput as PyGSamplerOutput
 
 from graphengine.loader.adapters import as_numpy, check_input_ids
 from graphengine.loader.config import SamplingConfig, loading_config, subgraph_type_of
-from graphengine.loader.pipeline import StagedLoader, sample_gather_stages
+from graphengine.loader.pipeline import StagedLoader
 from graphengine.loader.pyg_interop import (
     PyGRemoteGraph,
     describe,
@@ -30,7 +30,7 @@ from graphengine.loader.pyg_interop import (
     filter_store,
     to_pyg_sampler_output,
 )
-from graphengine.loader.seeds import BatchRequest, SeedBatches
+from graphengine.loader.seeds import BatchRequest
 from graphengine.loader.sources import (
     GraphSource,
     graph_source,
@@ -526,28 +526,8 @@ class LinkNeighborLoader(StagedLoader):
             self.graph, neighbor_sampler = source.graph, source.sampler
         self.data = data
         self.sampling = sampling
-        self.loading = loading
         self.neighbor_sampler = neighbor_sampler
-        self.num_seeds = seeds.num_seeds
-        self.transform = transform
-        self.num_workers = loading.num_workers
-        self.filter_per_worker = loading.filter_per_worker
-        self.prefetch = loading.prefetch
-        self.device = loading.device
-        self.seed = loading.seed
-        self._sample = sample
-        self._gather = gather
-        seed_batches = SeedBatches(
-            seeds.num_seeds,
-            loading.batch_size,
-            loading.shuffle,
-            loading.drop_last,
-            loading.seed,
-            loading.rank,
-            loading.world_size,
-        )
-        stages, threaded = sample_gather_stages(sample, gather, loading)
-        self._set_stages(seed_batches, stages, loading.in_flight, threaded, transform)
+        self._run_seed_batches(seeds.num_seeds, loading, sample, gather, transform)
 
     @property
     def batch_size(self) -> int:

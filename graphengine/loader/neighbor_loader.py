@@ -17,8 +17,7 @@ from graphengine.loader.config import (
     loading_config,
     subgraph_type_of,
 )
-from graphengine.loader.pipeline import StagedLoader, sample_gather_stages
-from graphengine.loader.seeds import SeedBatches
+from graphengine.loader.pipeline import StagedLoader
 from graphengine.loader.sources import (
     gather_through_pyg,
     graph_source,
@@ -239,29 +238,9 @@ class NeighborLoader(StagedLoader):
             num_seeds = sample.input_nodes.shape[0]
         self.data = data
         self.sampling = sampling
-        self.loading = loading
         self.graph = graph
         self.neighbor_sampler = neighbor_sampler
-        self.num_seeds = num_seeds
-        self.transform = transform
-        self.num_workers = loading.num_workers
-        self.filter_per_worker = loading.filter_per_worker
-        self.prefetch = loading.prefetch
-        self.device = loading.device
-        self.seed = loading.seed
-        self._sample = sample
-        self._gather = gather
-        seed_batches = SeedBatches(
-            num_seeds,
-            loading.batch_size,
-            loading.shuffle,
-            loading.drop_last,
-            loading.seed,
-            loading.rank,
-            loading.world_size,
-        )
-        stages, threaded = sample_gather_stages(sample, gather, loading)
-        self._set_stages(seed_batches, stages, loading.in_flight, threaded, transform)
+        self._run_seed_batches(num_seeds, loading, sample, gather, transform)
 
     @property
     def batch_size(self) -> int:

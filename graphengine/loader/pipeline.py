@@ -39,7 +39,7 @@ from typing import Any
 import torch
 
 from graphengine.loader.config import LoadingConfig
-from graphengine.loader.seeds import BatchRequest, derive_seed
+from graphengine.loader.seeds import BatchRequest, SeedBatches, derive_seed
 from graphengine.loader.stages import CopyToDevice, InWorkerThreads, Transform
 from graphengine.runtime import host_memory_cache
 from samplers import check_node_ids
@@ -287,6 +287,37 @@ class StagedLoader:
         self._pipeline = Pipeline(seed_batches, list(threaded or stages), prefetch=prefetch)
         self._transform = None if transform is None else Transform(transform)
         self._times = self._pipeline.times
+
+    def _run_seed_batches(
+        self,
+        num_seeds: int,
+        loading: LoadingConfig,
+        sample: Callable[[BatchRequest], Any],
+        gather: Callable[[Any], Any],
+        transform: Callable[[Any], Any] | None,
+    ) -> None:
+        """Batches of positions into ``num_seeds`` seeds as ``loading`` says -> ``sample`` ->
+        ``gather`` -> copy (:func:`sample_gather_stages`), then ``transform``: how the
+        node and link neighbor loaders run."""
+        self.loading = loading
+        self.num_seeds = num_seeds
+        self.transform = transform
+        self.num_workers = loading.num_workers
+        self.filter_per_worker = loading.filter_per_worker
+        self.prefetch = loading.prefetch
+        self.device = loading.device
+        self.seed = loading.seed
+        seed_batches = SeedBatches(
+            num_seeds,
+            loading.batch_size,
+            loading.shuffle,
+            loading.drop_last,
+            loading.seed,
+            loading.rank,
+            loading.world_size,
+        )
+        stages, threaded = sample_gather_stages(sample, gather, loading)
+        self._set_stages(seed_batches, stages, loading.in_flight, threaded, transform)
 
     def __len__(self) -> int:
         return len(self._seed_batches)
