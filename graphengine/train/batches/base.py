@@ -9,6 +9,7 @@ kind's own per-epoch metrics. The loop calls these and knows no kind.
 
 from __future__ import annotations
 
+from abc import ABC, abstractmethod
 from collections.abc import Callable, Iterable
 
 import numpy as np
@@ -21,7 +22,7 @@ from graphengine.train.hetero import seed_store
 from graphengine.train.labels import seed_labels
 
 
-class TrainingBatches:
+class TrainingBatches(ABC):
     """A kind of training batches, built for one run.
 
     Subclasses set, in ``__init__``:
@@ -65,18 +66,18 @@ class TrainingBatches:
         self.eval_mode = config.eval_mode
 
     @classmethod
+    @abstractmethod
     def accepts(cls, dataset, config: TrainConfig, strategy: Strategy) -> bool:
         """Whether this kind trains ``dataset`` as ``config`` and ``strategy`` say."""
-        raise NotImplementedError
 
     def start_epoch(self, epoch: int) -> None:
         """Prepare the loader for ``epoch`` (0-based)."""
         self.loader.set_epoch(epoch)
 
+    @abstractmethod
     def loss(self, batch) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
         """The mean loss of ``batch``'s labelled nodes, their logits ``[n, num_classes]`` and
         labels (int64 ``[n]``); the caller differentiates the loss."""
-        raise NotImplementedError
 
     def feature_bytes(self, batch) -> int:
         """Bytes of feature rows gathered into ``batch``."""
