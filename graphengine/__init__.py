@@ -13,7 +13,7 @@ from graphengine.loader import (
     LinkNeighborLoader,
     NeighborLoader,
 )
-from graphengine.train import Trainer
+from graphengine.train import TrainConfig, Trainer
 
 __all__ = [
     "ClusterData",
@@ -27,6 +27,7 @@ __all__ = [
     "LaborLoader",
     "LinkNeighborLoader",
     "NeighborLoader",
+    "TrainConfig",
     "Trainer",
     "load_dataset",
 ]

@@ -1,5 +1,8 @@
-"""Training: the loop (:class:`Trainer`), evaluation and checkpoints."""
+"""Training: the loop (:class:`Trainer`), its configuration (:class:`TrainConfig`), the kinds
+of training batches it picks from (:mod:`graphengine.train.batches`), evaluation and
+checkpoints."""
 
+from graphengine.train.config import TrainConfig
 from graphengine.train.trainer import Trainer
 
-__all__ = ["Trainer"]
+__all__ = ["TrainConfig", "Trainer"]

@@ -61,6 +61,7 @@ class Trainer:
             ``TrainConfig()``'s).
         strategy: how steps are split across workers; by default ``config.parallel``'s
             (:func:`~graphengine.parallel.strategy_for`) for the joined process group.
+        options: fields of :class:`TrainConfig` (``lr=0.01``, ``precision="bf16"``, ...).
 
     Each epoch's metrics also hold ``io``: the process's major and minor page faults and the
     bytes it read from disk during the epoch (``read_bytes``; ``None`` where the platform
