@@ -183,5 +183,6 @@ def test_loader_shares_torchs_threads_among_its_gathering_threads():
     assert gather.name == "gather" and gather.workers == 2
     assert gather.function.torch_threads == max(1, torch.get_num_threads() // 2)
     single = NeighborLoader(data, [3], batch_size=10, num_workers=1)
-    assert single._pipeline.stages[1].function is single._gather  # a whole share: unchanged
+    # A whole share: the pipeline's gather is the one the caller's thread runs, unwrapped.
+    assert single._pipeline.stages[1].function is single._stages[1].function
     assert [b.n_id.shape[0] >= 10 for b in loader] == [True] * 5
