@@ -1,0 +1,249 @@
+"""The emulated cluster: hosts that reach each other on 198.18.0.0/15, links that hold their
+tbf rate both ways, a teardown that leaves nothing behind, and ``graphengine train`` across
+two hosts that each read only their own data directory. Skipped where the process is not
+root or cannot make network namespaces."""
+
+import json
+import subprocess
+import sys
+import time
+
+import pytest
+
+from graphengine.distributed.emulated_cluster import (
+    PREFIX,
+    EmulatedCluster,
+    Link,
+    emulation_unavailable,
+)
+
+UNAVAILABLE = emulation_unavailable()
+pytestmark = pytest.mark.skipif(UNAVAILABLE is not None, reason=str(UNAVAILABLE))
+
+PORT = 5301
+# Reads exactly N bytes on (address, port), answers one byte, prints the bytes it read.
+RECEIVER = """
+import socket, sys
+address, port, n = sys.argv[1], int(sys.argv[2]), int(sys.argv[3])
+server = socket.create_server((address, port))
+server.settimeout(30)
+conn, _ = server.accept()
+conn.settimeout(30)
+got = 0
+while got < n:
+    chunk = conn.recv(1 << 20)
+    if not chunk:
+        break
+    got += len(chunk)
+conn.sendall(b"k")
+print(got)
+"""
+# Connects (retrying while the receiver starts), sends N zero bytes, waits for the answer,
+# prints the seconds from the first byte sent to the answer.
+SENDER = """
+import socket, sys, time
+address, port, n = sys.argv[1], int(sys.argv[2]), int(sys.argv[3])
+deadline = time.monotonic() + 20
+while True:
+    try:
+        conn = socket.create_connection((address, port), timeout=5)
+        break
+    except OSError:
+        if time.monotonic() > deadline:
+            raise
+        time.sleep(0.05)
+conn.settimeout(60)
+start = time.monotonic()
+conn.sendall(bytes(n))
+assert conn.recv(1) == b"k"
+print(time.monotonic() - start)
+"""
+
+
+def transfer(cluster, source, target, num_bytes: int) -> float:
+    """Send ``num_bytes`` from host ``source`` to host ``target`` over TCP; the seconds."""
+    receiver = cluster.popen(
+        target,
+        [sys.executable, "-c", RECEIVER, target.address, PORT, num_bytes],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    sent = cluster.run(source, [sys.executable, "-c", SENDER, target.address, PORT, num_bytes])
+    received, errors = receiver.communicate(timeout=30)
+    assert sent.returncode == 0, sent.stderr
+    assert receiver.returncode == 0 and int(received) == num_bytes, errors
+    return float(sent.stdout)
+
+
+def ours(prefix: str) -> dict[str, list[str]]:
+    """What of an emulated cluster is left: its namespaces, and any of its interfaces or a
+    bridge in the root namespace."""
+    namespaces = subprocess.run(["ip", "netns", "list"], capture_output=True, text=True).stdout
+    links = subprocess.run(["ip", "-o", "link"], capture_output=True, text=True).stdout
+    return {
+        "namespaces": [line for line in namespaces.splitlines() if line.startswith(prefix)],
+        "links": [line for line in links.splitlines() if " gev" in line or " gep" in line],
+    }
+
+
+def test_two_hosts_reach_each_other_and_leave_nothing_behind(tmp_path):
+    bridges_before = subprocess.run(
+        ["ip", "-o", "link", "show", "type", "bridge"], capture_output=True, text=True
+    ).stdout
+    with EmulatedCluster(2, tmp_path) as cluster:
+        a, b = cluster.hosts
+        assert cluster.prefix.startswith(PREFIX)
+        for host in cluster.hosts:
+            shown = cluster.run(host, ["ip", "-o", "-4", "addr", "show", host.interface])
+            assert f"inet {host.address}/24" in shown.stdout
+            assert host.address.startswith("198.18.")
+            qdisc = cluster.run(host, ["tc", "qdisc", "show", "dev", host.interface]).stdout
+            assert "tbf" in qdisc and "rate 1Gbit" in qdisc, qdisc
+        transfer(cluster, a, b, 4)
+        transfer(cluster, b, a, 4)
+        assert len(ours(cluster.prefix)["namespaces"]) == 3  # the bridge's and two hosts'
+    assert ours(cluster.prefix) == {"namespaces": [], "links": []}
+    assert (
+        subprocess.run(
+            ["ip", "-o", "link", "show", "type", "bridge"], capture_output=True, text=True
+        ).stdout
+        == bridges_before
+    )
+
+
+def test_teardown_after_an_exception_stops_the_hosts_processes(tmp_path):
+    cluster = EmulatedCluster(2, tmp_path)
+    with pytest.raises(RuntimeError, match="the body failed"), cluster:
+        sleeper = cluster.popen(cluster.hosts[1], ["sleep", "600"])
+        raise RuntimeError("the body failed")
+    assert sleeper.poll() is not None
+    assert ours(cluster.prefix) == {"namespaces": [], "links": []}
+
+
+def test_the_link_rate_holds_both_ways(tmp_path):
+    link = Link(rate_mbit=20.0)
+    num_bytes = 3_000_000
+    # The bucket's first burst is free; every byte after it waits for its tokens, and the
+    # frames' headers only make the transfer slower.
+    floor = (num_bytes - link.bucket_bytes) / link.bytes_per_s
+    with EmulatedCluster(2, tmp_path, link) as cluster:
+        a, b = cluster.hosts
+        for source, target in ((a, b), (b, a)):
+            seconds = transfer(cluster, source, target, num_bytes)
+            assert 0.95 * floor <= seconds < 10 * floor, (source.rank, seconds, floor)
+
+
+def synthetic_small_on_every_host(cluster, tmp_path) -> None:
+    """Generate synthetic-small once and copy it to each host's data directory."""
+    from graphengine.datasets import load_dataset
+
+    source = tmp_path / "source"
+    load_dataset("synthetic-small", root=source)
+    for host in cluster.hosts:
+        for entry in source.iterdir():
+            cluster.copy_to_host(host, entry)
+
+
+def train(*extra, epochs=1, dist_timeout=60) -> list:
+    """torchrun's arguments for ``graphengine train`` of ``epochs`` without evaluation."""
+    return [
+        "-m",
+        "graphengine",
+        "train",
+        "--epochs",
+        epochs,
+        "--eval-every",
+        0,
+        "--fanouts",
+        "5,5",
+        "--batch-size",
+        256,
+        "--no-progress",
+        "--dist-timeout",
+        dist_timeout,
+        *extra,
+    ]
+
+
+ONE_THREAD = {"OMP_NUM_THREADS": "1"}
+
+
+def assert_both_hosts_trained(runs) -> dict:
+    """Every host's torchrun succeeded and its worker joined as its rank; rank 0's final
+    JSON line, which it returns, counts both workers."""
+    for run in runs:
+        assert run.returncode == 0, (run.host.rank, run.stderr[-3000:])
+        assert f"rank {run.host.rank} of 2 joined (gloo)" in run.stderr
+    final = json.loads(runs[0].stdout.splitlines()[-1])
+    assert final["workers"] == 2 and final["epochs_run"] == 1
+    return final
+
+
+def test_data_parallel_training_across_two_hosts(tmp_path):
+    with EmulatedCluster(2, tmp_path / "cluster") as cluster:
+        synthetic_small_on_every_host(cluster, tmp_path)
+        runs = cluster.torchrun(
+            lambda host: train("--dataset", "synthetic-small", "--root", host.data_dir),
+            timeout_s=240,
+            env=ONE_THREAD,
+        )
+    assert assert_both_hosts_trained(runs)["parallel"] == "data"
+
+
+def test_partitioned_training_with_each_host_holding_only_its_part(tmp_path):
+    root, parts = tmp_path / "data", tmp_path / "parts"
+    partition = ["partition", "--dataset", "synthetic-small", "--root", root, "--parts", 2]
+    done = subprocess.run(
+        [sys.executable, "-m", "graphengine", *map(str, partition), "--out", str(parts)],
+        capture_output=True,
+        text=True,
+        timeout=240,
+    )
+    assert done.returncode == 0, done.stderr[-3000:]
+    with EmulatedCluster(2, tmp_path / "cluster") as cluster:
+        copies = cluster.copy_partition(parts)
+        for rank, copy in enumerate(copies):
+            assert sorted(p.name for p in copy.glob("part-*")) == [f"part-{rank}"]
+        runs = cluster.torchrun(
+            lambda host: train("--partitions", copies[host.rank]),
+            timeout_s=240,
+            env=ONE_THREAD,
+        )
+    final = assert_both_hosts_trained(runs)
+    assert final["dataset"] == "synthetic-small"
+
+
+def test_a_cut_link_ends_every_host_within_the_timeout(tmp_path):
+    timeout = 10
+    with EmulatedCluster(2, tmp_path / "cluster") as cluster:
+        synthetic_small_on_every_host(cluster, tmp_path)
+        metrics = cluster.hosts[0].log_dir / "metrics.jsonl"
+        run = cluster.start_torchrun(
+            lambda host: train(
+                "--dataset",
+                "synthetic-small",
+                "--root",
+                host.data_dir,
+                "--metrics",
+                metrics,
+                epochs=100000,
+                dist_timeout=timeout,
+            ),
+            env=ONE_THREAD,
+        )
+        deadline = time.monotonic() + 180
+        while not (metrics.exists() and metrics.read_text().strip()):
+            assert None in run.poll(), "a host stopped before its first epoch"
+            assert time.monotonic() < deadline, "training did not start"
+            time.sleep(0.5)
+        cluster.cut(cluster.hosts[1])
+        cut_at = time.monotonic()
+        runs = run.wait(timeout_s=timeout + 50)
+        waited = time.monotonic() - cut_at
+    assert all(r.returncode not in (None, 0) for r in runs), [r.returncode for r in runs]
+    assert waited < timeout + 50
+    for r in runs:
+        assert "rank" in r.stderr and ("Timed out" in r.stderr or "timeout" in r.stderr), r.stderr[
+            -3000:
+        ]
