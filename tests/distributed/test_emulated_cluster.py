@@ -4,6 +4,7 @@ two hosts that each read only their own data directory. Skipped where the proces
 root or cannot make network namespaces."""
 
 import json
+import os
 import subprocess
 import sys
 import time
@@ -11,10 +12,12 @@ import time
 import pytest
 
 from graphengine.distributed.emulated_cluster import (
+    BRIDGE,
     PREFIX,
     EmulatedCluster,
     Link,
     emulation_unavailable,
+    remove_stale_namespaces,
 )
 
 UNAVAILABLE = emulation_unavailable()
@@ -87,13 +90,23 @@ def ours(prefix: str) -> dict[str, list[str]]:
     }
 
 
+def root_has(interface: str) -> bool:
+    """Whether the root namespace has an interface of that name."""
+    shown = subprocess.run(["ip", "link", "show", "dev", interface], capture_output=True)
+    return shown.returncode == 0
+
+
 def test_two_hosts_reach_each_other_and_leave_nothing_behind(tmp_path):
-    bridges_before = subprocess.run(
-        ["ip", "-o", "link", "show", "type", "bridge"], capture_output=True, text=True
-    ).stdout
+    bridge_before = root_has(BRIDGE)
     with EmulatedCluster(2, tmp_path) as cluster:
         a, b = cluster.hosts
         assert cluster.prefix.startswith(PREFIX)
+        bridged = subprocess.run(
+            ["ip", "-n", cluster.bridge_namespace, "-o", "link", "show", "master", BRIDGE],
+            capture_output=True,
+            text=True,
+        ).stdout
+        assert " gep0@" in bridged and " gep1@" in bridged, bridged
         for host in cluster.hosts:
             shown = cluster.run(host, ["ip", "-o", "-4", "addr", "show", host.interface])
             assert f"inet {host.address}/24" in shown.stdout
@@ -104,12 +117,7 @@ def test_two_hosts_reach_each_other_and_leave_nothing_behind(tmp_path):
         transfer(cluster, b, a, 4)
         assert len(ours(cluster.prefix)["namespaces"]) == 3  # the bridge's and two hosts'
     assert ours(cluster.prefix) == {"namespaces": [], "links": []}
-    assert (
-        subprocess.run(
-            ["ip", "-o", "link", "show", "type", "bridge"], capture_output=True, text=True
-        ).stdout
-        == bridges_before
-    )
+    assert root_has(BRIDGE) == bridge_before
 
 
 def test_teardown_after_an_exception_stops_the_hosts_processes(tmp_path):
@@ -119,6 +127,22 @@ def test_teardown_after_an_exception_stops_the_hosts_processes(tmp_path):
         raise RuntimeError("the body failed")
     assert sleeper.poll() is not None
     assert ours(cluster.prefix) == {"namespaces": [], "links": []}
+
+
+def test_namespaces_of_dead_runs_are_removed_and_live_ones_kept():
+    gone = subprocess.Popen(["true"])
+    gone.wait()  # its pid now names a run that has ended
+    dead = f"{PREFIX}{gone.pid}x0-h0"
+    live = f"{PREFIX}{os.getpid()}x999-h0"
+    for name in (dead, live):
+        subprocess.run(["ip", "netns", "add", name], check=True, timeout=20)
+    try:
+        removed = remove_stale_namespaces()
+        assert dead in removed and live not in removed
+        assert ours(dead)["namespaces"] == [] and ours(live)["namespaces"] == [live]
+    finally:
+        for name in (dead, live):
+            subprocess.run(["ip", "netns", "del", name], capture_output=True, timeout=20)
 
 
 def test_the_link_rate_holds_both_ways(tmp_path):
