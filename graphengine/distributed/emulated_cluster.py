@@ -200,12 +200,12 @@ def torchrun_command(
 
 class ClusterRun:
     """Commands started in every host (:meth:`EmulatedCluster.start_torchrun`), awaited by
-    :meth:`wait`."""
+    :meth:`wait`; ``started`` is their start on ``time.monotonic``'s clock."""
 
     def __init__(self, hosts: list[Host], processes: list[subprocess.Popen]):
         self.hosts = hosts
         self.processes = processes
-        self._started = time.monotonic()
+        self.started = time.monotonic()
         self._ended: dict[int, float] = {}
 
     def poll(self) -> list[int | None]:
@@ -235,7 +235,7 @@ class ClusterRun:
                     None if process in running else process.returncode,
                     (host.log_dir / "stdout.log").read_text(errors="replace"),
                     (host.log_dir / "stderr.log").read_text(errors="replace"),
-                    ended - self._started,
+                    ended - self.started,
                 )
             )
         return runs

@@ -262,12 +262,13 @@ def test_a_cut_link_ends_every_host_within_the_timeout(tmp_path):
             assert time.monotonic() < deadline, "training did not start"
             time.sleep(0.5)
         cluster.cut(cluster.hosts[1])
-        cut_at = time.monotonic()
-        runs = run.wait(timeout_s=timeout + 50)
-        waited = time.monotonic() - cut_at
-    assert all(r.returncode not in (None, 0) for r in runs), [r.returncode for r in runs]
-    assert waited < timeout + 50
+        cut_after = time.monotonic() - run.started
+        runs = run.wait(timeout_s=timeout + 60)
     for r in runs:
-        assert "rank" in r.stderr and ("Timed out" in r.stderr or "timeout" in r.stderr), r.stderr[
-            -3000:
-        ]
+        # Nothing crosses a cut link, so no peer closes a socket: each worker waits out
+        # its timeout in a collective, fails, and its torchrun names it.
+        assert r.returncode not in (None, 0), (r.host.rank, r.returncode)
+        assert timeout - 1 <= r.seconds - cut_after < timeout + 30, r.seconds - cut_after
+        assert f"Timed out waiting {timeout * 1000}ms" in r.stderr, r.stderr[-3000:]
+        named = (f"rank      : {r.host.rank} (local_rank", f"rank: {r.host.rank}")
+        assert any(name in r.stderr for name in named), r.stderr[-3000:]
