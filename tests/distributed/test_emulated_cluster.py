@@ -204,15 +204,18 @@ def assert_both_hosts_trained(runs) -> dict:
     return final
 
 
-def test_data_parallel_training_across_two_hosts(tmp_path):
+@pytest.mark.parametrize("parallel", ["data", "hybrid"])
+def test_training_across_two_hosts(tmp_path, parallel):
     with EmulatedCluster(2, tmp_path / "cluster") as cluster:
         synthetic_small_on_every_host(cluster, tmp_path)
         runs = cluster.torchrun(
-            lambda host: train("--dataset", "synthetic-small", "--root", host.data_dir),
+            lambda host: train(
+                "--dataset", "synthetic-small", "--root", host.data_dir, "--parallel", parallel
+            ),
             timeout_s=240,
             env=ONE_THREAD,
         )
-    assert assert_both_hosts_trained(runs)["parallel"] == "data"
+    assert assert_both_hosts_trained(runs)["parallel"] == parallel
 
 
 def test_partitioned_training_with_each_host_holding_only_its_part(tmp_path):
