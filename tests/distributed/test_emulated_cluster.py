@@ -169,7 +169,7 @@ def synthetic_small_on_every_host(cluster, tmp_path) -> None:
             cluster.copy_to_host(host, entry)
 
 
-def train(*extra, epochs=1, dist_timeout=60) -> list:
+def train(*extra, epochs=1, dist_timeout=60, batch_size=256) -> list:
     """torchrun's arguments for ``graphengine train`` of ``epochs`` without evaluation."""
     return [
         "-m",
@@ -182,7 +182,7 @@ def train(*extra, epochs=1, dist_timeout=60) -> list:
         "--fanouts",
         "5,5",
         "--batch-size",
-        256,
+        batch_size,
         "--no-progress",
         "--dist-timeout",
         dist_timeout,
@@ -193,14 +193,14 @@ def train(*extra, epochs=1, dist_timeout=60) -> list:
 ONE_THREAD = {"OMP_NUM_THREADS": "1"}
 
 
-def assert_both_hosts_trained(runs) -> dict:
+def assert_every_host_trained(runs) -> dict:
     """Every host's torchrun succeeded and its worker joined as its rank; rank 0's final
-    JSON line, which it returns, counts both workers."""
+    JSON line, which it returns, counts every worker."""
     for run in runs:
         assert run.returncode == 0, (run.host.rank, run.stderr[-3000:])
-        assert f"rank {run.host.rank} of 2 joined (gloo)" in run.stderr
+        assert f"rank {run.host.rank} of {len(runs)} joined (gloo)" in run.stderr
     final = json.loads(runs[0].stdout.splitlines()[-1])
-    assert final["workers"] == 2 and final["epochs_run"] == 1
+    assert final["workers"] == len(runs) and final["epochs_run"] == 1
     return final
 
 
@@ -215,12 +215,14 @@ def test_training_across_two_hosts(tmp_path, parallel):
             timeout_s=240,
             env=ONE_THREAD,
         )
-    assert assert_both_hosts_trained(runs)["parallel"] == parallel
+    assert assert_every_host_trained(runs)["parallel"] == parallel
 
 
-def test_partitioned_training_with_each_host_holding_only_its_part(tmp_path):
+@pytest.mark.parametrize("num_hosts", [2, 3])
+def test_partitioned_training_with_each_host_holding_only_its_part(tmp_path, num_hosts):
     root, parts = tmp_path / "data", tmp_path / "parts"
-    partition = ["partition", "--dataset", "synthetic-small", "--root", root, "--parts", 2]
+    partition = ["partition", "--dataset", "synthetic-small", "--root", root]
+    partition += ["--parts", num_hosts]
     done = subprocess.run(
         [sys.executable, "-m", "graphengine", *map(str, partition), "--out", str(parts)],
         capture_output=True,
@@ -228,16 +230,16 @@ def test_partitioned_training_with_each_host_holding_only_its_part(tmp_path):
         timeout=240,
     )
     assert done.returncode == 0, done.stderr[-3000:]
-    with EmulatedCluster(2, tmp_path / "cluster") as cluster:
+    with EmulatedCluster(num_hosts, tmp_path / "cluster") as cluster:
         copies = cluster.copy_partition(parts)
         for rank, copy in enumerate(copies):
             assert sorted(p.name for p in copy.glob("part-*")) == [f"part-{rank}"]
         runs = cluster.torchrun(
-            lambda host: train("--partitions", copies[host.rank]),
+            lambda host: train("--partitions", copies[host.rank], batch_size=64 * num_hosts),
             timeout_s=240,
             env=ONE_THREAD,
         )
-    final = assert_both_hosts_trained(runs)
+    final = assert_every_host_trained(runs)
     assert final["dataset"] == "synthetic-small"
 
 
