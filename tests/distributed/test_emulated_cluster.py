@@ -1,7 +1,8 @@
 """The emulated cluster: hosts that reach each other on 198.18.0.0/15, links that hold their
-tbf rate both ways, a teardown that leaves nothing behind, and ``graphengine train`` across
-two hosts that each read only their own data directory. Skipped where the process is not
-root or cannot make network namespaces."""
+tbf rate both ways, a teardown that leaves nothing behind; ``graphengine train`` across
+hosts that each read only their own data directory (data, hybrid and partitioned, to the
+single machine's test accuracy), and a cut link that ends every host within the timeout.
+Skipped where the process is not root or cannot make network namespaces."""
 
 import json
 import os
@@ -158,56 +159,59 @@ def test_the_link_rate_holds_both_ways(tmp_path):
             assert 0.95 * floor <= seconds < 10 * floor, (source.rank, seconds, floor)
 
 
-def synthetic_small_on_every_host(cluster, tmp_path) -> None:
-    """Generate synthetic-small once and copy it to each host's data directory."""
-    from graphengine.datasets import load_dataset
-
-    source = tmp_path / "source"
-    load_dataset("synthetic-small", root=source)
-    for host in cluster.hosts:
-        for entry in source.iterdir():
-            cluster.copy_to_host(host, entry)
-
-
-def train(*extra, epochs=1, dist_timeout=60, batch_size=256) -> list:
-    """torchrun's arguments for ``graphengine train`` of ``epochs`` without evaluation."""
-    return [
-        "-m",
-        "graphengine",
-        "train",
-        "--epochs",
-        epochs,
-        "--eval-every",
-        0,
-        "--fanouts",
-        "5,5",
-        "--batch-size",
-        batch_size,
-        "--no-progress",
-        "--dist-timeout",
-        dist_timeout,
-        *extra,
-    ]
-
-
+EPOCHS = 3
 ONE_THREAD = {"OMP_NUM_THREADS": "1"}
 
 
-def assert_every_host_trained(runs) -> dict:
+def train(*extra, epochs=EPOCHS, dist_timeout=60, batch_size=1024, evaluate=True) -> list:
+    """The arguments after ``python`` (or torchrun's) of a seeded ``graphengine train``;
+    without ``evaluate``, no evaluation at all."""
+    args = ["-m", "graphengine", "train", "--epochs", epochs, "--seed", 0]
+    args += ["--batch-size", batch_size, "--no-progress", "--dist-timeout", dist_timeout]
+    return args + ([] if evaluate else ["--eval-every", 0]) + list(extra)
+
+
+@pytest.fixture(scope="module")
+def synthetic_small(tmp_path_factory):
+    """A data root holding synthetic-small, and its test accuracy trained on one machine."""
+    root = tmp_path_factory.mktemp("source")
+    command = [sys.executable, *map(str, train("--dataset", "synthetic-small", "--root", root))]
+    done = subprocess.run(
+        command, capture_output=True, text=True, timeout=240, env={**os.environ, **ONE_THREAD}
+    )
+    assert done.returncode == 0, done.stderr[-3000:]
+    return root, json.loads(done.stdout.splitlines()[-1])["test_acc"]
+
+
+def copy_to_every_host(cluster, root) -> None:
+    for host in cluster.hosts:
+        for entry in root.iterdir():
+            cluster.copy_to_host(host, entry)
+
+
+def assert_every_host_trained(runs, single_acc: float, points: float = 1.5) -> dict:
     """Every host's torchrun succeeded and its worker joined as its rank; rank 0's final
-    JSON line, which it returns, counts every worker."""
+    JSON line, which it returns, counts every worker and its test accuracy is within
+    ``points`` of ``single_acc``."""
     for run in runs:
         assert run.returncode == 0, (run.host.rank, run.stderr[-3000:])
         assert f"rank {run.host.rank} of {len(runs)} joined (gloo)" in run.stderr
     final = json.loads(runs[0].stdout.splitlines()[-1])
-    assert final["workers"] == len(runs) and final["epochs_run"] == 1
+    assert final["workers"] == len(runs) and final["epochs_run"] == EPOCHS
+    assert single_acc > 0.8 and abs(final["test_acc"] - single_acc) <= points / 100, (
+        final,
+        single_acc,
+    )
     return final
 
 
 @pytest.mark.parametrize("parallel", ["data", "hybrid"])
-def test_training_across_two_hosts(tmp_path, parallel):
-    with EmulatedCluster(2, tmp_path / "cluster") as cluster:
-        synthetic_small_on_every_host(cluster, tmp_path)
+def test_training_across_two_hosts_reaches_the_single_machine_accuracy(
+    tmp_path, synthetic_small, parallel
+):
+    root, single_acc = synthetic_small
+    with EmulatedCluster(2, tmp_path) as cluster:
+        copy_to_every_host(cluster, root)
         runs = cluster.torchrun(
             lambda host: train(
                 "--dataset", "synthetic-small", "--root", host.data_dir, "--parallel", parallel
@@ -215,16 +219,19 @@ def test_training_across_two_hosts(tmp_path, parallel):
             timeout_s=240,
             env=ONE_THREAD,
         )
-    assert assert_every_host_trained(runs)["parallel"] == parallel
+    assert assert_every_host_trained(runs, single_acc)["parallel"] == parallel
 
 
 @pytest.mark.parametrize("num_hosts", [2, 3])
-def test_partitioned_training_with_each_host_holding_only_its_part(tmp_path, num_hosts):
-    root, parts = tmp_path / "data", tmp_path / "parts"
+def test_partitioned_training_with_each_host_holding_only_its_part(
+    tmp_path, synthetic_small, num_hosts
+):
+    root, single_acc = synthetic_small
+    parts = tmp_path / "parts"
     partition = ["partition", "--dataset", "synthetic-small", "--root", root]
-    partition += ["--parts", num_hosts]
+    partition += ["--parts", num_hosts, "--out", parts]
     done = subprocess.run(
-        [sys.executable, "-m", "graphengine", *map(str, partition), "--out", str(parts)],
+        [sys.executable, "-m", "graphengine", *map(str, partition)],
         capture_output=True,
         text=True,
         timeout=240,
@@ -235,18 +242,22 @@ def test_partitioned_training_with_each_host_holding_only_its_part(tmp_path, num
         for rank, copy in enumerate(copies):
             assert sorted(p.name for p in copy.glob("part-*")) == [f"part-{rank}"]
         runs = cluster.torchrun(
-            lambda host: train("--partitions", copies[host.rank], batch_size=64 * num_hosts),
+            lambda host: train(
+                "--partitions", copies[host.rank], batch_size=1024 - 1024 % num_hosts
+            ),
             timeout_s=240,
             env=ONE_THREAD,
         )
-    final = assert_every_host_trained(runs)
+    # Three parts cut more edges, and each worker's seeds are its own part's nodes: after
+    # these few epochs the run is further from the single machine than two parts are.
+    final = assert_every_host_trained(runs, single_acc, points=1.5 if num_hosts == 2 else 4)
     assert final["dataset"] == "synthetic-small"
 
 
-def test_a_cut_link_ends_every_host_within_the_timeout(tmp_path):
+def test_a_cut_link_ends_every_host_within_the_timeout(tmp_path, synthetic_small):
     timeout = 10
-    with EmulatedCluster(2, tmp_path / "cluster") as cluster:
-        synthetic_small_on_every_host(cluster, tmp_path)
+    with EmulatedCluster(2, tmp_path) as cluster:
+        copy_to_every_host(cluster, synthetic_small[0])
         metrics = cluster.hosts[0].log_dir / "metrics.jsonl"
         run = cluster.start_torchrun(
             lambda host: train(
@@ -258,6 +269,7 @@ def test_a_cut_link_ends_every_host_within_the_timeout(tmp_path):
                 metrics,
                 epochs=100000,
                 dist_timeout=timeout,
+                evaluate=False,
             ),
             env=ONE_THREAD,
         )
