@@ -57,6 +57,11 @@ BRIDGE = "br0"
 COMMAND_TIMEOUT_S = 20.0
 STOP_GRACE_S = 5.0
 MASTER_PORT = 29500
+# tbf refills its bucket on the kernel's timer, so the bucket holds a few ticks of the rate
+# (else the link runs below it), and no less than the largest packet veth's segmentation
+# offload hands it (a packet larger than the bucket is dropped).
+BURST_S = 0.004
+MIN_BURST_BYTES = 65536
 _SERIAL = itertools.count()
 _STALE = re.compile(rf"^{PREFIX}(\d+)x\d+-(br|h\d+)$")
 
@@ -67,9 +72,8 @@ class Link:
 
     Attributes:
         rate_mbit: the rate in Mbit/s (10^6 bits) each way.
-        burst_bytes: the token bucket's size; ``None``: the bytes of 4 ms at the rate, at
-            least 64 KiB (tbf drops a packet larger than its bucket, and the veth's
-            segmentation offload sends packets up to 64 KiB).
+        burst_bytes: the token bucket's size; ``None``: the bytes of :data:`BURST_S`
+            seconds at the rate, at least :data:`MIN_BURST_BYTES`.
         latency_ms: the longest a packet may wait in the queue before tbf drops it.
     """
 
@@ -94,7 +98,7 @@ class Link:
         """The token bucket's size in bytes."""
         if self.burst_bytes is not None:
             return self.burst_bytes
-        return max(65536, int(self.bytes_per_s * 0.004))
+        return max(MIN_BURST_BYTES, int(self.bytes_per_s * BURST_S))
 
     def tbf_args(self) -> list[str]:
         """The arguments of ``tc qdisc add dev X root`` that shape a link this way."""
