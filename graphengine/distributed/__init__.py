@@ -1,5 +1,7 @@
 """torch.distributed glue: launching workers under torchrun, joining and leaving the group,
-batched all-to-all exchanges, and sampling across the parts of a partitioned graph."""
+batched all-to-all exchanges, and sampling across the parts of a partitioned graph. An
+emulated cluster of hosts on this machine, to train across real links, is in
+:mod:`graphengine.distributed.emulated_cluster`."""
 
 from graphengine.distributed.data import DistData
 from graphengine.distributed.exchange import Exchange, ExchangeStats, new_exchange

@@ -2,6 +2,7 @@
 checked against brute-force references built from the original CSC."""
 
 import json
+import shutil
 
 import numpy as np
 import pytest
@@ -278,6 +279,14 @@ def test_missing_part_file(written):
     (written / "part-1" / "edge_ids.npy").unlink()
     with pytest.raises(FileNotFoundError, match=r"missing partition file '.*part-1/edge_ids\.npy'"):
         load_partition(written)
+
+
+def test_a_host_holding_only_its_part_opens_it(written):
+    shutil.rmtree(written / "part-1")  # a cluster's host 0 holds only part 0
+    assert load_partition(written).num_parts == 2
+    assert open_part(written, 0).num_nodes > 0
+    with pytest.raises(FileNotFoundError, match=r"missing partition file '.*part-1/"):
+        open_part(written, 1, verify=False)
 
 
 def test_truncated_part_file(written):

@@ -238,9 +238,10 @@ def partition_dataset(
 def load_partition(path: str | Path, verify: bool = True) -> PartitionBook:
     """Open the partition book of the partition under ``path`` (id maps memory-mapped).
 
-    Every file the manifest lists must exist with its recorded size; with ``verify`` the id
-    maps are also checked against their sha256 (a part's own files are hashed by
-    :func:`open_part`).
+    Every file the manifest lists must exist with its recorded size, except those of a part
+    whose whole directory is absent: a host of a cluster holds only its own parts
+    (``docs/cluster.md``). With ``verify`` the id maps are also checked against their sha256
+    (a part's own files are hashed by :func:`open_part`).
 
     Raises:
         FileNotFoundError: no partition at ``path``, or a missing file (named).
@@ -250,7 +251,8 @@ def load_partition(path: str | Path, verify: bool = True) -> PartitionBook:
     path = Path(path)
     manifest = read_manifest(path, MANIFEST, FORMAT, FORMAT_VERSION, "partition")
     for name, entry in manifest["files"].items():
-        _check_size(path / name, entry)
+        if _held(path, name):
+            _check_size(path / name, entry)
     n = manifest["num_nodes"]
     maps = {}
     for name in _MAPS:
@@ -277,10 +279,10 @@ def open_part(path: str | Path, part: int, verify: bool = True) -> Part:
     start, stop = book.part_range(part)
     directory = path / _part_dir(part)
     files = book.manifest["files"]
-    if verify:
-        for name, entry in files.items():
-            if name.startswith(f"{_part_dir(part)}/"):
-                _check_hash(path / name, entry)
+    check = _check_hash if verify else _check_size  # the book skipped an absent part's files
+    for name, entry in files.items():
+        if name.startswith(f"{_part_dir(part)}/"):
+            check(path / name, entry)
     manifest = read_manifest(directory, _PART_MANIFEST, PART_FORMAT, FORMAT_VERSION, "part")
     if (manifest["part"], manifest["start"], manifest["stop"]) != (part, start, stop):
         raise ValueError(
@@ -379,6 +381,13 @@ def _prepare_out(out: Path, force: bool) -> None:
 
 def _part_dir(p: int) -> str:
     return f"part-{p}"
+
+
+def _held(path: Path, name: str) -> bool:
+    """Whether this copy of the partition holds the manifest's file ``name``: every
+    top-level file, and the files of each part whose directory is present."""
+    directory, _, rest = name.partition("/")
+    return not rest or (path / directory).is_dir()
 
 
 def _save(out: Path, name: str, array: np.ndarray) -> dict:

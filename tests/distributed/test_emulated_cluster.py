@@ -1,0 +1,291 @@
+"""The emulated cluster: hosts that reach each other on 198.18.0.0/15, links that hold their
+tbf rate both ways, a teardown that leaves nothing behind; ``graphengine train`` across
+hosts that each read only their own data directory (data, hybrid and partitioned, to the
+single machine's test accuracy), and a cut link that ends every host within the timeout.
+Skipped where the process is not root or cannot make network namespaces."""
+
+import json
+import os
+import subprocess
+import sys
+import time
+
+import pytest
+
+from graphengine.distributed.emulated_cluster import (
+    BRIDGE,
+    PREFIX,
+    EmulatedCluster,
+    Link,
+    emulation_unavailable,
+    remove_stale_namespaces,
+)
+
+UNAVAILABLE = emulation_unavailable()
+pytestmark = pytest.mark.skipif(UNAVAILABLE is not None, reason=str(UNAVAILABLE))
+
+PORT = 5301
+# Reads exactly N bytes on (address, port), answers one byte, prints the bytes it read.
+RECEIVER = """
+import socket, sys
+address, port, n = sys.argv[1], int(sys.argv[2]), int(sys.argv[3])
+server = socket.create_server((address, port))
+server.settimeout(30)
+conn, _ = server.accept()
+conn.settimeout(30)
+got = 0
+while got < n:
+    chunk = conn.recv(1 << 20)
+    if not chunk:
+        break
+    got += len(chunk)
+conn.sendall(b"k")
+print(got)
+"""
+# Connects (retrying while the receiver starts), sends N zero bytes, waits for the answer,
+# prints the seconds from the first byte sent to the answer.
+SENDER = """
+import socket, sys, time
+address, port, n = sys.argv[1], int(sys.argv[2]), int(sys.argv[3])
+deadline = time.monotonic() + 20
+while True:
+    try:
+        conn = socket.create_connection((address, port), timeout=5)
+        break
+    except OSError:
+        if time.monotonic() > deadline:
+            raise
+        time.sleep(0.05)
+conn.settimeout(60)
+start = time.monotonic()
+conn.sendall(bytes(n))
+assert conn.recv(1) == b"k"
+print(time.monotonic() - start)
+"""
+
+
+def transfer(cluster, source, target, num_bytes: int) -> float:
+    """Send ``num_bytes`` from host ``source`` to host ``target`` over TCP; the seconds."""
+    receiver = cluster.popen(
+        target,
+        [sys.executable, "-c", RECEIVER, target.address, PORT, num_bytes],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    sent = cluster.run(source, [sys.executable, "-c", SENDER, target.address, PORT, num_bytes])
+    received, errors = receiver.communicate(timeout=30)
+    assert sent.returncode == 0, sent.stderr
+    assert receiver.returncode == 0 and int(received) == num_bytes, errors
+    return float(sent.stdout)
+
+
+def ours(prefix: str) -> dict[str, list[str]]:
+    """What of an emulated cluster is left: its namespaces, and any of its interfaces or a
+    bridge in the root namespace."""
+    namespaces = subprocess.run(["ip", "netns", "list"], capture_output=True, text=True).stdout
+    links = subprocess.run(["ip", "-o", "link"], capture_output=True, text=True).stdout
+    return {
+        "namespaces": [line for line in namespaces.splitlines() if line.startswith(prefix)],
+        "links": [line for line in links.splitlines() if " gev" in line or " gep" in line],
+    }
+
+
+def root_has(interface: str) -> bool:
+    """Whether the root namespace has an interface of that name."""
+    shown = subprocess.run(["ip", "link", "show", "dev", interface], capture_output=True)
+    return shown.returncode == 0
+
+
+def test_two_hosts_reach_each_other_and_leave_nothing_behind(tmp_path):
+    bridge_before = root_has(BRIDGE)
+    with EmulatedCluster(2, tmp_path) as cluster:
+        a, b = cluster.hosts
+        assert cluster.prefix.startswith(PREFIX)
+        bridged = subprocess.run(
+            ["ip", "-n", cluster.bridge_namespace, "-o", "link", "show", "master", BRIDGE],
+            capture_output=True,
+            text=True,
+        ).stdout
+        assert " gep0@" in bridged and " gep1@" in bridged, bridged
+        for host in cluster.hosts:
+            shown = cluster.run(host, ["ip", "-o", "-4", "addr", "show", host.interface])
+            assert f"inet {host.address}/24" in shown.stdout
+            assert host.address.startswith("198.18.")
+            qdisc = cluster.run(host, ["tc", "qdisc", "show", "dev", host.interface]).stdout
+            assert "tbf" in qdisc and "rate 1Gbit" in qdisc, qdisc
+        transfer(cluster, a, b, 4)
+        transfer(cluster, b, a, 4)
+        assert len(ours(cluster.prefix)["namespaces"]) == 3  # the bridge's and two hosts'
+    assert ours(cluster.prefix) == {"namespaces": [], "links": []}
+    assert root_has(BRIDGE) == bridge_before
+
+
+def test_teardown_after_an_exception_stops_the_hosts_processes(tmp_path):
+    cluster = EmulatedCluster(2, tmp_path)
+    with pytest.raises(RuntimeError, match="the body failed"), cluster:
+        sleeper = cluster.popen(cluster.hosts[1], ["sleep", "600"])
+        raise RuntimeError("the body failed")
+    assert sleeper.poll() is not None
+    assert ours(cluster.prefix) == {"namespaces": [], "links": []}
+
+
+def test_namespaces_of_dead_runs_are_removed_and_live_ones_kept():
+    gone = subprocess.Popen(["true"])
+    gone.wait()  # its pid now names a run that has ended
+    dead = f"{PREFIX}{gone.pid}x0-h0"
+    live = f"{PREFIX}{os.getpid()}x999-h0"
+    for name in (dead, live):
+        subprocess.run(["ip", "netns", "add", name], check=True, timeout=20)
+    try:
+        removed = remove_stale_namespaces()
+        assert dead in removed and live not in removed
+        assert ours(dead)["namespaces"] == [] and ours(live)["namespaces"] == [live]
+    finally:
+        for name in (dead, live):
+            subprocess.run(["ip", "netns", "del", name], capture_output=True, timeout=20)
+
+
+def test_the_link_rate_holds_both_ways(tmp_path):
+    link = Link(rate_mbit=20.0)
+    num_bytes = 3_000_000
+    # The bucket's first burst is free; every byte after it waits for its tokens, and the
+    # frames' headers only make the transfer slower.
+    floor = (num_bytes - link.bucket_bytes) / link.bytes_per_s
+    with EmulatedCluster(2, tmp_path, link) as cluster:
+        a, b = cluster.hosts
+        for source, target in ((a, b), (b, a)):
+            seconds = transfer(cluster, source, target, num_bytes)
+            assert 0.95 * floor <= seconds < 10 * floor, (source.rank, seconds, floor)
+
+
+EPOCHS = 3
+ONE_THREAD = {"OMP_NUM_THREADS": "1"}
+
+
+def train(*extra, epochs=EPOCHS, dist_timeout=60, batch_size=1024, evaluate=True) -> list:
+    """The arguments after ``python`` (or torchrun's) of a seeded ``graphengine train``;
+    without ``evaluate``, no evaluation at all."""
+    args = ["-m", "graphengine", "train", "--epochs", epochs, "--seed", 0]
+    args += ["--batch-size", batch_size, "--no-progress", "--dist-timeout", dist_timeout]
+    return args + ([] if evaluate else ["--eval-every", 0]) + list(extra)
+
+
+@pytest.fixture(scope="module")
+def synthetic_small(tmp_path_factory):
+    """A data root holding synthetic-small, and its test accuracy trained on one machine."""
+    root = tmp_path_factory.mktemp("source")
+    command = [sys.executable, *map(str, train("--dataset", "synthetic-small", "--root", root))]
+    done = subprocess.run(
+        command, capture_output=True, text=True, timeout=240, env={**os.environ, **ONE_THREAD}
+    )
+    assert done.returncode == 0, done.stderr[-3000:]
+    return root, json.loads(done.stdout.splitlines()[-1])["test_acc"]
+
+
+def copy_to_every_host(cluster, root) -> None:
+    for host in cluster.hosts:
+        for entry in root.iterdir():
+            cluster.copy_to_host(host, entry)
+
+
+def assert_every_host_trained(runs, single_acc: float, points: float = 1.5) -> dict:
+    """Every host's torchrun succeeded and its worker joined as its rank; rank 0's final
+    JSON line, which it returns, counts every worker and its test accuracy is within
+    ``points`` of ``single_acc``."""
+    for run in runs:
+        assert run.returncode == 0, (run.host.rank, run.stderr[-3000:])
+        assert f"rank {run.host.rank} of {len(runs)} joined (gloo)" in run.stderr
+    final = json.loads(runs[0].stdout.splitlines()[-1])
+    assert final["workers"] == len(runs) and final["epochs_run"] == EPOCHS
+    assert single_acc > 0.8 and abs(final["test_acc"] - single_acc) <= points / 100, (
+        final,
+        single_acc,
+    )
+    return final
+
+
+@pytest.mark.parametrize("parallel", ["data", "hybrid"])
+def test_training_across_two_hosts_reaches_the_single_machine_accuracy(
+    tmp_path, synthetic_small, parallel
+):
+    root, single_acc = synthetic_small
+    with EmulatedCluster(2, tmp_path) as cluster:
+        copy_to_every_host(cluster, root)
+        runs = cluster.torchrun(
+            lambda host: train(
+                "--dataset", "synthetic-small", "--root", host.data_dir, "--parallel", parallel
+            ),
+            timeout_s=240,
+            env=ONE_THREAD,
+        )
+    assert assert_every_host_trained(runs, single_acc)["parallel"] == parallel
+
+
+@pytest.mark.parametrize("num_hosts", [2, 3])
+def test_partitioned_training_with_each_host_holding_only_its_part(
+    tmp_path, synthetic_small, num_hosts
+):
+    root, single_acc = synthetic_small
+    parts = tmp_path / "parts"
+    partition = ["partition", "--dataset", "synthetic-small", "--root", root]
+    partition += ["--parts", num_hosts, "--out", parts]
+    done = subprocess.run(
+        [sys.executable, "-m", "graphengine", *map(str, partition)],
+        capture_output=True,
+        text=True,
+        timeout=240,
+    )
+    assert done.returncode == 0, done.stderr[-3000:]
+    with EmulatedCluster(num_hosts, tmp_path / "cluster") as cluster:
+        copies = cluster.copy_partition(parts)
+        for rank, copy in enumerate(copies):
+            assert sorted(p.name for p in copy.glob("part-*")) == [f"part-{rank}"]
+        runs = cluster.torchrun(
+            lambda host: train(
+                "--partitions", copies[host.rank], batch_size=1024 - 1024 % num_hosts
+            ),
+            timeout_s=240,
+            env=ONE_THREAD,
+        )
+    # Three parts cut more edges, and each worker's seeds are its own part's nodes: after
+    # these few epochs the run is further from the single machine than two parts are.
+    final = assert_every_host_trained(runs, single_acc, points=1.5 if num_hosts == 2 else 4)
+    assert final["dataset"] == "synthetic-small"
+
+
+def test_a_cut_link_ends_every_host_within_the_timeout(tmp_path, synthetic_small):
+    timeout = 10
+    with EmulatedCluster(2, tmp_path) as cluster:
+        copy_to_every_host(cluster, synthetic_small[0])
+        metrics = cluster.hosts[0].log_dir / "metrics.jsonl"
+        run = cluster.start_torchrun(
+            lambda host: train(
+                "--dataset",
+                "synthetic-small",
+                "--root",
+                host.data_dir,
+                "--metrics",
+                metrics,
+                epochs=100000,
+                dist_timeout=timeout,
+                evaluate=False,
+            ),
+            env=ONE_THREAD,
+        )
+        deadline = time.monotonic() + 180
+        while not (metrics.exists() and metrics.read_text().strip()):
+            assert None in run.poll(), "a host stopped before its first epoch"
+            assert time.monotonic() < deadline, "training did not start"
+            time.sleep(0.5)
+        cluster.cut(cluster.hosts[1])
+        cut_after = time.monotonic() - run.started
+        runs = run.wait(timeout_s=timeout + 60)
+    for r in runs:
+        # Nothing crosses a cut link, so no peer closes a socket: each worker waits out
+        # its timeout in a collective, fails, and its torchrun names it.
+        assert r.returncode not in (None, 0), (r.host.rank, r.returncode)
+        assert timeout - 1 <= r.seconds - cut_after < timeout + 30, r.seconds - cut_after
+        assert f"Timed out waiting {timeout * 1000}ms" in r.stderr, r.stderr[-3000:]
+        named = (f"rank      : {r.host.rank} (local_rank", f"rank: {r.host.rank}")
+        assert any(name in r.stderr for name in named), r.stderr[-3000:]
