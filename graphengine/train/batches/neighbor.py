@@ -7,7 +7,7 @@ from graphengine.datasets.dataset import GraphDataset
 from graphengine.loader import LaborLoader, NeighborLoader
 from graphengine.nn.forward import SeedLogits
 from graphengine.parallel.base import Strategy
-from graphengine.train.batches.base import SeedBatches
+from graphengine.train.batches.base import OPTION_NEEDS, SeedBatches
 from graphengine.train.config import TrainConfig
 from graphengine.train.features import training_features
 
@@ -30,10 +30,7 @@ class NeighborBatches(SeedBatches):
     def __init__(self, model, dataset: GraphDataset, config: TrainConfig, strategy: Strategy):
         super().__init__(model, dataset, config, strategy)
         if config.feature_cache is not None and self.device.type != "cpu":
-            raise ValueError(
-                "'feature_cache' caches a GraphDataset's features for the NeighborLoader or "
-                "LaborLoader on the CPU"
-            )
+            raise ValueError(OPTION_NEEDS["feature_cache"])
         self.eval_module = SeedLogits(model, len(config.fanouts), config.forward)
         self.train_module = strategy.wrap(self.eval_module)
         self.features = training_features(dataset, config, self.eval_module)
