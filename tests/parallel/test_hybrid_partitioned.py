@@ -1,6 +1,7 @@
 """Hybrid (P3) parallelism on a partitioned graph, as P3 itself runs: the redistribution of the
-parts' rows to feature columns against the unpartitioned table, and an epoch against
-partitioned data parallelism (the same batches and samples), 2 and 3 workers."""
+parts' rows to feature columns against the unpartitioned table (each worker holding only its
+own part), and an epoch against partitioned data parallelism (the same batches and samples),
+2 and 3 workers, and with a worker whose part has no training node."""
 
 import shutil
 import subprocess
@@ -15,6 +16,7 @@ from graphengine.data.columns import column_ranges
 from graphengine.data.partition import load_partition, partition_dataset
 from graphengine.datasets import load_dataset
 from tests.helpers.processes import WORKERS, torchrun
+from tests.helpers.workers.partition_worker import multigraph
 
 WORKER = WORKERS / "hybrid_worker.py"
 REPO = Path(__file__).resolve().parents[2]
@@ -69,8 +71,23 @@ def test_redistributed_columns_are_every_node_s_features_by_new_id(tmp_path, par
 def test_hybrid_epoch_on_parts_equals_partitioned_data_parallel_epoch(
     tmp_path, partitions, model, nproc, fanouts
 ):
+    assert_hybrid_equals_data_parallel(tmp_path, nproc, partitions[nproc], model, fanouts)
+
+
+def test_hybrid_on_parts_runs_a_part_without_training_nodes(tmp_path):
+    dataset = multigraph()
+    dataset.train_idx = dataset.train_idx[:1]
+    stats = partition_dataset(dataset, 2, tmp_path / "parts")
+    assert sorted(stats["train_nodes"]) == [0, 1]  # one worker's batches are all empty
+    assert_hybrid_equals_data_parallel(tmp_path, 2, tmp_path / "parts", "sage", "3,3")
+
+
+def assert_hybrid_equals_data_parallel(tmp_path, nproc, parts, model, fanouts) -> None:
+    """An epoch of ``--parallel data`` and one of ``--parallel hybrid`` on partition ``parts``
+    from the same weights and seeds end with the same parameters, loss, validation accuracy
+    and sampled structure; hybrid moves no feature row."""
     out = tmp_path / "result.pt"
-    result = torchrun(nproc, WORKER, "partitioned", out, partitions[nproc], model, fanouts)
+    result = torchrun(nproc, WORKER, "partitioned", out, parts, model, fanouts)
     assert result.returncode == 0, result.stderr[-3000:]
     runs = torch.load(out)
     data, hybrid = runs["data"], runs["hybrid"]
