@@ -54,8 +54,9 @@ def redistribute_columns(part: Part, exchange: Exchange) -> FeatureColumns:
     num_columns = int(part.x.shape[1])
     ranges = column_ranges(num_columns, book.num_parts)
     started = time.perf_counter()
-    # Flat, so that slices of unequal widths travel in one exchange of one dtype.
-    sends = [np.ascontiguousarray(part.x[:, start:stop]).reshape(-1) for start, stop in ranges]
+    # Copies (the part's rows are a read-only memory map), flat, so that slices of unequal
+    # widths travel in one exchange of one dtype.
+    sends = [np.array(part.x[:, start:stop], order="C").reshape(-1) for start, stop in ranges]
     received = exchange.all_to_all(sends)
     del sends
     start, stop = ranges[part.part]
