@@ -222,41 +222,32 @@ def test_training_across_two_hosts_reaches_the_single_machine_accuracy(
     assert assert_every_host_trained(runs, single_acc)["parallel"] == parallel
 
 
-def partition(root, num_parts: int, out) -> None:
-    """``graphengine partition`` of synthetic-small under ``root`` into ``out``."""
-    command = ["partition", "--dataset", "synthetic-small", "--root", root]
-    command += ["--parts", num_parts, "--out", out]
-    done = subprocess.run(
-        [sys.executable, "-m", "graphengine", *map(str, command)],
-        capture_output=True,
-        text=True,
-        timeout=240,
-    )
-    assert done.returncode == 0, done.stderr[-3000:]
-
-
-def train_on_own_parts(cluster, parts, *extra, batch_size=1024) -> list:
-    """Every host's copy of partition ``parts`` holds its own part only; ``graphengine train
-    --partitions`` on each (with ``extra``); the runs."""
-    copies = cluster.copy_partition(parts)
-    for rank, copy in enumerate(copies):
-        assert sorted(p.name for p in copy.glob("part-*")) == [f"part-{rank}"]
-    return cluster.torchrun(
-        lambda host: train("--partitions", copies[host.rank], *extra, batch_size=batch_size),
-        timeout_s=240,
-        env=ONE_THREAD,
-    )
-
-
 @pytest.mark.parametrize("num_hosts", [2, 3])
 def test_partitioned_training_with_each_host_holding_only_its_part(
     tmp_path, synthetic_small, num_hosts
 ):
     root, single_acc = synthetic_small
     parts = tmp_path / "parts"
-    partition(root, num_hosts, parts)
+    partition = ["partition", "--dataset", "synthetic-small", "--root", root]
+    partition += ["--parts", num_hosts, "--out", parts]
+    done = subprocess.run(
+        [sys.executable, "-m", "graphengine", *map(str, partition)],
+        capture_output=True,
+        text=True,
+        timeout=240,
+    )
+    assert done.returncode == 0, done.stderr[-3000:]
     with EmulatedCluster(num_hosts, tmp_path / "cluster") as cluster:
-        runs = train_on_own_parts(cluster, parts, batch_size=1024 - 1024 % num_hosts)
+        copies = cluster.copy_partition(parts)
+        for rank, copy in enumerate(copies):
+            assert sorted(p.name for p in copy.glob("part-*")) == [f"part-{rank}"]
+        runs = cluster.torchrun(
+            lambda host: train(
+                "--partitions", copies[host.rank], batch_size=1024 - 1024 % num_hosts
+            ),
+            timeout_s=240,
+            env=ONE_THREAD,
+        )
     # Three parts cut more edges, and each worker's seeds are its own part's nodes: after
     # these few epochs the run is further from the single machine than two parts are.
     final = assert_every_host_trained(runs, single_acc, points=1.5 if num_hosts == 2 else 4)
@@ -266,9 +257,24 @@ def test_partitioned_training_with_each_host_holding_only_its_part(
 def test_hybrid_on_parts_with_each_host_holding_only_its_part(tmp_path, synthetic_small):
     root, single_acc = synthetic_small
     parts = tmp_path / "parts"
-    partition(root, 2, parts)
+    partition = ["partition", "--dataset", "synthetic-small", "--root", root]
+    partition += ["--parts", 2, "--out", parts]
+    done = subprocess.run(
+        [sys.executable, "-m", "graphengine", *map(str, partition)],
+        capture_output=True,
+        text=True,
+        timeout=240,
+    )
+    assert done.returncode == 0, done.stderr[-3000:]
     with EmulatedCluster(2, tmp_path / "cluster") as cluster:
-        runs = train_on_own_parts(cluster, parts, "--parallel", "hybrid")
+        copies = cluster.copy_partition(parts)
+        for rank, copy in enumerate(copies):
+            assert sorted(p.name for p in copy.glob("part-*")) == [f"part-{rank}"]
+        runs = cluster.torchrun(
+            lambda host: train("--partitions", copies[host.rank], "--parallel", "hybrid"),
+            timeout_s=240,
+            env=ONE_THREAD,
+        )
     final = assert_every_host_trained(runs, single_acc)
     assert final["parallel"] == "hybrid" and final["dataset"] == "synthetic-small"
     for run in runs:  # each host built its columns from the parts' rows, then trained
