@@ -63,6 +63,7 @@ def test_redistributed_columns_are_every_node_s_features_by_new_id(tmp_path, par
         got = torch.load(f"{out}.{rank}")
         assert (got["start"], got["stop"]) == (start, stop)
         assert torch.equal(got["table"], by_new_id[:, start:stop]), rank
+        assert got["batches"] > 0  # and its hybrid batches were the partitioned loader's
 
 
 @pytest.mark.parametrize(

@@ -10,8 +10,11 @@ feature slice takes (measured by tracemalloc while it is read again).
 PARTS (``--parallel data`` with remote feature rows, then hybrid on the parts), rank 0 also
 writing both epochs' ``partition`` metrics.
 ``columns OUT HOSTS``: opens its part from ``HOSTS/host-<rank>`` (a copy of the partition
-holding that part only), redistributes the parts' rows to feature columns and writes this
-worker's column range and table to ``OUT.<rank>`` (a torch file).
+holding that part only), redistributes the parts' rows to feature columns, checks that an
+epoch of :class:`DistHybridNeighborLoader` batches is :class:`DistNeighborLoader`'s (the same
+nodes, edges and seed labels, its own batch's inputs the columns of the fetched rows) and
+writes this worker's column range, table and the batches it checked to ``OUT.<rank>`` (a
+torch file).
 """
 
 import json
@@ -28,6 +31,8 @@ from graphengine.distributed.columns import redistribute_columns
 from graphengine.distributed.data import DistData
 from graphengine.distributed.exchange import new_exchange
 from graphengine.distributed.launch import finish
+from graphengine.loader.dist_hybrid_loader import DistHybridNeighborLoader
+from graphengine.loader.dist_neighbor_loader import DistNeighborLoader
 from graphengine.nn.models import build_model
 from graphengine.train.trainer import Trainer
 
@@ -89,10 +94,19 @@ def partitioned(out: Path, parts: Path, name: str, fanouts: str) -> None:
 
 def columns(out: Path, hosts: Path) -> None:
     data = DistData.open(hosts / f"host-{dist.get_rank()}")
-    mine = redistribute_columns(data.part, new_exchange())
-    torch.save(
-        {"start": mine.start, "stop": mine.stop, "table": mine.table}, f"{out}.{data.part.part}"
-    )
+    structure = new_exchange()
+    mine = redistribute_columns(data.part, structure)
+    options = {"batch_size": 64, "shuffle": True, "seed": 3}
+    rows = list(DistNeighborLoader(data, [3, 2], **options))
+    hybrid = list(DistHybridNeighborLoader(data, [3, 2], mine, structure, **options))
+    assert len(hybrid) == len(rows) > 0
+    for got, expected in zip(hybrid, rows, strict=True):
+        for key in ("n_id", "e_id", "edge_index", "input_id"):
+            assert torch.equal(got.batch[key], expected[key]), key
+        assert torch.equal(got.y, expected.y[: expected.batch_size])
+        assert torch.equal(got.inputs[data.part.part], expected.x[:, mine.start : mine.stop])
+    report = {"start": mine.start, "stop": mine.stop, "table": mine.table, "batches": len(rows)}
+    torch.save(report, f"{out}.{data.part.part}")
 
 
 def memory(out: Path, root: Path) -> None:
