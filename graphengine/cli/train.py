@@ -27,9 +27,9 @@ EPILOG = """\
 output (--task node): one JSON line per epoch on stdout as it ends (epoch, loss,
 train_acc: the running accuracy on that epoch's training batches, val_acc, epoch_s,
 seeds_per_s, stage_s; with --partitions also partition: rows, bytes and edges that crossed
-parts, cut_edge_share, cache_hit_rate, seconds in exchanges; traffic, all workers together:
-feature_bytes read into batches, gradient_bytes all-reduced, moved_bytes sent between
-workers, and with --parallel hybrid the first layers' structure_sent_bytes and
+parts, cut_edge_share, cache_hit_rate (--parallel data), seconds in exchanges; traffic, all
+workers together: feature_bytes read into batches, gradient_bytes all-reduced, moved_bytes
+sent between workers, and with --parallel hybrid the first layers' structure_sent_bytes and
 partial_sent_bytes and exchange_seconds_per_worker), then a final JSON line: dataset,
 model, epochs (in total), epochs_run (by this command), workers, parallel, sampler;
 train_acc, val_acc, test_acc: the trained model evaluated on each split (--eval; absent
@@ -218,14 +218,18 @@ def _add_distributed_options(train: argparse.ArgumentParser) -> None:
         help="data: every worker a whole model replica, gradients all-reduced; hybrid (P3, "
         "--nproc 2 or more): each worker holds 1/N of the feature columns and the first "
         "layer's weights for them, partial first-layer results are summed at each batch's "
-        "worker, the later layers run data-parallel (sage, gcn, gin; sampled evaluation)",
+        "worker, the later layers run data-parallel (sage, gcn, gin; sampled evaluation); "
+        "with --partitions, hybrid as P3 runs: the structure split by parts, the features "
+        "by columns (redistributed from the parts' rows by one all-to-all at the start)",
     )
     train.add_argument(
         "--partitions",
         metavar="DIR",
         help="train on a partition ('graphengine partition'): one worker per part, each "
-        "holding only its part and fetching the rest from the others (--nproc K on one "
-        "machine, or torchrun across machines); --dataset and --root are not used",
+        "holding only its part (--nproc K on one machine, or torchrun across machines) and "
+        "sampling across the parts; with --parallel data it fetches other parts' feature "
+        "rows from their owners, with --parallel hybrid it holds its feature columns of "
+        "every node instead; --dataset and --root are not used",
     )
     train.add_argument(
         "--remote-cache",

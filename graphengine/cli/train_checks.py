@@ -90,9 +90,10 @@ def check_node_options(args: argparse.Namespace) -> None:
         check_hetero_options(args, workers)
     if args.parallel == "hybrid" and workers < 2:
         raise ValueError(f"--parallel hybrid needs 2 or more workers (got --nproc {workers})")
-    if args.parallel == "hybrid" and args.partitions is not None:
+    if args.parallel == "hybrid" and args.remote_cache is not None:
         raise ValueError(
-            "--parallel hybrid on --partitions is not available yet: use --parallel data"
+            "--remote-cache caches other parts' feature rows for --parallel data; with "
+            "--parallel hybrid each worker holds its columns of every node: drop it"
         )
     if args.parallel == "hybrid" and args.eval in ("full", "layerwise"):
         raise ValueError(

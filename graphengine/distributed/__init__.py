@@ -1,8 +1,10 @@
 """torch.distributed glue: launching workers under torchrun, joining and leaving the group,
-batched all-to-all exchanges, and sampling across the parts of a partitioned graph. An
+batched all-to-all exchanges, sampling across the parts of a partitioned graph, and the
+parts' rows redistributed to feature columns (hybrid on a partitioned graph). An
 emulated cluster of hosts on this machine, to train across real links, is in
 :mod:`graphengine.distributed.emulated_cluster`."""
 
+from graphengine.distributed.columns import redistribute_columns
 from graphengine.distributed.data import DistData
 from graphengine.distributed.exchange import Exchange, ExchangeStats, new_exchange
 from graphengine.distributed.launch import (
@@ -28,4 +30,5 @@ __all__ = [
     "launched_by_torchrun",
     "local_device",
     "new_exchange",
+    "redistribute_columns",
 ]

@@ -83,6 +83,26 @@ def unpack_first_layer(payload: np.ndarray) -> tuple[torch.Tensor, Block]:
     return n_id, Block(torch.stack((row, col)), rowptr, num_src, num_dst)
 
 
+def most_batches(exchange: Exchange, mine: int) -> int:
+    """The most batches any worker of ``exchange`` needs, ``mine`` this worker's (at least
+    one): a collective over its group, so that every worker runs as many batches."""
+    count = torch.tensor([mine], dtype=torch.int64, device=exchange.device)
+    dist.all_reduce(count, op=dist.ReduceOp.MAX, group=exchange.group)
+    return max(1, int(count.item()))
+
+
+def structure_stats(exchange: Exchange) -> dict:
+    """What sharing first layers over ``exchange`` moved since its last reset, and starts
+    counting anew: ``structure_sent_bytes``, ``structure_received_bytes`` and
+    ``structure_seconds``."""
+    shared = exchange.reset_stats()
+    return {
+        "structure_sent_bytes": shared.sent_bytes,
+        "structure_received_bytes": shared.received_bytes,
+        "structure_seconds": shared.seconds,
+    }
+
+
 class ShareFirstLayer:
     """Sharing: this worker's batch -> ``(batch, [(n_id_j, block_j) for every worker j])``,
     by one all-gather of :func:`pack_first_layer` over ``exchange``."""
@@ -191,7 +211,7 @@ class HybridNeighborLoader(StagedLoader):
         else:
             mine = -(-len(self.input_nodes) // batch_size)
             seed_batches = OwnSeedBatches(
-                len(self.input_nodes), self._most_batches(mine), shuffle, seed, rank
+                len(self.input_nodes), most_batches(exchange, mine), shuffle, seed, rank
             )
         sample = SampleNodes(
             self.sampler, self.input_nodes, np.arange(len(self.input_nodes), dtype=np.int64)
@@ -222,18 +242,7 @@ class HybridNeighborLoader(StagedLoader):
         """What this worker's sharing of first layers moved since the last call, and starts
         counting anew: ``structure_sent_bytes``, ``structure_received_bytes`` and
         ``structure_seconds``. (Each batch carries its own ``feature_bytes``.)"""
-        shared = self.exchange.reset_stats()
-        return {
-            "structure_sent_bytes": shared.sent_bytes,
-            "structure_received_bytes": shared.received_bytes,
-            "structure_seconds": shared.seconds,
-        }
+        return structure_stats(self.exchange)
 
     def _copy(self, batch: HybridBatch) -> HybridBatch:
         return batch.to(self.device, non_blocking=True)
-
-    def _most_batches(self, mine: int) -> int:
-        """The most batches any worker needs (at least one)."""
-        count = torch.tensor([mine], dtype=torch.int64, device=self.exchange.device)
-        dist.all_reduce(count, op=dist.ReduceOp.MAX, group=self.exchange.group)
-        return max(1, int(count.item()))

@@ -149,16 +149,16 @@ class Evaluator:
             "num_workers": self.num_workers,
             "device": self.device,
         }
-        if self.sampled_loader is not None:
-            nodes = np.asarray(self.dataset.split(split))
-            mine = nodes[self.strategy.rank :: self.strategy.world_size]
-            loader = self.sampled_loader(mine)
-        elif isinstance(self.dataset, DistData):
-            mine = self.dataset.split(split)
-            loader = DistNeighborLoader(self.dataset, self.fanouts, input_nodes=mine, **kwargs)
+        if isinstance(self.dataset, DistData):
+            mine = self.dataset.split(split)  # this part's own nodes
         else:
             nodes = np.asarray(self.dataset.split(split))
             mine = nodes[self.strategy.rank :: self.strategy.world_size]
+        if self.sampled_loader is not None:
+            loader = self.sampled_loader(mine)
+        elif isinstance(self.dataset, DistData):
+            loader = DistNeighborLoader(self.dataset, self.fanouts, input_nodes=mine, **kwargs)
+        else:
             # On the CPU, batches without y: the seeds' labels are read from self._y.
             data = without_labels(self.dataset) if self.device.type == "cpu" else self.dataset
             loader = (

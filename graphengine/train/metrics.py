@@ -45,8 +45,9 @@ def summary(metrics: dict) -> str:
         crossed = metrics["partition"]
         parts.append(
             f"{crossed['remote_bytes'] / 1e6:,.1f} MB exchanged, "
-            f"{100 * crossed['cut_edge_share']:.1f}% of sampled edges cut, "
-            f"cache hit rate {100 * crossed['cache_hit_rate']:.1f}%"
+            f"{100 * crossed['cut_edge_share']:.1f}% of sampled edges cut"
         )
+        if "cache_hit_rate" in crossed:  # hybrid workers fetch no remote rows to cache
+            parts.append(f"cache hit rate {100 * crossed['cache_hit_rate']:.1f}%")
     stages = " ".join(f"{name} {seconds:.2f}s" for name, seconds in metrics["stage_s"].items())
     return ", ".join(parts) + f" (stages: {stages})"

@@ -39,7 +39,9 @@ class Trainer:
     batches), this worker's part of a partitioned graph
     (:class:`~graphengine.distributed.DistData`: a
     :class:`~graphengine.loader.dist_neighbor_loader.DistNeighborLoader`, data-parallel
-    across the parts' workers), or a :class:`~graphengine.datasets.HeteroGraphDataset`
+    across the parts' workers, or with ``parallel="hybrid"`` a
+    :class:`~graphengine.loader.dist_hybrid_loader.DistHybridNeighborLoader`), or a
+    :class:`~graphengine.datasets.HeteroGraphDataset`
     (its target type's training nodes, in one process). Which batches, and how the model runs
     on them, is chosen by the first kind of :data:`graphengine.train.batches.KINDS` that takes
     the run (:attr:`batches`).

@@ -1,8 +1,8 @@
 """The emulated cluster: hosts that reach each other on 198.18.0.0/15, links that hold their
 tbf rate both ways, a teardown that leaves nothing behind; ``graphengine train`` across
-hosts that each read only their own data directory (data, hybrid and partitioned, to the
-single machine's test accuracy), and a cut link that ends every host within the timeout.
-Skipped where the process is not root or cannot make network namespaces."""
+hosts that each read only their own data directory (data, hybrid, partitioned and hybrid on
+partitions, to the single machine's test accuracy), and a cut link that ends every host within
+the timeout. Skipped where the process is not root or cannot make network namespaces."""
 
 import json
 import os
@@ -252,6 +252,33 @@ def test_partitioned_training_with_each_host_holding_only_its_part(
     # these few epochs the run is further from the single machine than two parts are.
     final = assert_every_host_trained(runs, single_acc, points=1.5 if num_hosts == 2 else 4)
     assert final["dataset"] == "synthetic-small"
+
+
+def test_hybrid_on_parts_with_each_host_holding_only_its_part(tmp_path, synthetic_small):
+    root, single_acc = synthetic_small
+    parts = tmp_path / "parts"
+    partition = ["partition", "--dataset", "synthetic-small", "--root", root]
+    partition += ["--parts", 2, "--out", parts]
+    done = subprocess.run(
+        [sys.executable, "-m", "graphengine", *map(str, partition)],
+        capture_output=True,
+        text=True,
+        timeout=240,
+    )
+    assert done.returncode == 0, done.stderr[-3000:]
+    with EmulatedCluster(2, tmp_path / "cluster") as cluster:
+        copies = cluster.copy_partition(parts)
+        for rank, copy in enumerate(copies):
+            assert sorted(p.name for p in copy.glob("part-*")) == [f"part-{rank}"]
+        runs = cluster.torchrun(
+            lambda host: train("--partitions", copies[host.rank], "--parallel", "hybrid"),
+            timeout_s=240,
+            env=ONE_THREAD,
+        )
+    final = assert_every_host_trained(runs, single_acc)
+    assert final["parallel"] == "hybrid" and final["dataset"] == "synthetic-small"
+    for run in runs:  # each host built its columns from the parts' rows, then trained
+        assert "redistributed the features to columns" in run.stderr, run.stderr[-3000:]
 
 
 def test_a_cut_link_ends_every_host_within_the_timeout(tmp_path, synthetic_small):

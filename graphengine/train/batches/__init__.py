@@ -12,6 +12,7 @@ from graphengine.parallel.base import Strategy
 from graphengine.train.batches.base import TrainingBatches, check_options
 from graphengine.train.batches.hetero import HeteroBatches
 from graphengine.train.batches.hybrid import HybridBatches
+from graphengine.train.batches.hybrid_partitioned import HybridPartitionedBatches
 from graphengine.train.batches.neighbor import NeighborBatches
 from graphengine.train.batches.partitioned import PartitionedBatches
 from graphengine.train.batches.subgraph import SubgraphBatches
@@ -23,6 +24,7 @@ KINDS: tuple[type[TrainingBatches], ...] = (
     SubgraphBatches,
     HeteroBatches,
     HybridBatches,
+    HybridPartitionedBatches,
     PartitionedBatches,
     NeighborBatches,
 )

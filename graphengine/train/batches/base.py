@@ -120,7 +120,10 @@ class SeedBatches(TrainingBatches):
 #: The config options that only some kinds read, and what a run that sets one for another
 #: kind is told.
 OPTION_NEEDS = {
-    "remote_cache": "'remote_cache' needs a partitioned graph (a DistData)",
+    "remote_cache": (
+        "'remote_cache' needs a partitioned graph (a DistData) trained data-parallel: hybrid "
+        "workers hold their columns of every node and fetch no remote rows"
+    ),
     "feature_cache": (
         "'feature_cache' caches a GraphDataset's features for the NeighborLoader or "
         "LaborLoader on the CPU"

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from graphengine.data.columns import FeatureColumns
 from graphengine.distributed.data import DistData
 from graphengine.loader.hybrid_loader import HybridNeighborLoader
 from graphengine.nn.forward import SeedLogits
@@ -24,15 +25,10 @@ class HybridBatches(SeedBatches):
 
     @classmethod
     def accepts(cls, dataset, config: TrainConfig, strategy: Strategy) -> bool:
-        return isinstance(strategy, HybridParallel)
+        return isinstance(strategy, HybridParallel) and not isinstance(dataset, DistData)
 
     def __init__(self, model, dataset, config: TrainConfig, strategy: HybridParallel):
         super().__init__(model, dataset, config, strategy)
-        if isinstance(dataset, DistData):
-            raise ValueError(
-                "--parallel hybrid on a partitioned graph (--partitions) is not available "
-                "yet; train the parts with --parallel data"
-            )
         if config.eval_mode not in ("auto", "sampled"):
             raise ValueError(
                 "--parallel hybrid evaluates 'sampled' mini-batches (each worker holds a share "
@@ -42,9 +38,13 @@ class HybridBatches(SeedBatches):
         self.seed_logits = SeedLogits(model, len(config.fanouts), config.forward)
         self.train_module = strategy.wrap(self.seed_logits)
         self.eval_module = self.train_module
-        self.feature_columns = strategy.feature_columns(dataset.x)
+        self.feature_columns = self._feature_columns()
         self.loader = self._loader(dataset.train_idx, shuffle=True)
         self.eval_loader = self._loader
+
+    def _feature_columns(self) -> FeatureColumns:
+        """This worker's columns of the feature table, read from the dataset's ``x``."""
+        return self.strategy.feature_columns(self.dataset.x)
 
     def _loader(self, nodes: np.ndarray, shuffle: bool = False) -> HybridNeighborLoader:
         """Hybrid batches: of the training nodes (``shuffle``: all workers pass them, each
