@@ -24,6 +24,7 @@ import contextlib
 import datetime
 import logging
 import os
+import re
 import socket
 import threading
 import time
@@ -37,6 +38,8 @@ KEY = "graphengine/liveness"
 # Words of the backends' collective failures (gloo's messages carry its source path, NCCL's
 # its name), for errors that arrive as a plain RuntimeError rather than a DistError.
 COLLECTIVE_MARKERS = ("gloo", "NCCL", "ProcessGroup", "monitoredBarrier")
+# The C++ source location at the head of a backend's message ("[.../pair.cc:534] ").
+SOURCE_LOCATION = re.compile(r"\[[^\]\s]+\.(?:cc|cpp|h|hpp):\d+\] ")
 
 
 class WorkerLost(RuntimeError):
@@ -284,8 +287,9 @@ def is_collective_failure(error: BaseException) -> bool:
 
 
 def _first_line(error: BaseException) -> str:
+    """``error``'s type and first line, without C++ source locations."""
     lines = str(error).strip().splitlines()
-    return f"{type(error).__name__}: {lines[0] if lines else ''}"
+    return f"{type(error).__name__}: {SOURCE_LOCATION.sub('', lines[0] if lines else '')}"
 
 
 def _resolve(host: str) -> str:
