@@ -208,8 +208,9 @@ def assert_every_host_trained(runs, single_acc: float, points: float = 1.5) -> d
 
 def points_for(num_hosts: int) -> float:
     """How far from the single machine's test accuracy a run on ``num_hosts`` hosts may end."""
-    # Three workers' seeds and batches differ more from one machine's: after these few epochs
-    # a run is further from the single machine than on two.
+    # Three workers split each step's seeds three ways and draw their neighborhoods from three
+    # random streams (a partitioned run also cuts more edges): after these few epochs a run
+    # lands further from the single machine's accuracy than on two.
     return 1.5 if num_hosts == 2 else 4
 
 
