@@ -75,7 +75,8 @@ class Heartbeat:
         rank, world_size: this worker's place in the group.
         timeout_s: the process group's timeout; the heartbeat's pace follows from it
             (``interval_s``: a twentieth of it, 0.1 to 1 s; ``stale_s``: half of it, 1 to
-            10 s), so a worker that a collective waited out is always stale by then.
+            10 s), so a worker that a collective waited out (for a timeout of 1 s or more)
+            is stale by then.
         store_host, store_port: the rendezvous store (torchrun's ``MASTER_ADDR`` and
             ``MASTER_PORT``).
         namespace: keeps runs that share a store apart (torchrun's run id and restart).
@@ -92,6 +93,8 @@ class Heartbeat:
     ):
         if not timeout_s > 0:
             raise ValueError(f"'timeout_s' must be positive (got {timeout_s})")
+        if not 0 <= rank < world_size:
+            raise ValueError(f"'rank' must be in [0, world_size={world_size}) (got {rank})")
         self.rank = rank
         self.world_size = world_size
         self.timeout_s = timeout_s
@@ -114,8 +117,9 @@ class Heartbeat:
         start beating."""
         store = self._connect()
         address = _address_towards(self.store_host, self.store_port)
-        store.set(self._key("peer", self.rank), f"{address} {os.getpid()}")
+        # The count first: a worker whose address is read has a count to read too.
         store.add(self._key("beat", self.rank), 1)
+        store.set(self._key("peer", self.rank), f"{address} {os.getpid()}")
         self.peers = []
         for rank in range(self.world_size):
             host, pid = store.get(self._key("peer", rank)).decode().split()
@@ -242,6 +246,8 @@ def start_heartbeat(rank: int, world_size: int, timeout_s: float) -> Heartbeat |
     namespace = f"{run}/{os.environ.get('TORCHELASTIC_RESTART_COUNT', '0')}"
     heartbeat = Heartbeat(rank, world_size, timeout_s, host, int(port), namespace)
     heartbeat.start()
+    if _current is not None:
+        _current.stop()  # of a group this process joined before
     _current = heartbeat
     return heartbeat
 

@@ -152,6 +152,8 @@ def test_no_heartbeat_alone_or_without_a_store(monkeypatch):
     assert lost_worker(GLOO_TIMEOUT) is None
     with pytest.raises(ValueError, match="'timeout_s' must be positive"):
         Heartbeat(0, 2, 0.0, "127.0.0.1", 1)
+    with pytest.raises(ValueError, match=r"'rank' must be in \[0, world_size=2\) \(got 2\)"):
+        Heartbeat(2, 2, 10.0, "127.0.0.1", 1)
 
 
 DIST_TIMEOUT = 8
