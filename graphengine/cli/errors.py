@@ -1,5 +1,6 @@
 """How a command's outcome becomes the exit code: 0 done, 2 the user's to fix (bad
-options or input: one log line, no traceback), 130 interrupted; any other exception keeps
+options or input: one log line, no traceback), 3 a worker of several lost another (one log
+line naming the worker that stopped answering), 130 interrupted; any other exception keeps
 its traceback, as a bug should."""
 
 from __future__ import annotations
@@ -12,6 +13,7 @@ from graphengine import distributed
 log = logging.getLogger("graphengine")
 
 USAGE = 2
+LOST_WORKER = 3
 INTERRUPTED = distributed.INTERRUPTED
 # Exceptions that are the user's to fix: one log line and exit code USAGE, no traceback.
 USER_ERRORS = (ValueError, FileNotFoundError, NotImplementedError)

@@ -42,7 +42,10 @@ and when evaluated val_auc, val_mrr, val_hits@1, @3, @10), then a final JSON lin
 dataset, model, decoder, epochs, train_edges, val_* and test_* metrics, first_epoch_s,
 epoch_s.
 Logs and the progress bar go to stderr. Ctrl-C stops after logging where the last
-checkpoint is (exit code 130). Exit code 2: bad options or input."""
+checkpoint is (exit code 130). Exit code 2: bad options or input. Exit code 3: a worker
+of several stopped answering (stopped, killed, its host or link down): every other worker
+fails within --dist-timeout and a few seconds, naming the lost worker's rank, address and
+process id (torchrun's "Root Cause" quotes it)."""
 
 
 def add_parser(commands) -> None:

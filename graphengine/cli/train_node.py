@@ -13,7 +13,7 @@ import torch
 from graphengine import distributed
 from graphengine.datasets.catalog import is_heterogeneous
 
-from .errors import INTERRUPTED, USAGE, USER_ERRORS
+from .errors import INTERRUPTED, LOST_WORKER, USAGE, USER_ERRORS
 from .output import epoch_seconds, print_json
 from .train_checks import check_node_options
 from .train_data import homogeneous_dataset
@@ -46,7 +46,9 @@ def train_node(args: argparse.Namespace) -> int:
 
 def _train_here(args: argparse.Namespace, rank: int, world_size: int, device) -> int:
     """Train as worker ``rank`` of ``world_size``; rank 0 prints the JSON lines. A user
-    error in one of several workers is logged with its rank and returns exit code 2."""
+    error in one of several workers is logged with its rank and returns exit code 2; a
+    collective that failed because another worker stopped answering is logged naming that
+    worker (also in torchrun's error file, for its "Root Cause") and returns exit code 3."""
     saved = {"epoch": None}  # the epoch of the checkpoint on disk, once known
     try:
         torch.manual_seed(args.seed)
@@ -72,6 +74,13 @@ def _train_here(args: argparse.Namespace, rank: int, world_size: int, device) ->
             raise
         log.error("rank %d: %s", rank, error)
         return USAGE
+    except Exception as error:
+        lost = distributed.lost_worker(error)
+        if lost is None:
+            raise
+        log.error("rank %d: %s", rank, lost)
+        distributed.record_failure(lost)
+        return LOST_WORKER
     if rank == 0:
         print_json(result(args, dataset.name, trainer.epoch, world_size, history, accuracies))
     return 0

@@ -1,6 +1,7 @@
 """torch.distributed glue: launching workers under torchrun, joining and leaving the group,
-batched all-to-all exchanges, sampling across the parts of a partitioned graph, and the
-parts' rows redistributed to feature columns (hybrid on a partitioned graph). An
+naming a worker that stopped answering (:mod:`graphengine.distributed.liveness`), batched
+all-to-all exchanges, sampling across the parts of a partitioned graph, and the parts' rows
+redistributed to feature columns (hybrid on a partitioned graph). An
 emulated cluster of hosts on this machine, to train across real links, is in
 :mod:`graphengine.distributed.emulated_cluster`."""
 
@@ -14,7 +15,9 @@ from graphengine.distributed.launch import (
     launch,
     launched_by_torchrun,
     local_device,
+    record_failure,
 )
+from graphengine.distributed.liveness import WorkerLost, lost_worker, naming_lost_workers
 from graphengine.distributed.sampler import DistNeighborSampler, SamplingStats
 
 __all__ = [
@@ -24,11 +27,15 @@ __all__ = [
     "Exchange",
     "ExchangeStats",
     "SamplingStats",
+    "WorkerLost",
     "finish",
     "join",
     "launch",
     "launched_by_torchrun",
     "local_device",
+    "lost_worker",
+    "naming_lost_workers",
     "new_exchange",
+    "record_failure",
     "redistribute_columns",
 ]

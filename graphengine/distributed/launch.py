@@ -4,7 +4,10 @@ Workers are started by torchrun (``torchrun --nproc-per-node N -m graphengine tr
 multi-node with its rendezvous flags) or by ``graphengine train --nproc N``, which runs
 torchrun's own launcher on this machine. The backend is NCCL when workers have GPUs,
 gloo otherwise. The process group has a timeout, so a worker that dies makes the others
-fail within it instead of hanging; torchrun then stops the rest and names the failed rank.
+fail within it instead of hanging; each worker's heartbeat
+(:mod:`graphengine.distributed.liveness`) tells them which worker stopped answering, and a
+worker that fails for that reason says so in torchrun's error file
+(:func:`record_failure`), so that torchrun's "Root Cause" names the lost rank too.
 """
 
 from __future__ import annotations
@@ -16,6 +19,8 @@ import sys
 
 import torch
 import torch.distributed as dist
+
+from graphengine.distributed.liveness import start_heartbeat
 
 log = logging.getLogger(__name__)
 
@@ -31,14 +36,18 @@ def join(timeout_s: float) -> tuple[int, int]:
     """Join the process group torchrun describes; returns ``(rank, world_size)``.
 
     Uses NCCL when CUDA is available (each worker on ``cuda:LOCAL_RANK``), else gloo.
-    Collectives that wait longer than ``timeout_s`` seconds raise.
+    Collectives that wait longer than ``timeout_s`` seconds raise; the worker's heartbeat
+    starts, so that :func:`~graphengine.distributed.liveness.lost_worker` can name a worker
+    that stopped answering.
     """
     backend = "nccl" if torch.cuda.is_available() else "gloo"
     if backend == "nccl":
         torch.cuda.set_device(int(os.environ["LOCAL_RANK"]))
     dist.init_process_group(backend, timeout=datetime.timedelta(seconds=timeout_s))
-    log.info("rank %d of %d joined (%s)", dist.get_rank(), dist.get_world_size(), backend)
-    return dist.get_rank(), dist.get_world_size()
+    rank, world_size = dist.get_rank(), dist.get_world_size()
+    start_heartbeat(rank, world_size, timeout_s)
+    log.info("rank %d of %d joined (%s)", rank, world_size, backend)
+    return rank, world_size
 
 
 def local_device() -> torch.device:
@@ -66,12 +75,23 @@ def finish(code: int = 0, wait: bool = True) -> None:
     os._exit(code)
 
 
+def record_failure(error: BaseException) -> None:
+    """Write ``error`` to the file torchrun gave this worker (``TORCHELASTIC_ERROR_FILE``),
+    as an uncaught exception under torchrun's ``@record`` would: its "Root Cause" then
+    quotes this message rather than an exit code. Nothing without torchrun."""
+    from torch.distributed.elastic.multiprocessing.errors import ErrorHandler
+
+    if "TORCHELASTIC_ERROR_FILE" in os.environ:
+        ErrorHandler().record_exception(error)
+
+
 def launch(nproc: int, argv: list[str]) -> int:
     """Run ``graphengine <argv>`` in ``nproc`` workers on this machine through torchrun.
 
     Returns 0 when every worker succeeded; 130 when the launcher was interrupted (Ctrl-C
     reaches the workers too, and rank 0 says where its last checkpoint is); otherwise logs
-    torchrun's error, which names the failed rank and its exit code, and returns 1.
+    torchrun's error, which names the failed rank and its exit code, and returns that exit
+    code (1 when a signal ended the worker).
     """
     from torch.distributed.elastic.multiprocessing.api import SignalException
     from torch.distributed.elastic.multiprocessing.errors import ChildFailedError
@@ -81,7 +101,8 @@ def launch(nproc: int, argv: list[str]) -> int:
         torchrun(["--standalone", f"--nproc-per-node={nproc}", "-m", "graphengine", *argv])
     except ChildFailedError as error:
         log.error("%s", error.format_msg())
-        return 1
+        _, root_cause = error.get_first_failure()
+        return root_cause.exitcode if root_cause.exitcode > 0 else 1
     except SignalException as error:  # torchrun's agent turns SIGINT/SIGTERM into this
         log.error("interrupted (%s): the workers were stopped", error.sigval.name)
         return INTERRUPTED

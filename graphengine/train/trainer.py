@@ -18,6 +18,7 @@ import torch
 from tqdm import tqdm
 
 from graphengine.data.disk_io import IoCounters
+from graphengine.distributed.liveness import naming_lost_workers
 from graphengine.parallel import Strategy, strategy_for
 from graphengine.runtime import host_memory_cache
 from graphengine.train.batches import TrainingBatches, training_batches
@@ -173,11 +174,15 @@ class Trainer:
 
         ``on_epoch(metrics)`` is called on the writing worker (rank 0) as each epoch ends,
         after its metrics line and checkpoint are written.
+
+        Raises:
+            WorkerLost: (:class:`graphengine.distributed.WorkerLost`) a collective failed
+                because other workers stopped answering; the message names them.
         """
         check_schedule(epochs, eval_every)
         history = []
         # One span for all epochs: the blocks freed at the end of one epoch serve the next.
-        with host_memory_cache():
+        with host_memory_cache(), naming_lost_workers():
             while self.epoch < epochs:
                 metrics = self.train_epoch()
                 if evaluation_due(self.epoch, epochs, eval_every):

@@ -63,7 +63,9 @@ def assert_killing_rank_1_stops_the_run(command: list[str], metrics: Path) -> No
             assert launcher.poll() is None, launcher.stderr.read()[-3000:]
             assert time.monotonic() < deadline, "training did not start"
             time.sleep(0.5)
-        victim = next(pid for pid in _descendants(launcher.pid) if _env(pid).get("RANK") == "1")
+        victim = next(
+            pid for pid in descendants(launcher.pid) if environment(pid).get("RANK") == "1"
+        )
         killed_at = time.monotonic()
         os.kill(victim, signal.SIGKILL)
         _, stderr = launcher.communicate(timeout=90)
@@ -75,14 +77,16 @@ def assert_killing_rank_1_stops_the_run(command: list[str], metrics: Path) -> No
     assert "rank      : 1" in stderr or "rank: 1" in stderr, stderr[-3000:]
 
 
-def _descendants(pid: int) -> list[int]:
+def descendants(pid: int) -> list[int]:
+    """The processes under ``pid``, children first."""
     out = []
     for child in Path(f"/proc/{pid}/task/{pid}/children").read_text().split():
-        out += [int(child), *_descendants(int(child))]
+        out += [int(child), *descendants(int(child))]
     return out
 
 
-def _env(pid: int) -> dict:
+def environment(pid: int) -> dict:
+    """Process ``pid``'s environment (empty when it cannot be read)."""
     try:
         raw = Path(f"/proc/{pid}/environ").read_bytes()
     except OSError:
