@@ -374,6 +374,7 @@ def _plan(config: BenchConfig, cluster: EmulatedCluster, key: dict, data: dict) 
         args = ["-m", "graphengine", "plan", *_data_args(host, data, partitioned=False)]
         if data["parts"]:
             args += _data_args(host, data, partitioned=True)
+        args += ["--dist-timeout", config.dist_timeout_s]
         return args + _model_args(config, key["hidden"])
 
     done = _torchrun(config, cluster, args_for)
