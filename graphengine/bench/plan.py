@@ -27,9 +27,10 @@ Every run's record (the plan's JSON, each epoch's JSON line and the final one, o
 of a run that failed) is appended to ``--out`` as one JSON line as soon as it ends, so that
 a partial run is not lost. The arithmetic of the report is :mod:`.plan_stats`.
 
-``--accuracy`` also evaluates every candidate after its last epoch (``--eval-every E``: the
-epochs' ``epoch_s`` do not include it) and trains once on one machine per ``(F, H)`` for the
-same epochs: each candidate's ``test_acc`` minus the single machine's, in points.
+``--accuracy`` also evaluates every candidate after its last epoch (``--eval-every E --eval
+sampled``: the epochs' ``epoch_s`` do not include it) and trains once on one machine per
+``(F, H)`` for the same epochs, evaluated alike: each candidate's ``test_acc`` minus the
+single machine's, in points.
 """
 
 from __future__ import annotations
@@ -72,6 +73,9 @@ CANDIDATE_ARGS = {
 }
 PARTITIONED = {"partitioned", "hybrid-partitioned"}
 ONE_THREAD = {"OMP_NUM_THREADS": "1"}
+# --accuracy evaluates every run the one way every candidate can (hybrid evaluates only
+# sampled mini-batches), so that the gaps are the training's, not the evaluations'.
+EVALUATION = "sampled"
 
 # Reads exactly N bytes on (address, port), answers one byte.
 RECEIVER = """
@@ -393,7 +397,9 @@ def _train(
 ) -> dict:
     """One candidate's ``graphengine train`` on the hosts: ``epoch_s`` (the last epoch's),
     every JSON line, ``test_acc`` with ``--accuracy``; or ``error``."""
-    evaluate = ["--eval-every", config.epochs if config.accuracy else 0]
+    evaluate = ["--eval-every", 0]
+    if config.accuracy:
+        evaluate = ["--eval-every", config.epochs, "--eval", EVALUATION]
 
     def args_for(host) -> list:
         args = ["-m", "graphengine", "train", *CANDIDATE_ARGS[candidate]]
@@ -474,7 +480,8 @@ def _single_machine(config: BenchConfig, stores: dict[int, Path], raw: RawResult
         command += ["--model", config.model, "--hidden", str(hidden)]
         command += ["--fanouts", ",".join(map(str, config.fanouts))]
         command += ["--batch-size", str(config.batch_size), "--epochs", str(config.epochs)]
-        command += ["--eval-every", str(config.epochs), "--seed", "0", "--no-progress"]
+        command += ["--eval-every", str(config.epochs), "--eval", EVALUATION]
+        command += ["--seed", "0", "--no-progress"]
         done = subprocess.run(command, capture_output=True, text=True, env=_env(ONE_THREAD))
         record = {"kind": "single", "width": width, "hidden": hidden}
         if done.returncode != 0:
