@@ -203,6 +203,7 @@ def run(config: BenchConfig) -> dict:
     if config.accuracy:
         gaps = [g for c in comparisons for g in c["accuracy_gap_points"].values() if g is not None]
         summary["accuracy_worst_gap_points"] = max(map(abs, gaps)) if gaps else None
+    summary["results"] = [_flat(result) for result in comparisons]
     print_tables(comparisons, summary)
     raw.append({"kind": "summary", **summary})
     return summary
@@ -334,6 +335,7 @@ def _configuration(
     measured = {name: r.get("epoch_s") for name, r in runs.items()}
     comparison = compare(measured, predicted, choice)
     result = {"key": key, "comparison": comparison, "plan_error": plan.get("error")}
+    result["plan_s"] = plan.get("seconds")
     result["errors"] = {name: r["error"] for name, r in runs.items() if "error" in r}
     if config.accuracy:
         single = singles.get((key["width"], key["hidden"]))
@@ -343,8 +345,20 @@ def _configuration(
             else None
             for name, r in runs.items()
         }
-    raw.append({"kind": "configuration", **key, **comparison})
+    raw.append({"kind": "configuration", **_flat(result)})
     return result
+
+
+def _flat(result: dict) -> dict:
+    """A configuration's result as one JSON object: its key, its comparison, the plan's
+    seconds, the errors (and accuracy gaps)."""
+    flat = {**result["key"], **result["comparison"], "plan_s": result["plan_s"]}
+    flat["errors"] = {**result["errors"]}
+    if result["plan_error"] is not None:
+        flat["errors"]["plan"] = result["plan_error"]
+    if "accuracy_gap_points" in result:
+        flat["accuracy_gap_points"] = result["accuracy_gap_points"]
+    return flat
 
 
 def read_plan(plan: dict | None) -> tuple[str | None, dict[str, float]]:
@@ -532,16 +546,14 @@ def print_tables(results: list[dict], summary: dict) -> None:
         key, c = result["key"], result["comparison"]
         row = [key["hosts"], key["link"], round(key["rate_mbit"]), key["width"], key["hidden"]]
         row += [c["choice"] or "no plan", c["fastest"] or "-", _percent(c["slowdown"])]
-        row += [_times(c["gain_vs_data"]), _times(c["gain_vs_hybrid"])]
+        row += [_times(c["gain_vs_data"]), _times(c["gain_vs_hybrid"]), _or_dash(result["plan_s"])]
         per_config.append(row)
     headers = ["hosts", "link", "Mbit/s", "F", "H", "choice", "fastest", "slowdown"]
-    print_report([*headers, "vs data", "vs hybrid"], per_config, None)
-    for result in results:
-        failures = dict(result["errors"])
-        if result["plan_error"]:
-            failures["plan"] = result["plan_error"]
-        for name, error in failures.items():
-            sys.stdout.write(f"failed: {result['key']} {name}: {error}\n")
+    print_report([*headers, "vs data", "vs hybrid", "plan s"], per_config, None)
+    for flat in summary["results"]:
+        for name, error in flat["errors"].items():
+            where = ", ".join(f"{k} {flat[k]}" for k in ("hosts", "link", "width", "hidden"))
+            sys.stdout.write(f"failed: {where}: {name}: {error}\n")
     sys.stdout.write(json.dumps(summary) + "\n")
     sys.stdout.flush()
 

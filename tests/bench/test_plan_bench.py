@@ -3,6 +3,7 @@ measured and predicted epochs, the summary over configurations, reading the plan
 train's JSON, the error line of a failed torchrun, and the options. The runs on the
 emulated cluster are the lead's to time, not a test's."""
 
+import json
 import math
 
 import pytest
@@ -12,6 +13,7 @@ from graphengine.bench.plan import (
     bench_spec,
     epoch_seconds,
     last_error_line,
+    print_tables,
     read_plan,
 )
 from graphengine.bench.plan_stats import compare, summarize
@@ -163,3 +165,28 @@ def test_a_batch_that_the_hosts_cannot_share_is_refused():
         BenchConfig([2, 3], ["fast"], [100], [64], ["data"], batch_size=1000)
     with pytest.raises(ValueError, match="'epochs' must be at least 2"):
         BenchConfig([2], ["fast"], [100], [64], ["data"], epochs=1)
+
+
+def test_a_failed_run_is_printed_as_failed_with_its_error_and_the_json_line_comes_last(capsys):
+    key = {"hosts": 2, "link": "slow", "rate_mbit": 900.0, "width": 512, "hidden": 64}
+    measured = {**MEASURED, "hybrid-partitioned": None}
+    result = {
+        "key": key,
+        "comparison": compare(measured, PREDICTED, "partitioned"),
+        "plan_error": None,
+        "plan_s": 20.0,
+        "errors": {"hybrid-partitioned": "host 1: ValueError: bad part"},
+    }
+    flat = {**key, **result["comparison"], "plan_s": 20.0, "errors": result["errors"]}
+    summary = {"bench": "plan", "accuracy": False, "results": [flat]}
+    print_tables([result], summary)
+    lines = capsys.readouterr().out.splitlines()
+    row = next(line for line in lines if "hybrid-partitioned" in line and "failed" in line)
+    assert row.split()[5:8] == ["failed", "5", "-"]  # measured, predicted, error
+    chosen = next(line for line in lines if " partitioned " in line)
+    assert chosen.split()[-2:] == ["choice", "fastest"]
+    assert (
+        "failed: hosts 2, link slow, width 512, hidden 64: hybrid-partitioned: host 1: "
+        "ValueError: bad part" in lines
+    )
+    assert json.loads(lines[-1]) == summary
