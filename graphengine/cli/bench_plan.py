@@ -71,7 +71,7 @@ def add_parser(benches) -> None:
         "--epochs",
         type=values.at_least(2),
         default=2,
-        help="epochs of every run; the last one's epoch_s is the measurement",
+        help="epochs of every run; the mean epoch_s of those after the first is the measurement",
     )
     plan.add_argument(
         "--accuracy",

@@ -106,14 +106,16 @@ def test_the_plan_is_read_by_its_contract():
     assert read_plan(None) == (None, {})
 
 
-def test_the_measured_epoch_is_that_epochs_line_not_the_final_mean():
+def test_the_measured_epoch_is_the_mean_after_the_first_not_the_final_lines():
     lines = [
         {"epoch": 1, "loss": 2.0, "epoch_s": 9.0},
         {"epoch": 2, "loss": 1.0, "epoch_s": 4.0},
-        {"dataset": "d", "epochs": 2, "first_epoch_s": 9.0, "epoch_s": 4.5},
+        {"dataset": "d", "epochs": 2, "first_epoch_s": 9.0, "epoch_s": 7.5},
     ]
     assert epoch_seconds(lines, 2) == 4.0
-    assert epoch_seconds(lines, 3) is None
+    assert epoch_seconds(lines, 3) is None  # epoch 3's line is missing
+    third = {"epoch": 3, "loss": 0.5, "epoch_s": 5.0}
+    assert epoch_seconds([*lines[:2], third], 3) == pytest.approx((4.0 + 5.0) / 2)
 
 
 TORCHRUN_FAILURE = """\
