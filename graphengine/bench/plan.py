@@ -17,8 +17,9 @@ For every host count ``K``, link and feature width ``F`` and hidden width ``H``:
 
 The links: ``fast`` is what this machine pushes through the bridge between two namespaces
 (measured by a timed bulk TCP transfer between two hosts whose links are shaped far above
-it, :func:`measure_link`), and the fast configurations run on such links; ``slow`` is a
-``--slow-factor``-th of the measured rate, set with ``tbf``.
+it, :func:`measure_link`), and the fast configurations run on such links (or, given
+``--fast-mbit``, links shaped to that rate); ``slow`` is a ``--slow-factor``-th of the fast
+rate, set with ``tbf``.
 
 The dataset is the catalog's synthetic-products generated smaller (``--nodes``; edges,
 training and validation nodes in its proportions, 47 classes), one store per width, and
@@ -158,7 +159,7 @@ class BenchConfig:
         if self.epochs < 2:
             raise ValueError(
                 f"'epochs' must be at least 2 (got {self.epochs}): the first compiles the "
-                "kernels, the last is measured"
+                "kernels, the later ones are measured"
             )
         if not self.slow_factor > 1:
             raise ValueError(f"'slow_factor' must be above 1 (got {self.slow_factor})")
@@ -173,6 +174,7 @@ def run(config: BenchConfig) -> dict:
         work = Path(config.work) if config.work else Path(scratch)
         out = Path(config.out)
         raw = RawResults(out)
+        raw.append({"kind": "config", **dataclasses.asdict(config)})
         stores = {width: _store(config, work / "data", width) for width in config.widths}
         fast_mbit = config.fast_mbit or measure_link(work / "link", config.subnet, raw)
         rates = {"fast": fast_mbit, "slow": fast_mbit / config.slow_factor}
@@ -183,8 +185,12 @@ def run(config: BenchConfig) -> dict:
             if PARTITIONED & set(config.candidates):
                 parts = {w: _partition(stores[w], hosts, work / "parts") for w in config.widths}
             for link_name in config.links:
-                shaped = UNSHAPED_MBIT if link_name == "fast" else rates[link_name]
+                # A measured fast rate is the machine's own limit: nothing is shaped to it.
+                shaped = rates[link_name]
+                if link_name == "fast" and config.fast_mbit is None:
+                    shaped = UNSHAPED_MBIT
                 setting = {"hosts": hosts, "link": link_name, "rate_mbit": rates[link_name]}
+                raw.append({"kind": "cluster", **setting, "tbf_mbit": shaped})
                 comparisons += _on_cluster(
                     config, setting, Link(rate_mbit=shaped), stores, parts, work, raw, singles
                 )

@@ -38,7 +38,8 @@ def add_parser(benches) -> None:
     plan.add_argument(
         "--fast-mbit",
         type=values.positive_float,
-        help="the fast links' rate in Mbit/s instead of measuring it (the slow ones' follows)",
+        help="shape the fast links to this rate in Mbit/s instead of measuring what the "
+        "machine carries (the slow ones' follows)",
     )
     plan.add_argument(
         "--slow-factor",
