@@ -8,6 +8,7 @@ from . import (
     bench_gather,
     bench_modes,
     bench_partition,
+    bench_plan,
     bench_sample,
     bench_scaling,
     bench_train,
@@ -22,6 +23,7 @@ BENCHES = (
     bench_convert,
     bench_gather,
     bench_scaling,
+    bench_plan,
 )
 
 
