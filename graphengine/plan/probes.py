@@ -1,0 +1,331 @@
+"""Rates measured in the real process group: every worker runs each probe at the same time
+(a barrier before each), so what workers sharing a machine take from each other is inside
+the figures.
+
+Each probe times the code training runs, on real batches of the run's per-worker size:
+
+- sampling: this worker's loader's ``sample`` stage (the distributed sampler's for a part),
+  as sampled edges per second;
+- gathering: its ``gather`` stage (feature bytes per second into a batch), and hybrid's
+  gather of this worker's columns of every worker's first-layer inputs;
+- compute: the model's layers forward and backward and the optimizer's step on those
+  batches, replicated (data parallelism) and split as hybrid runs it (this worker's ``F/W``
+  input columns of the first layer over every worker's blocks, then its own later layers),
+  as multiply-adds per second (:func:`~graphengine.plan.volumes.layer_flops`);
+- the link: ``all_reduce`` and ``all_to_all`` of a few sizes over the default group, a
+  latency and a bandwidth for each by least squares;
+- memory: the host memory available to each of this machine's workers, and the GPU's.
+"""
+
+from __future__ import annotations
+
+import copy
+import os
+import time
+from dataclasses import asdict, dataclass
+
+import numpy as np
+import torch
+import torch.distributed as dist
+import torch.nn.functional as F
+
+from graphengine.batch.hybrid import HybridBatch
+from graphengine.data.columns import FeatureColumns, column_ranges
+from graphengine.loader import NeighborLoader
+from graphengine.loader.hybrid_loader import pack_first_layer, unpack_first_layer
+from graphengine.loader.threads import sampler_threads
+from graphengine.nn.column_layers import split_first_layer
+from graphengine.nn.forward import SeedLogits
+from graphengine.parallel.data_parallel import collective_device
+from graphengine.parallel.hybrid import HybridRest, runs_whole
+
+#: Payload bytes per worker of the link probe's collectives.
+LINK_SIZES = (1 << 12, 1 << 18, 1 << 21, 1 << 23)
+LINK_REPEATS = 3
+
+
+@dataclass
+class Rates:
+    """What the probes measured on this worker (the slowest worker's, once agreed).
+
+    Attributes:
+        sample_edges_per_s: sampled edges per second of the sampler training uses.
+        gather_bytes_per_s: feature bytes per second gathered into a batch (whole rows).
+        column_gather_bytes_per_s: the same for hybrid's columns (``F/W`` of each row).
+        compute_flops_per_s: multiply-adds per second of a replicated step (forward,
+            backward, optimizer).
+        hybrid_compute_flops_per_s: the same for hybrid's split step (no exchange).
+        allreduce_latency_s, allreduce_bytes_per_s: an all-reduce's fixed seconds and the
+            bytes per second a worker sends in its ring (``2 (W-1)/W`` of the buffer).
+        alltoall_latency_s, alltoall_bytes_per_s: an all-to-all's fixed seconds and bytes
+            per second a worker sends to the others.
+        host_memory_bytes: host memory available per worker on this machine.
+        gpu_memory_bytes: the GPU's memory (0 on the CPU).
+        cores_per_worker: this machine's cores over its workers.
+        compute_threads, sampler_threads, gather_threads: the threads each of these runs on.
+        dist_sample_edges_per_s: the distributed sampler's edges per second (partitions).
+        seconds: how long the probes took.
+    """
+
+    sample_edges_per_s: float = 0.0
+    gather_bytes_per_s: float = 0.0
+    column_gather_bytes_per_s: float = 0.0
+    compute_flops_per_s: float = 0.0
+    hybrid_compute_flops_per_s: float = 0.0
+    allreduce_latency_s: float = 0.0
+    allreduce_bytes_per_s: float = float("inf")
+    alltoall_latency_s: float = 0.0
+    alltoall_bytes_per_s: float = float("inf")
+    host_memory_bytes: int = 0
+    gpu_memory_bytes: int = 0
+    cores_per_worker: float = 1.0
+    compute_threads: int = 1
+    sampler_threads: int = 1
+    gather_threads: int = 1
+    dist_sample_edges_per_s: float = 0.0
+    seconds: float = 0.0
+
+    def as_dict(self) -> dict:
+        return asdict(self)
+
+
+@dataclass
+class Sampled:
+    """Batches a probe sampled and what training them cost this worker (seconds summed over
+    the timed batches, the first one untimed)."""
+
+    batches: list
+    sample_s: float
+    gather_s: float
+    gathered_bytes: float
+    timed: int
+
+
+def agree(rates: Rates) -> Rates:
+    """Every worker's rates -> the slowest worker's (each rate's minimum, each latency's
+    maximum): a step waits for the slowest."""
+    if not (dist.is_available() and dist.is_initialized()) or dist.get_world_size() == 1:
+        return rates
+    every = [None] * dist.get_world_size()
+    dist.all_gather_object(every, rates.as_dict())
+    agreed = {}
+    for key in rates.as_dict():
+        values = [r[key] for r in every]
+        slowest = max if key.endswith("latency_s") or key == "seconds" else min
+        agreed[key] = slowest(values)
+    return Rates(**agreed)
+
+
+def machine(rates: Rates, device: torch.device) -> None:
+    """Fill ``rates``' memory, cores and threads from this machine."""
+    import psutil
+
+    local_workers = int(os.environ.get("LOCAL_WORLD_SIZE", 1))
+    cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count()
+    rates.host_memory_bytes = int(psutil.virtual_memory().available // local_workers)
+    rates.cores_per_worker = cores / local_workers
+    rates.compute_threads = torch.get_num_threads()
+    rates.sampler_threads = sampler_threads(1)
+    rates.gather_threads = torch.get_num_threads()
+    if device.type == "cuda":
+        rates.gpu_memory_bytes = int(torch.cuda.get_device_properties(device).total_memory)
+
+
+def _barrier() -> None:
+    if dist.is_available() and dist.is_initialized():
+        dist.barrier()
+
+
+def sample_batches(dataset, fanouts, worker_batch: int, count: int, seed: int = 0) -> Sampled:
+    """``count + 1`` batches of ``worker_batch`` of ``dataset``'s training nodes, sampled and
+    gathered by the loader training uses (in this thread); the first is untimed."""
+    loader = NeighborLoader(
+        dataset,
+        list(fanouts),
+        batch_size=worker_batch,
+        input_nodes=dataset.train_idx,
+        shuffle=True,
+        seed=seed,
+        num_workers=0,
+    )
+    _barrier()
+    batches, first, sample_s, gather_s = [], None, 0.0, 0.0
+    epoch = 0
+    while len(batches) <= count:  # a small training split: more epochs
+        loader.set_epoch(epoch)
+        for batch in loader:
+            if first is None:
+                first = dict(loader.stage_times)
+                sample_s, gather_s = -first["sample"], -first["gather"]
+            batches.append(batch)
+            if len(batches) > count:
+                break
+        sample_s += loader.stage_times["sample"]
+        gather_s += loader.stage_times["gather"]
+        epoch += 1
+    timed = batches[1:]
+    gathered = sum(b.x.numel() * b.x.element_size() for b in timed)
+    return Sampled(batches, sample_s, gather_s, gathered, len(timed))
+
+
+def _labels(dataset, batch) -> torch.Tensor:
+    y = getattr(batch, "y", None)
+    if y is None:
+        y = torch.as_tensor(dataset.y)[batch.n_id]
+    return y[: batch.batch_size].long()
+
+
+def time_replicated_steps(model: torch.nn.Module, dataset, batches: list, hops: int) -> float:
+    """Seconds of optimizer steps of ``model`` (a copy) on ``batches[1:]`` after one untimed
+    on ``batches[0]``: forward, loss, backward, Adam's step."""
+    module = SeedLogits(copy.deepcopy(model), hops)
+    optimizer = torch.optim.Adam(module.parameters(), lr=1e-3)
+    module.train()
+
+    def step(batch) -> None:
+        optimizer.zero_grad()
+        loss = F.cross_entropy(module(batch), _labels(dataset, batch))
+        loss.backward()
+        optimizer.step()
+
+    step(batches[0])
+    _barrier()
+    started = time.perf_counter()
+    for batch in batches[1:]:
+        step(batch)
+    return time.perf_counter() - started
+
+
+def hybrid_inputs(dataset, batches: list, workers: int, rank: int, whole: bool):
+    """Hybrid batches as worker ``rank`` of ``workers`` would get them, every worker's first
+    layer played by one of ``batches`` (the same sampler and batch size), with this worker's
+    columns of their inputs, gathered from ``dataset.x`` (a part without the whole table:
+    sliced from the batches' ``x``, untimed); returns ``(hybrid_batches, columns, gather_s,
+    gathered_bytes)`` (the gathers of all but the first hybrid batch timed)."""
+    start, stop = column_ranges(dataset.num_features, workers)[rank]
+    table = getattr(dataset, "x", None)
+    columns = None if table is None else FeatureColumns.from_table(table, start, stop)
+    out, gather_s, gathered = [], 0.0, 0
+    for i in range(len(batches)):
+        group = [batches[(i + j) % len(batches)] for j in range(workers)]
+        group[rank], group[0] = group[0], group[rank]
+        layers = [unpack_first_layer(pack_first_layer(b, whole)) for b in group]
+        if columns is None:  # a part: the batches' own rows, their columns (untimed)
+            inputs = [b.x[:, start:stop].contiguous() for b in group]
+        else:
+            started = time.perf_counter()
+            rows = columns.gather(torch.cat([n_id for n_id, _ in layers]))
+            if i:
+                gather_s += time.perf_counter() - started
+                gathered += rows.numel() * rows.element_size()
+            inputs = list(torch.split(rows, [block.num_src for _, block in layers]))
+        own = copy.copy(group[rank])
+        own.x = None
+        out.append(HybridBatch(own, inputs, [block for _, block in layers], rank))
+    return out, (start, stop), gather_s, gathered
+
+
+def time_hybrid_steps(
+    model: torch.nn.Module, dataset, batches: list, columns: tuple[int, int], workers: int
+) -> float:
+    """Seconds of hybrid steps on ``batches[1:]`` (:class:`HybridBatch` es) after one
+    untimed: this worker's columns of the first layer over every worker's block, the sum of
+    ``workers`` partials of its own, its later layers, backward, Adam. No exchange."""
+    model = copy.deepcopy(model)
+    seed_logits = SeedLogits(model, len(model.convs))
+    first = split_first_layer(model.convs[0], *columns)
+    rest = HybridRest(model, runs_whole(seed_logits))
+    parameters = [*first.parameters(), *rest.parameters()]
+    optimizer = torch.optim.Adam(parameters, lr=1e-3)
+    first.train()
+    rest.train()
+
+    def step(batch: HybridBatch) -> None:
+        optimizer.zero_grad()
+        partials = [first(x, block) for x, block in zip(batch.inputs, batch.blocks, strict=True)]
+        own = partials[batch.rank]
+        h = torch.stack([own] * workers).sum(0)
+        logits = rest(h, batch)
+        loss = F.cross_entropy(logits, _labels(dataset, batch.batch))
+        loss.backward()
+        optimizer.step()
+
+    step(batches[0])
+    _barrier()
+    started = time.perf_counter()
+    for batch in batches[1:]:
+        step(batch)
+    return time.perf_counter() - started
+
+
+def probe_link(device: torch.device) -> dict:
+    """Latency (s) and bandwidth (bytes/s a worker sends) of ``all_reduce`` and
+    ``all_to_all`` over the default group, least squares over :data:`LINK_SIZES`."""
+    workers = dist.get_world_size()
+    on = collective_device(str(dist.get_backend()), device)
+    out = {}
+    for name in ("allreduce", "alltoall"):
+        sent, seconds = [], []
+        for size in LINK_SIZES:
+            tensor = torch.ones(size // 4, dtype=torch.float32, device=on)
+            out_tensor = torch.empty_like(tensor)
+            timings = []
+            for _ in range(LINK_REPEATS + 1):
+                dist.barrier()
+                started = time.perf_counter()
+                if name == "allreduce":
+                    dist.all_reduce(tensor)
+                else:
+                    dist.all_to_all_single(out_tensor, tensor)
+                if on.type == "cuda":
+                    torch.cuda.synchronize(on)
+                timings.append(time.perf_counter() - started)
+            ring = 2 * (workers - 1) / workers if name == "allreduce" else (workers - 1) / workers
+            sent.append(size * ring)
+            seconds.append(float(np.median(timings[1:])))
+        latency, per_byte = _line(np.array(sent), np.array(seconds))
+        out[f"{name}_latency_s"] = latency
+        out[f"{name}_bytes_per_s"] = 1.0 / per_byte
+    return out
+
+
+def _line(x: np.ndarray, y: np.ndarray) -> tuple[float, float]:
+    """``(intercept, slope)`` of the least-squares line through ``(x, y)``, both kept
+    positive (a latency below zero or a slope of zero is noise)."""
+    slope, intercept = np.polyfit(x, y, 1)
+    slope = max(float(slope), float((y.max() - y.min()) / max(x.max() - x.min(), 1.0)) / 10, 1e-15)
+    return max(float(intercept), 0.0), slope
+
+
+def probe_partitioned(data, fanouts, worker_batch: int, count: int, seed: int = 0) -> dict:
+    """Batches of this worker's part sampled and fetched by the distributed loader (no
+    cache), in this thread: ``batches``, ``sample_s`` and ``fetch_s`` (timed batches),
+    ``stats`` (what crossed parts), ``timed`` and ``num_batches`` (an epoch's)."""
+    from graphengine.loader.dist_neighbor_loader import DistNeighborLoader
+
+    loader = DistNeighborLoader(
+        data, list(fanouts), batch_size=worker_batch, shuffle=True, seed=seed, num_workers=0
+    )
+    batches, first = [], None
+    _barrier()
+    iterator = iter(loader)
+    for batch in iterator:
+        if first is None:
+            first = dict(loader.stage_times)
+            loader.reset_stats()
+        batches.append(batch)
+        if len(batches) > count or len(batches) == len(loader):
+            break
+    times = loader.stage_times
+    stats = loader.reset_stats()
+    # Every worker must run every batch of a pass (each is a collective): finish it alike.
+    del iterator
+    return {
+        "loader": loader,
+        "batches": batches,
+        "sample_s": times["sample"] - first["sample"],
+        "fetch_s": times["fetch"] - first["fetch"],
+        "stats": stats,
+        "timed": len(batches) - 1,
+        "num_batches": len(loader),
+    }
