@@ -23,9 +23,9 @@ from dataclasses import dataclass, field
 import numpy as np
 import torch
 import torch.distributed as dist
+from torch_geometric.nn.models.basic_gnn import BasicGNN
 
 from graphengine.plan import probes
-from graphengine.runtime import host_memory_cache
 from graphengine.plan.cost_model import Link, Prediction, predict
 from graphengine.plan.probes import Rates
 from graphengine.plan.volumes import (
@@ -39,6 +39,7 @@ from graphengine.plan.volumes import (
     layer_flops,
     steps_per_epoch,
 )
+from graphengine.runtime import host_memory_cache
 
 log = logging.getLogger(__name__)
 
@@ -387,6 +388,7 @@ def make_plan(
     remote_cache: int | str | None = None,
     project_hosts: list[int] | None = None,
     link_gbps: float | None = None,
+    hybrid: bool = True,
 ) -> Plan:
     """Probe, count and predict every candidate in the joined process group (or alone),
     and choose. Every worker calls it with the same arguments and gets the same plan.
@@ -405,6 +407,11 @@ def make_plan(
             ``--remote-cache``).
         project_hosts: worker counts to project the candidates to (one worker a host).
         link_gbps: the projection's link, gigabits per second (default: the probed one).
+        hybrid: whether the hybrid candidates may be chosen (they evaluate sampled batches).
+
+    Raises:
+        ValueError: ``model`` is not a PyG ``BasicGNN`` with one layer per hop, the batch
+            does not split evenly over the workers, or no candidate fits in memory.
     """
     started = time.perf_counter()
     device = torch.device(device)
@@ -423,7 +430,14 @@ def make_plan(
     if workers > 1:
         for key, value in probes.probe_link(device).items():
             setattr(rates, key, value)
+    if not isinstance(model, BasicGNN) or model.num_layers != len(fanouts):
+        raise ValueError(
+            "a plan times the layers of a PyG BasicGNN with one layer per fanout (got "
+            f"{type(model).__name__} for {len(fanouts)} fanouts)"
+        )
     candidates = candidates_for(dataset is not None, partitions is not None, workers)
+    if not hybrid:
+        candidates = [c for c in candidates if not c.hybrid]
     # The probes' steps reuse host memory as training's do (Trainer.fit's span).
     with torch.random.fork_rng(devices=[]), host_memory_cache():
         shape, counts, part = None, None, None
