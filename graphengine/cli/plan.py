@@ -120,6 +120,9 @@ def run(args: argparse.Namespace) -> int:
                 f"--batch-size {args.batch_size} must be a multiple of --nproc {args.nproc}"
             )
         return distributed.launch(args.nproc, without_nproc(args.argv))
+    from graphengine.runtime import tune_host_allocator
+
+    tune_host_allocator()  # the probes' steps allocate as training's do (train_node)
     rank, world_size, device = 0, 1, torch.device("cpu")
     if distributed.launched_by_torchrun():
         rank, world_size = distributed.join(args.dist_timeout)

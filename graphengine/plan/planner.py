@@ -43,8 +43,8 @@ from graphengine.runtime import host_memory_cache
 
 log = logging.getLogger(__name__)
 
-#: Timed batches per probe (one more is sampled and run untimed first).
-PROBE_BATCHES = 3
+#: Timed batches per probe (a few more are sampled and run untimed first).
+PROBE_BATCHES = 5
 
 
 @dataclass(frozen=True)
@@ -348,32 +348,36 @@ def _probe_dataset(model, dataset, fanouts, worker_batch, workers, rank, rates: 
     shape = ModelShape.of(model, hops)
     sampled = probes.sample_batches(dataset, fanouts, worker_batch, PROBE_BATCHES, seed=rank)
     counts = count_batches(sampled.batches, shape.whole)
-    timed = count_batches(sampled.batches[1:], False)
-    rates.sample_edges_per_s = timed.edges * sampled.timed / max(sampled.sample_s, 1e-9)
-    rates.gather_bytes_per_s = sampled.gathered_bytes / max(sampled.gather_s, 1e-9)
-    _time_computes(model, dataset, sampled.batches, shape, counts, workers, rates)
+    edges = [count_batches([b], False).edges for b in sampled.timed]
+    rates.sample_edges_per_s = probes.median_rate(edges, sampled.sample_s)
+    rates.gather_bytes_per_s = probes.median_rate(sampled.gathered_bytes, sampled.gather_s)
+    _time_computes(model, dataset, sampled.batches, sampled.warm, shape, workers, rates)
     return shape, counts
 
 
-def _time_computes(model, dataset, batches, shape, counts, workers, rates: Rates) -> None:
-    """The replicated and hybrid steps' multiply-adds per second on ``batches`` (the first
-    untimed); hybrid's column gather too, where ``dataset`` holds the whole table."""
+def _time_computes(model, dataset, batches, warm, shape, workers, rates: Rates) -> None:
+    """The replicated and hybrid steps' multiply-adds per second on ``batches[warm:]``, timed
+    in turns; hybrid's column gather too, where ``dataset`` holds the whole table."""
     hops = len(shape.widths) - 1
-    rank = dist.get_rank() if workers > 1 else 0
-    timed = len(batches) - 1
-    seconds = probes.time_replicated_steps(model, dataset, batches, hops)
-    run_counts = count_batches(batches[1:], shape.whole)
-    rates.compute_flops_per_s = layer_flops(run_counts, list(shape.widths)) * timed / seconds
-    if workers < 2:
-        return
-    hybrid, columns, gather_s, gathered = probes.hybrid_inputs(
-        dataset, batches, workers, rank, shape.whole
-    )
-    if gathered:
-        rates.column_gather_bytes_per_s = gathered / max(gather_s, 1e-9)
-    seconds = probes.time_hybrid_steps(model, dataset, hybrid, columns, workers)
-    flops = volumes_of(CANDIDATES["hybrid"], shape, run_counts, workers, 1, GraphSize(0, 0, 0))
-    rates.hybrid_compute_flops_per_s = flops.flops * timed / seconds
+    each = [count_batches([b], shape.whole) for b in batches[warm:]]
+    steps = {"data": (probes.replicated_step(model, dataset, hops), batches)}
+    if workers > 1:
+        rank = dist.get_rank()
+        hybrid, columns, gather_s, gathered = probes.hybrid_inputs(
+            dataset, batches, workers, rank, shape.whole, warm
+        )
+        if gathered:
+            rates.column_gather_bytes_per_s = probes.median_rate(gathered, gather_s)
+        steps["hybrid"] = (probes.hybrid_step(model, dataset, columns, workers), hybrid)
+    seconds = probes.time_alternately(steps, warm)
+    flops = [layer_flops(c, list(shape.widths)) for c in each]
+    rates.compute_flops_per_s = probes.median_rate(flops, seconds["data"])
+    if workers > 1:
+        flops = [
+            volumes_of(CANDIDATES["hybrid"], shape, c, workers, 1, GraphSize(0, 0, 0)).flops
+            for c in each
+        ]
+        rates.hybrid_compute_flops_per_s = probes.median_rate(flops, seconds["hybrid"])
 
 
 def make_plan(
@@ -504,20 +508,21 @@ def _probe_partitions(model, data, fanouts, worker_batch, rates: Rates, remote_c
         return book.owner(ids) != part.part
 
     counts = count_batches(probe["batches"], shape.whole, remote)
-    timed = count_batches(probe["batches"][1:], False)
-    rates.dist_sample_edges_per_s = timed.edges * probe["timed"] / max(probe["sample_s"], 1e-9)
+    timed = probe["batches"][probe["warm"] :]
+    edges = [count_batches([b], False).edges for b in timed]
+    rates.dist_sample_edges_per_s = probes.median_rate(edges, probe["sample_s"])
     if not rates.gather_bytes_per_s:  # no whole dataset here: time the part's own rows
-        ids = torch.cat([b.n_id for b in probe["batches"][1:]])
+        ids = torch.cat([b.n_id for b in timed])
         local = ids[torch.from_numpy(~remote(ids.numpy()))] - part.start
-        store = data.features.store
         started = time.perf_counter()
-        rows = store.gather("x", local)
-        rates.gather_bytes_per_s = (
-            rows.numel() * rows.element_size() / max(time.perf_counter() - started, 1e-9)
-        )
+        rows = data.features.store.gather("x", local)
+        seconds = time.perf_counter() - started
+        rates.gather_bytes_per_s = rows.numel() * rows.element_size() / max(seconds, 1e-9)
         rates.column_gather_bytes_per_s = rates.gather_bytes_per_s
     if not rates.compute_flops_per_s:  # no whole dataset here: time the part's batches
-        _time_computes(model, data, probe["batches"], shape, counts, data.book.num_parts, rates)
+        _time_computes(
+            model, data, probe["batches"], probe["warm"], shape, data.book.num_parts, rates
+        )
     cache = None
     if remote_cache is not None:
         width = data.num_features

@@ -42,6 +42,8 @@ from graphengine.parallel.hybrid import HybridRest, runs_whole
 #: Payload bytes per worker of the link probe's collectives.
 LINK_SIZES = (1 << 12, 1 << 18, 1 << 21, 1 << 23)
 LINK_REPEATS = 3
+#: Batches each probe runs untimed before it times any.
+WARM_BATCHES = 2
 
 
 @dataclass
@@ -91,14 +93,26 @@ class Rates:
 
 @dataclass
 class Sampled:
-    """Batches a probe sampled and what training them cost this worker (seconds summed over
-    the timed batches, the first one untimed)."""
+    """Batches a probe sampled: the first ``warm`` untimed (the kernels compile, the
+    buffers grow), then one ``sample_s``, ``gather_s`` and ``gathered_bytes`` per timed
+    batch."""
 
     batches: list
-    sample_s: float
-    gather_s: float
-    gathered_bytes: float
-    timed: int
+    warm: int
+    sample_s: list[float]
+    gather_s: list[float]
+    gathered_bytes: list[int]
+
+    @property
+    def timed(self) -> list:
+        return self.batches[self.warm :]
+
+
+def median_rate(amounts, seconds) -> float:
+    """The median of ``amount / seconds`` over timed batches: one batch slowed by another
+    process moves a median less than a sum."""
+    ratios = [a / max(s, 1e-9) for a, s in zip(amounts, seconds, strict=True)]
+    return float(np.median(ratios)) if ratios else 0.0
 
 
 def agree(rates: Rates) -> Rates:
@@ -136,9 +150,12 @@ def _barrier() -> None:
         dist.barrier()
 
 
-def sample_batches(dataset, fanouts, worker_batch: int, count: int, seed: int = 0) -> Sampled:
-    """``count + 1`` batches of ``worker_batch`` of ``dataset``'s training nodes, sampled and
-    gathered by the loader training uses (in this thread); the first is untimed."""
+def sample_batches(
+    dataset, fanouts, worker_batch: int, count: int, warm: int = WARM_BATCHES, seed: int = 0
+) -> Sampled:
+    """``warm + count`` batches of ``worker_batch`` of ``dataset``'s training nodes, sampled
+    and gathered by the loader training uses (in this thread), over as many epochs as that
+    takes; the first ``warm`` untimed."""
     loader = NeighborLoader(
         dataset,
         list(fanouts),
@@ -149,23 +166,23 @@ def sample_batches(dataset, fanouts, worker_batch: int, count: int, seed: int = 
         num_workers=0,
     )
     _barrier()
-    batches, first, sample_s, gather_s = [], None, 0.0, 0.0
+    out = Sampled([], warm, [], [], [])
     epoch = 0
-    while len(batches) <= count:  # a small training split: more epochs
+    while len(out.batches) < warm + count:
         loader.set_epoch(epoch)
+        before = {"sample": 0.0, "gather": 0.0}
         for batch in loader:
-            if first is None:
-                first = dict(loader.stage_times)
-                sample_s, gather_s = -first["sample"], -first["gather"]
-            batches.append(batch)
-            if len(batches) > count:
+            now = loader.stage_times
+            if len(out.batches) >= warm:
+                out.sample_s.append(now["sample"] - before["sample"])
+                out.gather_s.append(now["gather"] - before["gather"])
+                out.gathered_bytes.append(batch.x.numel() * batch.x.element_size())
+            before = now
+            out.batches.append(batch)
+            if len(out.batches) == warm + count:
                 break
-        sample_s += loader.stage_times["sample"]
-        gather_s += loader.stage_times["gather"]
         epoch += 1
-    timed = batches[1:]
-    gathered = sum(b.x.numel() * b.x.element_size() for b in timed)
-    return Sampled(batches, sample_s, gather_s, gathered, len(timed))
+    return out
 
 
 def _labels(dataset, batch) -> torch.Tensor:
@@ -175,9 +192,27 @@ def _labels(dataset, batch) -> torch.Tensor:
     return y[: batch.batch_size].long()
 
 
-def time_replicated_steps(model: torch.nn.Module, dataset, batches: list, hops: int) -> float:
-    """Seconds of optimizer steps of ``model`` (a copy) on ``batches[1:]`` after one untimed
-    on ``batches[0]``: forward, loss, backward, Adam's step."""
+def time_alternately(steps: dict, warm: int) -> dict[str, list[float]]:
+    """Seconds of each step function of ``steps`` (``name -> (step, batches)``) on each of
+    its ``batches[warm:]``, after ``batches[:warm]`` untimed. The functions take turns batch
+    by batch, so that another process slowing this machine slows them alike, and the
+    workers start each timed step together."""
+    for step, batches in steps.values():
+        for batch in batches[:warm]:
+            step(batch)
+    seconds = {name: [] for name in steps}
+    timed = min(len(batches) for _, batches in steps.values())
+    for i in range(warm, timed):
+        for name, (step, batches) in steps.items():
+            _barrier()
+            started = time.perf_counter()
+            step(batches[i])
+            seconds[name].append(time.perf_counter() - started)
+    return seconds
+
+
+def replicated_step(model: torch.nn.Module, dataset, hops: int):
+    """An optimizer step of a copy of ``model`` on a batch: forward, loss, backward, Adam."""
     module = SeedLogits(copy.deepcopy(model), hops)
     optimizer = torch.optim.Adam(module.parameters(), lr=1e-3)
     module.train()
@@ -188,24 +223,19 @@ def time_replicated_steps(model: torch.nn.Module, dataset, batches: list, hops: 
         loss.backward()
         optimizer.step()
 
-    step(batches[0])
-    _barrier()
-    started = time.perf_counter()
-    for batch in batches[1:]:
-        step(batch)
-    return time.perf_counter() - started
+    return step
 
 
-def hybrid_inputs(dataset, batches: list, workers: int, rank: int, whole: bool):
+def hybrid_inputs(dataset, batches: list, workers: int, rank: int, whole: bool, warm: int):
     """Hybrid batches as worker ``rank`` of ``workers`` would get them, every worker's first
     layer played by one of ``batches`` (the same sampler and batch size), with this worker's
     columns of their inputs, gathered from ``dataset.x`` (a part without the whole table:
     sliced from the batches' ``x``, untimed); returns ``(hybrid_batches, columns, gather_s,
-    gathered_bytes)`` (the gathers of all but the first hybrid batch timed)."""
+    gathered_bytes)``, the last two per batch after the first ``warm``."""
     start, stop = column_ranges(dataset.num_features, workers)[rank]
     table = getattr(dataset, "x", None)
     columns = None if table is None else FeatureColumns.from_table(table, start, stop)
-    out, gather_s, gathered = [], 0.0, 0
+    out, gather_s, gathered = [], [], []
     for i in range(len(batches)):
         group = [batches[(i + j) % len(batches)] for j in range(workers)]
         group[rank], group[0] = group[0], group[rank]
@@ -215,9 +245,9 @@ def hybrid_inputs(dataset, batches: list, workers: int, rank: int, whole: bool):
         else:
             started = time.perf_counter()
             rows = columns.gather(torch.cat([n_id for n_id, _ in layers]))
-            if i:
-                gather_s += time.perf_counter() - started
-                gathered += rows.numel() * rows.element_size()
+            if i >= warm:
+                gather_s.append(time.perf_counter() - started)
+                gathered.append(rows.numel() * rows.element_size())
             inputs = list(torch.split(rows, [block.num_src for _, block in layers]))
         own = copy.copy(group[rank])
         own.x = None
@@ -225,11 +255,9 @@ def hybrid_inputs(dataset, batches: list, workers: int, rank: int, whole: bool):
     return out, (start, stop), gather_s, gathered
 
 
-def time_hybrid_steps(
-    model: torch.nn.Module, dataset, batches: list, columns: tuple[int, int], workers: int
-) -> float:
-    """Seconds of hybrid steps on ``batches[1:]`` (:class:`HybridBatch` es) after one
-    untimed: this worker's columns of the first layer over every worker's block, the sum of
+def hybrid_step(model: torch.nn.Module, dataset, columns: tuple[int, int], workers: int):
+    """A hybrid optimizer step of a copy of ``model`` on a :class:`HybridBatch`: this
+    worker's ``columns`` of the first layer over every worker's block, the sum of
     ``workers`` partials of its own, its later layers, backward, Adam. No exchange."""
     model = copy.deepcopy(model)
     seed_logits = SeedLogits(model, len(model.convs))
@@ -250,12 +278,7 @@ def time_hybrid_steps(
         loss.backward()
         optimizer.step()
 
-    step(batches[0])
-    _barrier()
-    started = time.perf_counter()
-    for batch in batches[1:]:
-        step(batch)
-    return time.perf_counter() - started
+    return step
 
 
 def probe_link(device: torch.device) -> dict:
@@ -297,35 +320,38 @@ def _line(x: np.ndarray, y: np.ndarray) -> tuple[float, float]:
     return max(float(intercept), 0.0), slope
 
 
-def probe_partitioned(data, fanouts, worker_batch: int, count: int, seed: int = 0) -> dict:
+def probe_partitioned(data, fanouts, worker_batch: int, count: int, warm: int = WARM_BATCHES):
     """Batches of this worker's part sampled and fetched by the distributed loader (no
-    cache), in this thread: ``batches``, ``sample_s`` and ``fetch_s`` (timed batches),
-    ``stats`` (what crossed parts), ``timed`` and ``num_batches`` (an epoch's)."""
+    cache), in this thread: ``loader``, ``batches``, per timed batch ``sample_s``,
+    ``fetch_s``, and ``num_batches`` (an epoch's). Every worker runs as many batches."""
     from graphengine.loader.dist_neighbor_loader import DistNeighborLoader
 
     loader = DistNeighborLoader(
-        data, list(fanouts), batch_size=worker_batch, shuffle=True, seed=seed, num_workers=0
+        data, list(fanouts), batch_size=worker_batch, shuffle=True, seed=0, num_workers=0
     )
-    batches, first = [], None
+    batches, sample_s, fetch_s = [], [], []
     _barrier()
-    iterator = iter(loader)
-    for batch in iterator:
-        if first is None:
-            first = dict(loader.stage_times)
-            loader.reset_stats()
-        batches.append(batch)
-        if len(batches) > count or len(batches) == len(loader):
-            break
-    times = loader.stage_times
-    stats = loader.reset_stats()
-    # Every worker must run every batch of a pass (each is a collective): finish it alike.
-    del iterator
+    epoch = 0
+    while len(batches) < warm + count:
+        loader.set_epoch(epoch)
+        before = {"sample": 0.0, "fetch": 0.0}
+        # A pass left early is left by every worker at the same batch: the collectives pair.
+        for batch in loader:
+            now = loader.stage_times
+            if len(batches) >= warm:
+                sample_s.append(now["sample"] - before["sample"])
+                fetch_s.append(now["fetch"] - before["fetch"])
+            before = now
+            batches.append(batch)
+            if len(batches) == warm + count:
+                break
+        epoch += 1
+    loader.reset_stats()
     return {
         "loader": loader,
         "batches": batches,
-        "sample_s": times["sample"] - first["sample"],
-        "fetch_s": times["fetch"] - first["fetch"],
-        "stats": stats,
-        "timed": len(batches) - 1,
+        "warm": warm,
+        "sample_s": sample_s,
+        "fetch_s": fetch_s,
         "num_batches": len(loader),
     }

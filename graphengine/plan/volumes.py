@@ -75,14 +75,15 @@ def traffic_formulas(workers: int, counts: dict, params: dict, width: int, hidde
 
 def ddp_buckets(parameter_bytes: list[int]) -> list[int]:
     """Bytes of each gradient bucket DDP forms from parameters of ``parameter_bytes`` (in
-    the model's order), in the order backward fills them: parameters in reverse, the first
-    bucket up to :data:`DDP_FIRST_BUCKET_BYTES`, the others up to :data:`DDP_BUCKET_BYTES`."""
+    the model's order), in the order backward fills them: parameters in reverse, a bucket
+    closed once it reaches its cap, :data:`DDP_FIRST_BUCKET_BYTES` for the first and
+    :data:`DDP_BUCKET_BYTES` for the others (``compute_bucket_assignment_by_size``)."""
     buckets, current, cap = [], 0, DDP_FIRST_BUCKET_BYTES
     for size in reversed(parameter_bytes):
-        if current and current + size > cap:
+        current += size
+        if current >= cap:
             buckets.append(current)
             current, cap = 0, DDP_BUCKET_BYTES
-        current += size
     if current:
         buckets.append(current)
     return buckets
