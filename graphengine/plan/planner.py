@@ -27,7 +27,7 @@ from torch_geometric.nn.models.basic_gnn import BasicGNN
 
 from graphengine.plan import probes
 from graphengine.plan.cost_model import Link, Prediction, predict
-from graphengine.plan.probes import Rates
+from graphengine.plan.probes import BatchShape, Rates
 from graphengine.plan.volumes import (
     FLOAT_BYTES,
     BatchCounts,
@@ -343,41 +343,53 @@ def choose(
 
 
 def _probe_dataset(model, dataset, fanouts, worker_batch, workers, rank, rates: Rates):
-    """Probe the sampler, the gathers and both computes on ``dataset``; returns the counts."""
-    hops = len(fanouts)
-    shape = ModelShape.of(model, hops)
-    sampled = probes.sample_batches(dataset, fanouts, worker_batch, PROBE_BATCHES, seed=rank)
-    counts = count_batches(sampled.batches, shape.whole)
-    edges = [count_batches([b], False).edges for b in sampled.timed]
-    rates.sample_edges_per_s = probes.median_rate(edges, sampled.sample_s)
-    rates.gather_bytes_per_s = probes.median_rate(sampled.gathered_bytes, sampled.gather_s)
-    _time_computes(model, dataset, sampled.batches, sampled.warm, shape, workers, rates)
-    return shape, counts
+    """Probe the sampler, the gathers and both steps on ``dataset``; returns the model's
+    shape and the counted batches."""
+    from graphengine.loader import NeighborLoader
+
+    shape = ModelShape.of(model, len(fanouts))
+    loader = NeighborLoader(
+        dataset,
+        fanouts,
+        batch_size=worker_batch,
+        input_nodes=dataset.train_idx,
+        shuffle=True,
+        seed=rank,
+        num_workers=0,
+    )
+    probed = probes.probe_batches(
+        loader, "gather", model, dataset, workers, shape.whole, PROBE_BATCHES
+    )
+    _rates_of(probed, shape, workers, rates, partitioned=False)
+    return shape, count_batches(probed.batches, shape.whole)
 
 
-def _time_computes(model, dataset, batches, warm, shape, workers, rates: Rates) -> None:
-    """The replicated and hybrid steps' multiply-adds per second on ``batches[warm:]``, timed
-    in turns; hybrid's column gather too, where ``dataset`` holds the whole table."""
-    hops = len(shape.widths) - 1
-    each = [count_batches([b], shape.whole) for b in batches[warm:]]
-    steps = {"data": (probes.replicated_step(model, dataset, hops), batches)}
-    if workers > 1:
-        rank = dist.get_rank()
-        hybrid, columns, gather_s, gathered = probes.hybrid_inputs(
-            dataset, batches, workers, rank, shape.whole, warm
+def _rates_of(probed, shape: ModelShape, workers: int, rates: Rates, partitioned: bool) -> None:
+    """The rates of a :class:`~graphengine.plan.probes.Probed` run: a part's sampler and
+    its compute only where no whole dataset was probed."""
+    each = [count_batches([b], shape.whole) for b in probed.timed]
+    edges = [c.edges for c in each]
+    if partitioned:
+        rates.dist_sample_edges_per_s = probes.median_rate(edges, probed.sample_s)
+        if rates.compute_flops_per_s:
+            return
+    else:
+        rates.sample_edges_per_s = probes.median_rate(edges, probed.sample_s)
+        rates.gather_bytes_per_s = probes.median_rate(probed.gathered_bytes, probed.gather_s)
+        rates.column_gather_bytes_per_s = probes.median_rate(
+            probed.column_bytes, probed.column_gather_s
         )
-        if gathered:
-            rates.column_gather_bytes_per_s = probes.median_rate(gathered, gather_s)
-        steps["hybrid"] = (probes.hybrid_step(model, dataset, columns, workers), hybrid)
-    seconds = probes.time_alternately(steps, warm)
     flops = [layer_flops(c, list(shape.widths)) for c in each]
-    rates.compute_flops_per_s = probes.median_rate(flops, seconds["data"])
+    rates.compute_flops_per_s = probes.median_rate(flops, probed.data_s)
     if workers > 1:
+        hybrid = CANDIDATES["hybrid"]
         flops = [
-            volumes_of(CANDIDATES["hybrid"], shape, c, workers, 1, GraphSize(0, 0, 0)).flops
-            for c in each
+            volumes_of(
+                hybrid, shape, count_batches([b], shape.whole), workers, 1, GraphSize(0, 0, 0)
+            ).flops
+            for b in probed.hybrid_timed
         ]
-        rates.hybrid_compute_flops_per_s = probes.median_rate(flops, seconds["hybrid"])
+        rates.hybrid_compute_flops_per_s = probes.median_rate(flops, probed.hybrid_s)
 
 
 def make_plan(
@@ -495,39 +507,37 @@ def make_plan(
 
 
 def _probe_partitions(model, data, fanouts, worker_batch, rates: Rates, remote_cache) -> dict:
-    """Probe the distributed sampler on this worker's part, and count its batches."""
+    """Probe the distributed sampler and fetch on this worker's part (and the steps, when
+    no whole dataset was probed), and count its batches."""
     from graphengine.distributed.features import cache_rows
+    from graphengine.loader.dist_neighbor_loader import DistNeighborLoader
 
-    hops = len(fanouts)
-    shape = ModelShape.of(model, hops)
-    probe = probes.probe_partitioned(data, fanouts, worker_batch, PROBE_BATCHES)
-    part = data.part
-    book = data.book
+    shape = ModelShape.of(model, len(fanouts))
+    part, book = data.part, data.book
+    workers = book.num_parts
 
     def remote(ids: np.ndarray) -> np.ndarray:
         return book.owner(ids) != part.part
 
-    counts = count_batches(probe["batches"], shape.whole, remote)
-    timed = probe["batches"][probe["warm"] :]
-    edges = [count_batches([b], False).edges for b in timed]
-    rates.dist_sample_edges_per_s = probes.median_rate(edges, probe["sample_s"])
+    loader = DistNeighborLoader(
+        data, fanouts, batch_size=worker_batch, shuffle=True, seed=0, num_workers=0
+    )
+    probed = probes.probe_batches(loader, "fetch", model, data, workers, shape.whole, PROBE_BATCHES)
+    loader.reset_stats()
     if not rates.gather_bytes_per_s:  # no whole dataset here: time the part's own rows
-        ids = torch.cat([b.n_id for b in timed])
+        ids = torch.cat([b.n_id for b in probed.timed])
         local = ids[torch.from_numpy(~remote(ids.numpy()))] - part.start
         started = time.perf_counter()
         rows = data.features.store.gather("x", local)
         seconds = time.perf_counter() - started
         rates.gather_bytes_per_s = rows.numel() * rows.element_size() / max(seconds, 1e-9)
         rates.column_gather_bytes_per_s = rates.gather_bytes_per_s
-    if not rates.compute_flops_per_s:  # no whole dataset here: time the part's batches
-        _time_computes(
-            model, data, probe["batches"], probe["warm"], shape, data.book.num_parts, rates
-        )
+    _rates_of(probed, shape, workers, rates, partitioned=True)
     cache = None
     if remote_cache is not None:
         width = data.num_features
         capacity = cache_rows(remote_cache, width * FLOAT_BYTES + 8, data.features.num_remote_nodes)
-        counter = probe["loader"].access_counts(1, 0)
+        counter = loader.access_counts(1, 0)
         counter.ranked()
         cache = {"rows": capacity, "hit_rate": cache_hit_rate(counter.counts, capacity)}
     graph = GraphSize(
@@ -540,8 +550,8 @@ def _probe_partitions(model, data, fanouts, worker_batch, rates: Rates, remote_c
     )
     return {
         "shape": shape,
-        "counts": counts,
-        "steps": probe["num_batches"],
+        "counts": count_batches(probed.batches, shape.whole, remote),
+        "steps": len(loader),
         "graph": graph,
         "cache": cache,
     }
@@ -584,7 +594,14 @@ def project(
             sample = sampler.sample_from_nodes(
                 SamplerInput(node=nodes, input_id=np.arange(seeds), seed=b)
             )
-            batches.append(_Counted(sample, seeds))
+            batches.append(
+                BatchShape(
+                    list(sample.num_sampled_nodes),
+                    list(sample.num_sampled_edges),
+                    seeds,
+                    torch.from_numpy(np.asarray(sample.node)),
+                )
+            )
         counts = count_batches(batches, shape.whole)
         steps = steps_per_epoch(len(dataset.train_idx), seeds, workers)
         link = base.at(workers)
@@ -597,13 +614,3 @@ def project(
         row["choice"] = min(("data", "hybrid"), key=lambda n: row[n]["epoch_s"])
         out.append(row)
     return out
-
-
-class _Counted:
-    """A sampler's output as :func:`count_batches` reads a batch."""
-
-    def __init__(self, out, seeds: int):
-        self.num_sampled_nodes = out.num_sampled_nodes
-        self.num_sampled_edges = out.num_sampled_edges
-        self.batch_size = seeds
-        self.n_id = torch.from_numpy(np.asarray(out.node))

@@ -22,7 +22,7 @@ from __future__ import annotations
 import copy
 import os
 import time
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, field
 
 import numpy as np
 import torch
@@ -31,7 +31,6 @@ import torch.nn.functional as F
 
 from graphengine.batch.hybrid import HybridBatch
 from graphengine.data.columns import FeatureColumns, column_ranges
-from graphengine.loader import NeighborLoader
 from graphengine.loader.hybrid_loader import pack_first_layer, unpack_first_layer
 from graphengine.loader.threads import sampler_threads
 from graphengine.nn.column_layers import split_first_layer
@@ -91,21 +90,44 @@ class Rates:
         return asdict(self)
 
 
+@dataclass(frozen=True)
+class BatchShape:
+    """What counting needs of a sampled batch: per-hop ``num_sampled_nodes`` and
+    ``num_sampled_edges``, ``batch_size`` and the node ids ``n_id`` (int64)."""
+
+    num_sampled_nodes: list
+    num_sampled_edges: list
+    batch_size: int
+    n_id: torch.Tensor
+
+    @classmethod
+    def of(cls, batch) -> BatchShape:
+        return cls(
+            list(batch.num_sampled_nodes),
+            list(batch.num_sampled_edges),
+            int(batch.batch_size),
+            batch.n_id.clone(),
+        )
+
+
 @dataclass
-class Sampled:
-    """Batches a probe sampled: the first ``warm`` untimed (the kernels compile, the
-    buffers grow), then one ``sample_s``, ``gather_s`` and ``gathered_bytes`` per timed
-    batch."""
+class Probed:
+    """What :func:`probe_batches` measured: ``batches``, every batch sampled (for counting);
+    the replicated pass's ``timed`` batches with their ``sample_s``, ``gather_s`` and
+    ``gathered_bytes`` (the loader's stages; ``fetch`` on a part) and ``data_s``; the
+    hybrid pass's ``hybrid_timed`` batches with their ``hybrid_s``, ``column_gather_s`` and
+    ``column_bytes``."""
 
-    batches: list
-    warm: int
-    sample_s: list[float]
-    gather_s: list[float]
-    gathered_bytes: list[int]
-
-    @property
-    def timed(self) -> list:
-        return self.batches[self.warm :]
+    batches: list = field(default_factory=list)
+    timed: list = field(default_factory=list)
+    hybrid_timed: list = field(default_factory=list)
+    sample_s: list = field(default_factory=list)
+    gather_s: list = field(default_factory=list)
+    gathered_bytes: list = field(default_factory=list)
+    data_s: list = field(default_factory=list)
+    hybrid_s: list = field(default_factory=list)
+    column_gather_s: list = field(default_factory=list)
+    column_bytes: list = field(default_factory=list)
 
 
 def median_rate(amounts, seconds) -> float:
@@ -150,39 +172,94 @@ def _barrier() -> None:
         dist.barrier()
 
 
-def sample_batches(
-    dataset, fanouts, worker_batch: int, count: int, warm: int = WARM_BATCHES, seed: int = 0
-) -> Sampled:
-    """``warm + count`` batches of ``worker_batch`` of ``dataset``'s training nodes, sampled
-    and gathered by the loader training uses (in this thread), over as many epochs as that
-    takes; the first ``warm`` untimed."""
-    loader = NeighborLoader(
-        dataset,
-        list(fanouts),
-        batch_size=worker_batch,
-        input_nodes=dataset.train_idx,
-        shuffle=True,
-        seed=seed,
-        num_workers=0,
-    )
-    _barrier()
-    out = Sampled([], warm, [], [], [])
+def probe_batches(
+    loader,
+    gather_stage: str,
+    model: torch.nn.Module,
+    dataset,
+    workers: int,
+    whole: bool,
+    count: int,
+    warm: int = WARM_BATCHES,
+) -> Probed:
+    """Run batches of ``loader`` (``num_workers=0``: its stages in this thread, over as many
+    epochs as it takes) as training would: one pass of ``warm + count`` batches each through
+    a replicated step of ``model``, then, with 2 or more ``workers``, one of as many through
+    a hybrid step (this worker's columns of its batch and of the ``workers - 1`` before it,
+    standing in for the other workers' batches); every stage and step after the first
+    ``warm`` of a pass timed.
+
+    A pass samples its batches first and steps them after, each kind of step in a pass of
+    its own: sampling threads still busy when a step starts, or steps of other shapes
+    before it, slow it, and the cost model accounts for the loader's threads itself.
+    :attr:`Probed.batches` keeps each batch's :class:`BatchShape` only.
+    """
+    rank = dist.get_rank() if workers > 1 else 0
+    start, stop = column_ranges(dataset.num_features, workers)[rank]
+    out = Probed()
+    passes = [("data", replicated_step(model, dataset, len(model.convs)))]
+    columns = None
+    if workers > 1:
+        table = getattr(dataset, "x", None)
+        columns = None if table is None else FeatureColumns.from_table(table, start, stop)
+        passes.append(("hybrid", hybrid_step(model, dataset, (start, stop), workers)))
     epoch = 0
-    while len(out.batches) < warm + count:
-        loader.set_epoch(epoch)
-        before = {"sample": 0.0, "gather": 0.0}
-        for batch in loader:
-            now = loader.stage_times
-            if len(out.batches) >= warm:
-                out.sample_s.append(now["sample"] - before["sample"])
-                out.gather_s.append(now["gather"] - before["gather"])
-                out.gathered_bytes.append(batch.x.numel() * batch.x.element_size())
-            before = now
-            out.batches.append(batch)
-            if len(out.batches) == warm + count:
-                break
-        epoch += 1
+    for mode, step in passes:
+        batches = []
+        _barrier()
+        while len(batches) < warm + count:
+            loader.set_epoch(epoch)
+            epoch += 1
+            before = loader.stage_times
+            for batch in loader:
+                now = loader.stage_times
+                if mode == "data" and len(batches) >= warm:
+                    out.sample_s.append(now["sample"] - before["sample"])
+                    out.gather_s.append(now[gather_stage] - before[gather_stage])
+                    out.gathered_bytes.append(batch.x.numel() * batch.x.element_size())
+                batches.append(batch)
+                out.batches.append(BatchShape.of(batch))
+                before = loader.stage_times
+                if len(batches) == warm + count:
+                    break
+        shapes = out.batches[-len(batches) :]
+        for i, batch in enumerate(batches):
+            if mode == "hybrid":
+                group = [batches[(i - j) % len(batches)] for j in range(workers)]
+                group[0], group[rank] = group[rank], group[0]
+                started = time.perf_counter()
+                batch = _hybrid_batch(group, rank, whole, columns, start, stop)
+                if i >= warm and columns is not None:
+                    out.column_gather_s.append(time.perf_counter() - started)
+                    out.column_bytes.append(sum(x.numel() * 4 for x in batch.inputs))
+            seconds = _timed(step, batch)
+            if i >= warm:
+                getattr(out, f"{mode}_s").append(seconds)
+                (out.timed if mode == "data" else out.hybrid_timed).append(shapes[i])
     return out
+
+
+def _timed(step, batch) -> float:
+    """Seconds of ``step(batch)``, the workers starting it together."""
+    _barrier()
+    started = time.perf_counter()
+    step(batch)
+    return time.perf_counter() - started
+
+
+def _hybrid_batch(group: list, rank: int, whole: bool, columns, start: int, stop: int):
+    """A :class:`HybridBatch` of worker ``rank`` whose workers' batches are ``group``, with
+    this worker's columns ``[start, stop)`` gathered from ``columns`` (a part without the
+    whole table: sliced from the batches' own ``x``)."""
+    layers = [unpack_first_layer(pack_first_layer(b, whole)) for b in group]
+    if columns is None:
+        inputs = [b.x[:, start:stop].contiguous() for b in group]
+    else:
+        rows = columns.gather(torch.cat([n_id for n_id, _ in layers]))
+        inputs = list(torch.split(rows, [block.num_src for _, block in layers]))
+    own = copy.copy(group[rank])
+    own.x = None
+    return HybridBatch(own, inputs, [block for _, block in layers], rank)
 
 
 def _labels(dataset, batch) -> torch.Tensor:
@@ -190,25 +267,6 @@ def _labels(dataset, batch) -> torch.Tensor:
     if y is None:
         y = torch.as_tensor(dataset.y)[batch.n_id]
     return y[: batch.batch_size].long()
-
-
-def time_alternately(steps: dict, warm: int) -> dict[str, list[float]]:
-    """Seconds of each step function of ``steps`` (``name -> (step, batches)``) on each of
-    its ``batches[warm:]``, after ``batches[:warm]`` untimed. The functions take turns batch
-    by batch, so that another process slowing this machine slows them alike, and the
-    workers start each timed step together."""
-    for step, batches in steps.values():
-        for batch in batches[:warm]:
-            step(batch)
-    seconds = {name: [] for name in steps}
-    timed = min(len(batches) for _, batches in steps.values())
-    for i in range(warm, timed):
-        for name, (step, batches) in steps.items():
-            _barrier()
-            started = time.perf_counter()
-            step(batches[i])
-            seconds[name].append(time.perf_counter() - started)
-    return seconds
 
 
 def replicated_step(model: torch.nn.Module, dataset, hops: int):
@@ -224,35 +282,6 @@ def replicated_step(model: torch.nn.Module, dataset, hops: int):
         optimizer.step()
 
     return step
-
-
-def hybrid_inputs(dataset, batches: list, workers: int, rank: int, whole: bool, warm: int):
-    """Hybrid batches as worker ``rank`` of ``workers`` would get them, every worker's first
-    layer played by one of ``batches`` (the same sampler and batch size), with this worker's
-    columns of their inputs, gathered from ``dataset.x`` (a part without the whole table:
-    sliced from the batches' ``x``, untimed); returns ``(hybrid_batches, columns, gather_s,
-    gathered_bytes)``, the last two per batch after the first ``warm``."""
-    start, stop = column_ranges(dataset.num_features, workers)[rank]
-    table = getattr(dataset, "x", None)
-    columns = None if table is None else FeatureColumns.from_table(table, start, stop)
-    out, gather_s, gathered = [], [], []
-    for i in range(len(batches)):
-        group = [batches[(i + j) % len(batches)] for j in range(workers)]
-        group[rank], group[0] = group[0], group[rank]
-        layers = [unpack_first_layer(pack_first_layer(b, whole)) for b in group]
-        if columns is None:  # a part: the batches' own rows, their columns (untimed)
-            inputs = [b.x[:, start:stop].contiguous() for b in group]
-        else:
-            started = time.perf_counter()
-            rows = columns.gather(torch.cat([n_id for n_id, _ in layers]))
-            if i >= warm:
-                gather_s.append(time.perf_counter() - started)
-                gathered.append(rows.numel() * rows.element_size())
-            inputs = list(torch.split(rows, [block.num_src for _, block in layers]))
-        own = copy.copy(group[rank])
-        own.x = None
-        out.append(HybridBatch(own, inputs, [block for _, block in layers], rank))
-    return out, (start, stop), gather_s, gathered
 
 
 def hybrid_step(model: torch.nn.Module, dataset, columns: tuple[int, int], workers: int):
@@ -318,40 +347,3 @@ def _line(x: np.ndarray, y: np.ndarray) -> tuple[float, float]:
     slope, intercept = np.polyfit(x, y, 1)
     slope = max(float(slope), float((y.max() - y.min()) / max(x.max() - x.min(), 1.0)) / 10, 1e-15)
     return max(float(intercept), 0.0), slope
-
-
-def probe_partitioned(data, fanouts, worker_batch: int, count: int, warm: int = WARM_BATCHES):
-    """Batches of this worker's part sampled and fetched by the distributed loader (no
-    cache), in this thread: ``loader``, ``batches``, per timed batch ``sample_s``,
-    ``fetch_s``, and ``num_batches`` (an epoch's). Every worker runs as many batches."""
-    from graphengine.loader.dist_neighbor_loader import DistNeighborLoader
-
-    loader = DistNeighborLoader(
-        data, list(fanouts), batch_size=worker_batch, shuffle=True, seed=0, num_workers=0
-    )
-    batches, sample_s, fetch_s = [], [], []
-    _barrier()
-    epoch = 0
-    while len(batches) < warm + count:
-        loader.set_epoch(epoch)
-        before = {"sample": 0.0, "fetch": 0.0}
-        # A pass left early is left by every worker at the same batch: the collectives pair.
-        for batch in loader:
-            now = loader.stage_times
-            if len(batches) >= warm:
-                sample_s.append(now["sample"] - before["sample"])
-                fetch_s.append(now["fetch"] - before["fetch"])
-            before = now
-            batches.append(batch)
-            if len(batches) == warm + count:
-                break
-        epoch += 1
-    loader.reset_stats()
-    return {
-        "loader": loader,
-        "batches": batches,
-        "warm": warm,
-        "sample_s": sample_s,
-        "fetch_s": fetch_s,
-        "num_batches": len(loader),
-    }
