@@ -23,10 +23,10 @@ Every term is a volume of :class:`~graphengine.plan.volumes.Volumes` over a rate
 How the stages overlap, as :mod:`graphengine.loader.pipeline` runs them: each loader stage
 (``sample``, hybrid's ``share``, ``gather`` or ``fetch``) is a thread of its own working on
 the batches ahead of the caller's, so a step takes the longest of the caller's path
-(``compute`` + the exchanges it waits for), each stage's seconds, and the CPU they all need
-over this worker's cores (each stage's seconds times the threads it keeps busy, at most the
-cores): on a machine with fewer cores than busy threads they take turns. An epoch is its
-steps plus one batch through the loader's stages before the first step can start.
+(``compute`` + the exchanges it waits for) and each stage's seconds. The rates were probed
+with those threads running beside the steps, as training runs them, so where they share too
+few cores the time they take from each other is inside each rate. An epoch is its steps
+plus one batch through the loader's stages before the first step can start.
 """
 
 from __future__ import annotations
@@ -93,8 +93,8 @@ class Prediction:
     """One candidate's predicted epoch and its parts (seconds per epoch, each part alone;
     they overlap as the module's docstring says, so ``epoch_s`` is not their sum).
 
-    ``stages``: per-step seconds of the caller's path and of each loader stage, and the
-    CPU bound, the largest of which is ``step_s``.
+    ``stages``: per-step seconds of the caller's path and of each loader stage, the largest
+    of which is ``step_s``.
     """
 
     name: str
@@ -134,13 +134,7 @@ def predict(volumes: Volumes, rates: Rates, link: Link, hybrid: bool, partitione
 
     caller = compute + gradients + partials
     loader_stages = {"sample": sample, "share": structure, "gather": gather + fetch}
-    cores = max(rates.cores_per_worker, 1.0)
-    cpu = (
-        compute * min(rates.compute_threads, cores)
-        + sample * min(rates.sampler_threads, cores)
-        + gather * min(rates.gather_threads, cores)
-    ) / cores
-    stages = {"caller": caller, **loader_stages, "cpu": cpu}
+    stages = {"caller": caller, **loader_stages}
     step = max(stages.values())
     first_batch = sum(loader_stages.values())
     steps = volumes.steps

@@ -342,54 +342,87 @@ def choose(
     return best["name"], reason, rows
 
 
+def _probe_seeds(train_idx: np.ndarray, worker_batch: int, workers: int) -> np.ndarray:
+    """Seeds of exactly ``WARM + PROBE`` batches a worker (shuffled, the same on every
+    worker; repeated where the training split is smaller)."""
+    needed = (probes.WARM_BATCHES + PROBE_BATCHES) * worker_batch * workers
+    order = np.random.default_rng(0).permutation(np.asarray(train_idx))
+    return np.resize(order, needed).astype(np.int64)
+
+
 def _probe_dataset(model, dataset, fanouts, worker_batch, workers, rank, rates: Rates):
-    """Probe the sampler, the gathers and both steps on ``dataset``; returns the model's
-    shape and the counted batches."""
+    """Probe the sampler, the gathers and both steps on ``dataset`` with the loaders
+    training uses; returns the model's shape and the counted batches."""
+    from graphengine.data.columns import FeatureColumns, column_ranges
+    from graphengine.distributed.exchange import Exchange
     from graphengine.loader import NeighborLoader
+    from graphengine.loader.hybrid_loader import HybridNeighborLoader
 
     shape = ModelShape.of(model, len(fanouts))
+    seeds = _probe_seeds(dataset.train_idx, worker_batch, workers)
     loader = NeighborLoader(
         dataset,
         fanouts,
         batch_size=worker_batch,
-        input_nodes=dataset.train_idx,
-        shuffle=True,
-        seed=rank,
-        num_workers=0,
+        input_nodes=seeds,
+        seed=0,
+        num_workers=1,
+        rank=rank,
+        world_size=workers,
     )
-    probed = probes.probe_batches(
-        loader, "gather", model, dataset, workers, shape.whole, PROBE_BATCHES
-    )
-    _rates_of(probed, shape, workers, rates, partitioned=False)
-    return shape, count_batches(probed.batches, shape.whole)
+    step = probes.replicated_step(model, dataset, len(fanouts))
+    data = probes.probe_pass(loader, step, PROBE_BATCHES, probes.WARM_BATCHES, ("sample", "gather"))
+    _replicated_rates(data, shape, rates, partitioned=False)
+    if workers > 1:
+        start, stop = column_ranges(dataset.num_features, workers)[rank]
+        columns = FeatureColumns.from_table(dataset.x, start, stop)
+        exchange = Exchange(dist.new_group(backend="gloo"), torch.device("cpu"))
+        loader = HybridNeighborLoader(
+            dataset,
+            fanouts,
+            columns,
+            exchange,
+            batch_size=worker_batch,
+            input_nodes=seeds,
+            whole=shape.whole,
+            num_workers=1,
+        )
+        step = probes.hybrid_step(model, dataset, (start, stop), workers)
+        hybrid = probes.probe_pass(loader, step, PROBE_BATCHES, probes.WARM_BATCHES, ("gather",))
+        rates.column_gather_bytes_per_s = probes.median_rate(
+            [b.feature_bytes for b in hybrid["timed"]], hybrid["gather"]
+        )
+        _hybrid_rate(hybrid, shape, workers, rates)
+    return shape, count_batches(data["shapes"], shape.whole)
 
 
-def _rates_of(probed, shape: ModelShape, workers: int, rates: Rates, partitioned: bool) -> None:
-    """The rates of a :class:`~graphengine.plan.probes.Probed` run: a part's sampler and
-    its compute only where no whole dataset was probed."""
-    each = [count_batches([b], shape.whole) for b in probed.timed]
+def _replicated_rates(probed: dict, shape: ModelShape, rates: Rates, partitioned: bool) -> None:
+    """Sampling, gathering and the replicated step's rates of a pass (a part's: its
+    distributed sampler, and its compute only where no whole dataset was probed)."""
+    each = [count_batches([b], shape.whole) for b in probed["timed"]]
     edges = [c.edges for c in each]
     if partitioned:
-        rates.dist_sample_edges_per_s = probes.median_rate(edges, probed.sample_s)
+        rates.dist_sample_edges_per_s = probes.median_rate(edges, probed["sample"])
         if rates.compute_flops_per_s:
             return
     else:
-        rates.sample_edges_per_s = probes.median_rate(edges, probed.sample_s)
-        rates.gather_bytes_per_s = probes.median_rate(probed.gathered_bytes, probed.gather_s)
-        rates.column_gather_bytes_per_s = probes.median_rate(
-            probed.column_bytes, probed.column_gather_s
+        rates.sample_edges_per_s = probes.median_rate(edges, probed["sample"])
+        rates.gather_bytes_per_s = probes.median_rate(
+            [b.feature_bytes for b in probed["timed"]], probed["gather"]
         )
     flops = [layer_flops(c, list(shape.widths)) for c in each]
-    rates.compute_flops_per_s = probes.median_rate(flops, probed.data_s)
-    if workers > 1:
-        hybrid = CANDIDATES["hybrid"]
-        flops = [
-            volumes_of(
-                hybrid, shape, count_batches([b], shape.whole), workers, 1, GraphSize(0, 0, 0)
-            ).flops
-            for b in probed.hybrid_timed
-        ]
-        rates.hybrid_compute_flops_per_s = probes.median_rate(flops, probed.hybrid_s)
+    rates.compute_flops_per_s = probes.median_rate(flops, probed["step_s"])
+
+
+def _hybrid_rate(probed: dict, shape: ModelShape, workers: int, rates: Rates) -> None:
+    """The hybrid step's multiply-adds per second over a hybrid pass."""
+    nothing = GraphSize(0, 0, 0)
+    hybrid = CANDIDATES["hybrid"]
+    flops = [
+        volumes_of(hybrid, shape, count_batches([b], shape.whole), workers, 1, nothing).flops
+        for b in probed["timed"]
+    ]
+    rates.hybrid_compute_flops_per_s = probes.median_rate(flops, probed["step_s"])
 
 
 def make_plan(
@@ -507,37 +540,42 @@ def make_plan(
 
 
 def _probe_partitions(model, data, fanouts, worker_batch, rates: Rates, remote_cache) -> dict:
-    """Probe the distributed sampler and fetch on this worker's part (and the steps, when
-    no whole dataset was probed), and count its batches."""
+    """Probe the distributed sampler and fetch on this worker's part (and the replicated
+    step, when no whole dataset was probed), and count its batches."""
     from graphengine.distributed.features import cache_rows
     from graphengine.loader.dist_neighbor_loader import DistNeighborLoader
 
     shape = ModelShape.of(model, len(fanouts))
     part, book = data.part, data.book
-    workers = book.num_parts
 
     def remote(ids: np.ndarray) -> np.ndarray:
         return book.owner(ids) != part.part
 
+    needed = (probes.WARM_BATCHES + PROBE_BATCHES) * worker_batch
+    seeds = np.resize(np.random.default_rng(0).permutation(part.train_idx), needed)
     loader = DistNeighborLoader(
-        data, fanouts, batch_size=worker_batch, shuffle=True, seed=0, num_workers=0
+        data, fanouts, batch_size=worker_batch, input_nodes=seeds, seed=0, num_workers=1
     )
-    probed = probes.probe_batches(loader, "fetch", model, data, workers, shape.whole, PROBE_BATCHES)
+    step = probes.replicated_step(model, data, len(fanouts))
+    probed = probes.probe_pass(loader, step, PROBE_BATCHES, probes.WARM_BATCHES, ("sample",))
     loader.reset_stats()
     if not rates.gather_bytes_per_s:  # no whole dataset here: time the part's own rows
-        ids = torch.cat([b.n_id for b in probed.timed])
+        ids = torch.cat([b.n_id for b in probed["timed"]])
         local = ids[torch.from_numpy(~remote(ids.numpy()))] - part.start
         started = time.perf_counter()
         rows = data.features.store.gather("x", local)
         seconds = time.perf_counter() - started
         rates.gather_bytes_per_s = rows.numel() * rows.element_size() / max(seconds, 1e-9)
         rates.column_gather_bytes_per_s = rates.gather_bytes_per_s
-    _rates_of(probed, shape, workers, rates, partitioned=True)
+    _replicated_rates(probed, shape, rates, partitioned=True)
+    if not rates.hybrid_compute_flops_per_s:  # no hybrid pass without the whole table
+        rates.hybrid_compute_flops_per_s = rates.compute_flops_per_s
+    training = DistNeighborLoader(data, fanouts, batch_size=worker_batch, num_workers=0)
     cache = None
     if remote_cache is not None:
         width = data.num_features
         capacity = cache_rows(remote_cache, width * FLOAT_BYTES + 8, data.features.num_remote_nodes)
-        counter = loader.access_counts(1, 0)
+        counter = training.access_counts(1, 0)
         counter.ranked()
         cache = {"rows": capacity, "hit_rate": cache_hit_rate(counter.counts, capacity)}
     graph = GraphSize(
@@ -550,8 +588,8 @@ def _probe_partitions(model, data, fanouts, worker_batch, rates: Rates, remote_c
     )
     return {
         "shape": shape,
-        "counts": count_batches(probed.batches, shape.whole, remote),
-        "steps": len(loader),
+        "counts": count_batches(probed["shapes"], shape.whole, remote),
+        "steps": len(training),
         "graph": graph,
         "cache": cache,
     }

@@ -2,16 +2,19 @@
 (a barrier before each), so what workers sharing a machine take from each other is inside
 the figures.
 
-Each probe times the code training runs, on real batches of the run's per-worker size:
+Each probe times the code training runs, on real batches of the run's per-worker size, with
+the loader's stages in their threads beside the steps as in training (a pass of a few
+batches per kind of step, :func:`probe_pass`):
 
 - sampling: this worker's loader's ``sample`` stage (the distributed sampler's for a part),
   as sampled edges per second;
 - gathering: its ``gather`` stage (feature bytes per second into a batch), and hybrid's
-  gather of this worker's columns of every worker's first-layer inputs;
+  loader's gather of this worker's columns of every worker's first-layer inputs;
 - compute: the model's layers forward and backward and the optimizer's step on those
   batches, replicated (data parallelism) and split as hybrid runs it (this worker's ``F/W``
-  input columns of the first layer over every worker's blocks, then its own later layers),
-  as multiply-adds per second (:func:`~graphengine.plan.volumes.layer_flops`);
+  input columns of the first layer over every worker's blocks, then its own later layers,
+  without the partial results' exchange), as multiply-adds per second
+  (:func:`~graphengine.plan.volumes.layer_flops`);
 - the link: ``all_reduce`` and ``all_to_all`` of a few sizes over the default group, a
   latency and a bandwidth for each by least squares;
 - memory: the host memory available to each of this machine's workers, and the GPU's.
@@ -22,7 +25,7 @@ from __future__ import annotations
 import copy
 import os
 import time
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass
 
 import numpy as np
 import torch
@@ -30,8 +33,6 @@ import torch.distributed as dist
 import torch.nn.functional as F
 
 from graphengine.batch.hybrid import HybridBatch
-from graphengine.data.columns import FeatureColumns, column_ranges
-from graphengine.loader.hybrid_loader import pack_first_layer, unpack_first_layer
 from graphengine.loader.threads import sampler_threads
 from graphengine.nn.column_layers import split_first_layer
 from graphengine.nn.forward import SeedLogits
@@ -93,41 +94,30 @@ class Rates:
 @dataclass(frozen=True)
 class BatchShape:
     """What counting needs of a sampled batch: per-hop ``num_sampled_nodes`` and
-    ``num_sampled_edges``, ``batch_size`` and the node ids ``n_id`` (int64)."""
+    ``num_sampled_edges``, ``batch_size``, the node ids ``n_id`` (int64) and the
+    ``feature_bytes`` gathered into it (a hybrid batch: this worker's columns of every
+    worker's inputs)."""
 
     num_sampled_nodes: list
     num_sampled_edges: list
     batch_size: int
     n_id: torch.Tensor
+    feature_bytes: int = 0
 
     @classmethod
     def of(cls, batch) -> BatchShape:
+        own = getattr(batch, "batch", batch) if hasattr(batch, "inputs") else batch
+        if hasattr(batch, "inputs"):
+            nbytes = int(batch.feature_bytes)
+        else:
+            nbytes = batch.x.numel() * batch.x.element_size()
         return cls(
-            list(batch.num_sampled_nodes),
-            list(batch.num_sampled_edges),
-            int(batch.batch_size),
-            batch.n_id.clone(),
+            list(own.num_sampled_nodes),
+            list(own.num_sampled_edges),
+            int(own.batch_size),
+            own.n_id.clone(),
+            nbytes,
         )
-
-
-@dataclass
-class Probed:
-    """What :func:`probe_batches` measured: ``batches``, every batch sampled (for counting);
-    the replicated pass's ``timed`` batches with their ``sample_s``, ``gather_s`` and
-    ``gathered_bytes`` (the loader's stages; ``fetch`` on a part) and ``data_s``; the
-    hybrid pass's ``hybrid_timed`` batches with their ``hybrid_s``, ``column_gather_s`` and
-    ``column_bytes``."""
-
-    batches: list = field(default_factory=list)
-    timed: list = field(default_factory=list)
-    hybrid_timed: list = field(default_factory=list)
-    sample_s: list = field(default_factory=list)
-    gather_s: list = field(default_factory=list)
-    gathered_bytes: list = field(default_factory=list)
-    data_s: list = field(default_factory=list)
-    hybrid_s: list = field(default_factory=list)
-    column_gather_s: list = field(default_factory=list)
-    column_bytes: list = field(default_factory=list)
 
 
 def median_rate(amounts, seconds) -> float:
@@ -172,94 +162,34 @@ def _barrier() -> None:
         dist.barrier()
 
 
-def probe_batches(
-    loader,
-    gather_stage: str,
-    model: torch.nn.Module,
-    dataset,
-    workers: int,
-    whole: bool,
-    count: int,
-    warm: int = WARM_BATCHES,
-) -> Probed:
-    """Run batches of ``loader`` (``num_workers=0``: its stages in this thread, over as many
-    epochs as it takes) as training would: one pass of ``warm + count`` batches each through
-    a replicated step of ``model``, then, with 2 or more ``workers``, one of as many through
-    a hybrid step (this worker's columns of its batch and of the ``workers - 1`` before it,
-    standing in for the other workers' batches); every stage and step after the first
-    ``warm`` of a pass timed.
-
-    A pass samples its batches first and steps them after, each kind of step in a pass of
-    its own: sampling threads still busy when a step starts, or steps of other shapes
-    before it, slow it, and the cost model accounts for the loader's threads itself.
-    :attr:`Probed.batches` keeps each batch's :class:`BatchShape` only.
-    """
-    rank = dist.get_rank() if workers > 1 else 0
-    start, stop = column_ranges(dataset.num_features, workers)[rank]
-    out = Probed()
-    passes = [("data", replicated_step(model, dataset, len(model.convs)))]
-    columns = None
-    if workers > 1:
-        table = getattr(dataset, "x", None)
-        columns = None if table is None else FeatureColumns.from_table(table, start, stop)
-        passes.append(("hybrid", hybrid_step(model, dataset, (start, stop), workers)))
-    epoch = 0
-    for mode, step in passes:
-        batches = []
-        _barrier()
-        while len(batches) < warm + count:
-            loader.set_epoch(epoch)
-            epoch += 1
-            before = loader.stage_times
-            for batch in loader:
-                now = loader.stage_times
-                if mode == "data" and len(batches) >= warm:
-                    out.sample_s.append(now["sample"] - before["sample"])
-                    out.gather_s.append(now[gather_stage] - before[gather_stage])
-                    out.gathered_bytes.append(batch.x.numel() * batch.x.element_size())
-                batches.append(batch)
-                out.batches.append(BatchShape.of(batch))
-                before = loader.stage_times
-                if len(batches) == warm + count:
-                    break
-        shapes = out.batches[-len(batches) :]
-        for i, batch in enumerate(batches):
-            if mode == "hybrid":
-                group = [batches[(i - j) % len(batches)] for j in range(workers)]
-                group[0], group[rank] = group[rank], group[0]
-                started = time.perf_counter()
-                batch = _hybrid_batch(group, rank, whole, columns, start, stop)
-                if i >= warm and columns is not None:
-                    out.column_gather_s.append(time.perf_counter() - started)
-                    out.column_bytes.append(sum(x.numel() * 4 for x in batch.inputs))
-            seconds = _timed(step, batch)
-            if i >= warm:
-                getattr(out, f"{mode}_s").append(seconds)
-                (out.timed if mode == "data" else out.hybrid_timed).append(shapes[i])
-    return out
-
-
-def _timed(step, batch) -> float:
-    """Seconds of ``step(batch)``, the workers starting it together."""
+def probe_pass(loader, step, count: int, warm: int, stages: tuple[str, ...]) -> dict:
+    """Run ``step`` on every batch of one pass of ``loader`` as training does: the loader's
+    stages in its threads beside the steps (so the CPU they share is inside every figure).
+    The pass must hold ``warm + count`` batches (its seeds cut to that), the first ``warm``
+    untimed. Returns ``shapes`` (:class:`BatchShape` of every batch), per timed batch
+    ``timed`` (their shapes), ``step_s``, and for each of ``stages`` the seconds the loader
+    spent in it between one hand-over and the next."""
+    out = {"shapes": [], "timed": [], "step_s": [], **{name: [] for name in stages}}
     _barrier()
-    started = time.perf_counter()
-    step(batch)
-    return time.perf_counter() - started
-
-
-def _hybrid_batch(group: list, rank: int, whole: bool, columns, start: int, stop: int):
-    """A :class:`HybridBatch` of worker ``rank`` whose workers' batches are ``group``, with
-    this worker's columns ``[start, stop)`` gathered from ``columns`` (a part without the
-    whole table: sliced from the batches' own ``x``)."""
-    layers = [unpack_first_layer(pack_first_layer(b, whole)) for b in group]
-    if columns is None:
-        inputs = [b.x[:, start:stop].contiguous() for b in group]
-    else:
-        rows = columns.gather(torch.cat([n_id for n_id, _ in layers]))
-        inputs = list(torch.split(rows, [block.num_src for _, block in layers]))
-    own = copy.copy(group[rank])
-    own.x = None
-    return HybridBatch(own, inputs, [block for _, block in layers], rank)
+    before = loader.stage_times
+    for i, batch in enumerate(loader):
+        now = loader.stage_times
+        shape = BatchShape.of(batch)
+        out["shapes"].append(shape)
+        started = time.perf_counter()
+        step(batch)
+        seconds = time.perf_counter() - started
+        if i >= warm:
+            out["timed"].append(shape)
+            out["step_s"].append(seconds)
+            for name in stages:
+                out[name].append(now.get(name, 0.0) - before.get(name, 0.0))
+        before = now
+    if len(out["shapes"]) != warm + count:
+        raise RuntimeError(
+            f"the probe's pass held {len(out['shapes'])} batches, not {warm + count}"
+        )
+    return out
 
 
 def _labels(dataset, batch) -> torch.Tensor:

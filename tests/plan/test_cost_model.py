@@ -14,7 +14,7 @@ from graphengine.plan.volumes import cache_hit_rate, count_batches, ddp_buckets,
 MB = 1e6
 
 
-def rates(cores: float = 8.0) -> Rates:
+def rates() -> Rates:
     return Rates(
         sample_edges_per_s=1e6,
         gather_bytes_per_s=1e9,
@@ -25,7 +25,6 @@ def rates(cores: float = 8.0) -> Rates:
         allreduce_bytes_per_s=1e8,
         alltoall_latency_s=1e-3,
         alltoall_bytes_per_s=1e8,
-        cores_per_worker=cores,
     )
 
 
@@ -74,8 +73,8 @@ def test_predictions_are_the_hand_computed_ones():
     r = rates()
     data = predict(data_volumes(), r, link(r), hybrid=False, partitioned=False)
     # compute 1e9/1e10 = 0.1, all-reduce 1e-3 + (2*1/2*1e6)/1e8 = 0.011: caller 0.111 per
-    # step; sample 0.1, gather 0.05 in their threads; CPU (0.1+0.1+0.05)/8. Ten steps and
-    # one batch through the loader first.
+    # step; sample 0.1, gather 0.05 in their threads. Ten steps and one batch through the
+    # loader first.
     assert data.step_s == pytest.approx(0.111)
     assert data.epoch_s == pytest.approx(10 * 0.111 + 0.15)
     assert data.compute_s == pytest.approx(1.0)
@@ -87,13 +86,6 @@ def test_predictions_are_the_hand_computed_ones():
     assert hybrid.step_s == pytest.approx(0.108)
     assert hybrid.epoch_s == pytest.approx(10 * 0.108 + 0.1 + 0.012 + 0.1)
     assert hybrid.exchange_s == pytest.approx(10 * (0.006 + 0.042 + 0.012))
-
-
-def test_fewer_cores_than_busy_threads_make_the_stages_take_turns():
-    r = rates(cores=1.0)
-    data = predict(data_volumes(), r, link(r), hybrid=False, partitioned=False)
-    assert data.step_s == pytest.approx(0.1 + 0.1 + 0.05)  # compute, sample, gather in turn
-    assert data.stages["cpu"] == pytest.approx(0.25)
 
 
 def test_the_planner_picks_the_fastest_and_says_why():
