@@ -343,9 +343,10 @@ def choose(
 
 
 def _probe_seeds(train_idx: np.ndarray, worker_batch: int, workers: int) -> np.ndarray:
-    """Seeds of exactly ``WARM + PROBE`` batches a worker (shuffled, the same on every
+    """Seeds of exactly ``WARM + PROBE + TAIL`` batches a worker (shuffled, the same on every
     worker; repeated where the training split is smaller)."""
-    needed = (probes.WARM_BATCHES + PROBE_BATCHES) * worker_batch * workers
+    batches = probes.WARM_BATCHES + PROBE_BATCHES + probes.TAIL_BATCHES
+    needed = batches * worker_batch * workers
     order = np.random.default_rng(0).permutation(np.asarray(train_idx))
     return np.resize(order, needed).astype(np.int64)
 
@@ -551,7 +552,7 @@ def _probe_partitions(model, data, fanouts, worker_batch, rates: Rates, remote_c
     def remote(ids: np.ndarray) -> np.ndarray:
         return book.owner(ids) != part.part
 
-    needed = (probes.WARM_BATCHES + PROBE_BATCHES) * worker_batch
+    needed = (probes.WARM_BATCHES + PROBE_BATCHES + probes.TAIL_BATCHES) * worker_batch
     seeds = np.resize(np.random.default_rng(0).permutation(part.train_idx), needed)
     loader = DistNeighborLoader(
         data, fanouts, batch_size=worker_batch, input_nodes=seeds, seed=0, num_workers=1

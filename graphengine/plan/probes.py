@@ -42,8 +42,9 @@ from graphengine.parallel.hybrid import HybridRest, runs_whole
 #: Payload bytes per worker of the link probe's collectives.
 LINK_SIZES = (1 << 12, 1 << 18, 1 << 21, 1 << 23)
 LINK_REPEATS = 3
-#: Batches each probe runs untimed before it times any.
+#: Batches each probe runs untimed before it times any, and after.
 WARM_BATCHES = 2
+TAIL_BATCHES = 3
 
 
 @dataclass
@@ -165,10 +166,12 @@ def _barrier() -> None:
 def probe_pass(loader, step, count: int, warm: int, stages: tuple[str, ...]) -> dict:
     """Run ``step`` on every batch of one pass of ``loader`` as training does: the loader's
     stages in its threads beside the steps (so the CPU they share is inside every figure).
-    The pass must hold ``warm + count`` batches (its seeds cut to that), the first ``warm``
-    untimed. Returns ``shapes`` (:class:`BatchShape` of every batch), per timed batch
-    ``timed`` (their shapes), ``step_s``, and for each of ``stages`` the seconds the loader
-    spent in it between one hand-over and the next."""
+    The pass must hold ``warm + count + TAIL_BATCHES`` batches (its seeds cut to that), the
+    first ``warm`` and the last :data:`TAIL_BATCHES` untimed: once the loader's threads have
+    nothing left to load, steps run slower (the sampler's idle threads spin), which training,
+    whose loader works all epoch, does not see. Returns ``shapes`` (:class:`BatchShape` of
+    every batch), per timed batch ``timed`` (their shapes), ``step_s``, and for each of
+    ``stages`` the seconds the loader spent in it between one hand-over and the next."""
     out = {"shapes": [], "timed": [], "step_s": [], **{name: [] for name in stages}}
     _barrier()
     before = loader.stage_times
@@ -176,19 +179,22 @@ def probe_pass(loader, step, count: int, warm: int, stages: tuple[str, ...]) -> 
         now = loader.stage_times
         shape = BatchShape.of(batch)
         out["shapes"].append(shape)
+        # The workers step together, as DDP's all-reduce keeps them in training: one
+        # running ahead into other work would slow the other's steps on a shared machine.
+        _barrier()
         started = time.perf_counter()
         step(batch)
         seconds = time.perf_counter() - started
-        if i >= warm:
+        if warm <= i < warm + count:
             out["timed"].append(shape)
             out["step_s"].append(seconds)
             for name in stages:
                 out[name].append(now.get(name, 0.0) - before.get(name, 0.0))
         before = now
-    if len(out["shapes"]) != warm + count:
-        raise RuntimeError(
-            f"the probe's pass held {len(out['shapes'])} batches, not {warm + count}"
-        )
+    _barrier()
+    expected = warm + count + TAIL_BATCHES
+    if len(out["shapes"]) != expected:
+        raise RuntimeError(f"the probe's pass held {len(out['shapes'])} batches, not {expected}")
     return out
 
 

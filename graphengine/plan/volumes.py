@@ -21,7 +21,7 @@ the last), ``E``: its edges, ``F``/``H``: feature/hidden width, ``W``: workers.
 from __future__ import annotations
 
 import math
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass
 
 import numpy as np
 
@@ -148,7 +148,6 @@ class Volumes:
     structure_bytes: float = 0.0
     partial_bytes: float = 0.0
     setup_bytes: float = 0.0
-    extra: dict = field(default_factory=dict)
 
     def as_dict(self) -> dict:
         out = asdict(self)
