@@ -15,8 +15,9 @@ Every term is a volume of :class:`~graphengine.plan.volumes.Volumes` over a rate
   layers' gradients) overlaps the rest of backward, every later bucket waits at the end of
   it, and a model of one bucket waits whole (these models' gradients fit in one);
 - hybrid: the partial results' all-to-all, forward and backward, sits between the first
-  layer and the rest, on the critical path; the first-layer structure's all-gather runs in
-  the loader's ``share`` stage;
+  layer and the rest, on the critical path, at the rate the probe's hybrid steps saw
+  (with their loader's threads beside them; the link's rate at a given ``--link-gbps``);
+  the first-layer structure's all-gather runs in the loader's ``share`` stage;
 - partitioned: the remote rows' fetch (three exchanges: ids, rows, labels) runs in the
   loader's ``fetch`` stage.
 
@@ -46,13 +47,15 @@ FETCH_EXCHANGES = 3
 @dataclass(frozen=True)
 class Link:
     """The link between workers: each collective's latency (s) at ``workers`` workers and the
-    bytes per second one worker sends."""
+    bytes per second one worker sends; ``partial_bytes_per_s``: hybrid's partial results'
+    all-to-all as its steps sent it (0: the all-to-all's bandwidth)."""
 
     allreduce_latency_s: float
     allreduce_bytes_per_s: float
     alltoall_latency_s: float
     alltoall_bytes_per_s: float
     workers: int
+    partial_bytes_per_s: float = 0.0
 
     @classmethod
     def probed(cls, rates: Rates, workers: int, gbps: float | None = None) -> Link:
@@ -65,6 +68,7 @@ class Link:
             rates.alltoall_latency_s,
             bandwidth or rates.alltoall_bytes_per_s,
             workers,
+            0.0 if bandwidth else rates.partial_bytes_per_s,
         )
 
     def at(self, workers: int) -> Link:
@@ -76,6 +80,7 @@ class Link:
             self.alltoall_latency_s * scale,
             self.alltoall_bytes_per_s,
             workers,
+            self.partial_bytes_per_s,
         )
 
     def allreduce_s(self, buffer_bytes: float) -> float:
@@ -86,6 +91,13 @@ class Link:
 
     def alltoall_s(self, sent_bytes: float, calls: int = 1) -> float:
         return calls * self.alltoall_latency_s + sent_bytes / self.alltoall_bytes_per_s
+
+    def partials_s(self, sent_bytes: float) -> float:
+        """Hybrid's partial results forward and their gradients backward: two all-to-alls
+        sending ``sent_bytes`` in all, at the rate hybrid's steps saw where it was probed."""
+        if not self.partial_bytes_per_s:
+            return self.alltoall_s(sent_bytes, calls=2)
+        return 2 * self.alltoall_latency_s + sent_bytes / self.partial_bytes_per_s
 
 
 @dataclass
@@ -124,7 +136,7 @@ def predict(volumes: Volumes, rates: Rates, link: Link, hybrid: bool, partitione
     buckets = volumes.gradient_buckets
     waited = buckets if len(buckets) == 1 else buckets[1:]
     gradients = sum(link.allreduce_s(b) for b in waited)
-    partials = link.alltoall_s(volumes.partial_bytes, calls=2) if hybrid else 0.0
+    partials = link.partials_s(volumes.partial_bytes) if hybrid else 0.0
     structure = (
         link.alltoall_s(volumes.structure_bytes, calls=EXCHANGE_COLLECTIVES) if hybrid else 0.0
     )

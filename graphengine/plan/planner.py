@@ -388,8 +388,13 @@ def _probe_dataset(model, dataset, fanouts, worker_batch, workers, rank, rates: 
             whole=shape.whole,
             num_workers=1,
         )
-        step = probes.hybrid_step(model, dataset, (start, stop), workers)
+        exchanged: list = []
+        step = probes.hybrid_step(model, dataset, (start, stop), workers, exchanged)
         hybrid = probes.probe_pass(loader, step, PROBE_BATCHES, probes.WARM_BATCHES, ("gather",))
+        timed = exchanged[probes.WARM_BATCHES : probes.WARM_BATCHES + PROBE_BATCHES]
+        # The step's arithmetic without the exchange it waited for.
+        hybrid["step_s"] = [s - e for s, (_, e) in zip(hybrid["step_s"], timed, strict=True)]
+        rates.partial_bytes_per_s = probes.median_rate([b for b, _ in timed], [e for _, e in timed])
         rates.column_gather_bytes_per_s = probes.median_rate(
             [b.feature_bytes for b in hybrid["timed"]], hybrid["gather"]
         )

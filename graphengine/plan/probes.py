@@ -62,6 +62,8 @@ class Rates:
             bytes per second a worker sends in its ring (``2 (W-1)/W`` of the buffer).
         alltoall_latency_s, alltoall_bytes_per_s: an all-to-all's fixed seconds and bytes
             per second a worker sends to the others.
+        partial_bytes_per_s: bytes per second of hybrid's partial results' all-to-all as
+            hybrid steps send it, amid their loader's threads (0: not probed).
         host_memory_bytes: host memory available per worker on this machine.
         gpu_memory_bytes: the GPU's memory (0 on the CPU).
         cores_per_worker: this machine's cores over its workers.
@@ -79,6 +81,7 @@ class Rates:
     allreduce_bytes_per_s: float = float("inf")
     alltoall_latency_s: float = 0.0
     alltoall_bytes_per_s: float = float("inf")
+    partial_bytes_per_s: float = 0.0
     host_memory_bytes: int = 0
     gpu_memory_bytes: int = 0
     cores_per_worker: float = 1.0
@@ -220,10 +223,14 @@ def replicated_step(model: torch.nn.Module, dataset, hops: int):
     return step
 
 
-def hybrid_step(model: torch.nn.Module, dataset, columns: tuple[int, int], workers: int):
+def hybrid_step(
+    model: torch.nn.Module, dataset, columns: tuple[int, int], workers: int, exchanged: list
+):
     """A hybrid optimizer step of a copy of ``model`` on a :class:`HybridBatch`: this
     worker's ``columns`` of the first layer over every worker's block, the sum of
-    ``workers`` partials of its own, its later layers, backward, Adam. No exchange."""
+    ``workers`` partials of its own, its later layers, backward, Adam; and, apart from the
+    step's arithmetic, the partial results' forward ``all_to_all`` as hybrid training sends
+    it, amid its loader's threads: ``(bytes sent, seconds)`` appended to ``exchanged``."""
     model = copy.deepcopy(model)
     seed_logits = SeedLogits(model, len(model.convs))
     first = split_first_layer(model.convs[0], *columns)
@@ -232,10 +239,23 @@ def hybrid_step(model: torch.nn.Module, dataset, columns: tuple[int, int], worke
     optimizer = torch.optim.Adam(parameters, lr=1e-3)
     first.train()
     rest.train()
+    on = collective_device(str(dist.get_backend()), torch.device("cpu"))
+
+    def exchange(partials: list[torch.Tensor], rank: int) -> None:
+        sizes = [int(p.shape[0]) for p in partials]
+        send = torch.cat([p.detach() for p in partials]).to(on)
+        received = torch.empty((workers * sizes[rank], send.shape[1]), dtype=send.dtype, device=on)
+        dist.barrier()
+        started = time.perf_counter()
+        dist.all_to_all_single(received, send, [sizes[rank]] * workers, sizes)
+        seconds = time.perf_counter() - started
+        sent = (sum(sizes) - sizes[rank]) * send.shape[1] * send.element_size()
+        exchanged.append((sent, seconds))
 
     def step(batch: HybridBatch) -> None:
         optimizer.zero_grad()
         partials = [first(x, block) for x, block in zip(batch.inputs, batch.blocks, strict=True)]
+        exchange(partials, batch.rank)
         own = partials[batch.rank]
         h = torch.stack([own] * workers).sum(0)
         logits = rest(h, batch)
