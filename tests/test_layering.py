@@ -25,6 +25,7 @@ LAYERS = (
     "loader",
     "nn",
     "parallel",
+    "plan",
     "train",
 )
 # samplers/ is plain NumPy and Numba.

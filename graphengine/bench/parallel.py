@@ -9,7 +9,7 @@ extrapolated to the whole training split.
 
 Projection to more workers, per worker and step, from the batch sizes each worker would
 sample (measured here by sampling ``B / W`` seeds) and the formulas the measured counters
-follow (checked against them at ``N``):
+follow (:func:`graphengine.plan.volumes.traffic_formulas`, checked against them at ``N``):
 
 - data parallel with the features partitioned by rows over ``W`` machines (DistDGL without a
   cache): ``(W-1)/W * n_src * F * 4`` bytes of remote rows, plus the gradients'
@@ -37,6 +37,7 @@ import numpy as np
 from graphengine.bench.report import print_report
 from graphengine.datasets import load_dataset
 from graphengine.nn.models import build_model
+from graphengine.plan.volumes import traffic_formulas
 from samplers import NeighborSampler, SamplerInput
 
 log = logging.getLogger(__name__)
@@ -168,23 +169,10 @@ def _parameter_counts(dataset, hidden: int, layers: int) -> dict:
     return {"all": total, "after_first_weights": total - weights}
 
 
-def _formulas(workers: int, counts: dict, params: dict, width: int, hidden: int) -> dict:
-    """Bytes one worker sends per step (see the module's docstring)."""
-    w, n_src, n_dst, edges = workers, counts["n_src"], counts["n_dst"], counts["edges"]
-    ring = 2 * (w - 1) / w
-    return {
-        "data_remote_features": (w - 1) / w * n_src * width * 4,
-        "data_gradients": ring * 4 * params["all"],
-        "hybrid_structure": (w - 1) * (8 * n_src + 4 * edges + 4 * (n_dst + 1) + 24),
-        "hybrid_partials": 2 * (w - 1) * n_dst * hidden * 4,
-        "hybrid_gradients": ring * 4 * params["after_first_weights"],
-    }
-
-
 def _check_formulas(runs: dict, counts: dict, params: dict, width: int, hidden: int) -> dict:
     """The formulas at the measured worker count against the measured counters (ratios)."""
     nproc = len(runs["hybrid"])
-    formula = _formulas(nproc, counts, params, width, hidden)
+    formula = traffic_formulas(nproc, counts, params, width, hidden)
     traffic = runs["hybrid"][0]["traffic"]
     per = runs["hybrid"][0]["steps"] * nproc
     return {
@@ -200,7 +188,7 @@ def _check_formulas(runs: dict, counts: dict, params: dict, width: int, hidden: 
 def _projected_row(
     width: int, hidden: int, workers: int, counts: dict, params: dict, link_gbps: float
 ) -> dict:
-    f = _formulas(workers, counts, params, width, hidden)
+    f = traffic_formulas(workers, counts, params, width, hidden)
     data = f["data_remote_features"] + f["data_gradients"]
     hybrid = f["hybrid_structure"] + f["hybrid_partials"] + f["hybrid_gradients"]
     link = link_gbps * 1e9 / 8

@@ -30,7 +30,8 @@ seeds_per_s, stage_s; with --partitions also partition: rows, bytes and edges th
 parts, cut_edge_share, cache_hit_rate (--parallel data), seconds in exchanges; traffic, all
 workers together: feature_bytes read into batches, gradient_bytes all-reduced, moved_bytes
 sent between workers, and with --parallel hybrid the first layers' structure_sent_bytes and
-partial_sent_bytes and exchange_seconds_per_worker), then a final JSON line: dataset,
+partial_sent_bytes and exchange_seconds_per_worker; with --plan auto plan: the choice and
+its predicted epoch), then a final JSON line: dataset,
 model, epochs (in total), epochs_run (by this command), workers, parallel, sampler;
 train_acc, val_acc, test_acc: the trained model evaluated on each split (--eval; absent
 with --eval-every 0); train_acc_running: the last epoch's running training accuracy
@@ -224,6 +225,14 @@ def _add_distributed_options(train: argparse.ArgumentParser) -> None:
         "worker, the later layers run data-parallel (sage, gcn, gin; sampled evaluation); "
         "with --partitions, hybrid as P3 runs: the structure split by parts, the features "
         "by columns (redistributed from the parts' rows by one all-to-all at the start)",
+    )
+    train.add_argument(
+        "--plan",
+        choices=("auto",),
+        help="auto: let 'graphengine plan' choose --parallel (data or hybrid; with "
+        "--partitions, the parts' data or hybrid) by its predicted epoch, probed in the "
+        "workers' group before training; every epoch's JSON line then carries plan: the "
+        "choice, predicted_epoch_s and its parts, beside the measured epoch_s",
     )
     train.add_argument(
         "--partitions",

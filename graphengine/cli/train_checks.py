@@ -67,6 +67,7 @@ def _check_one_process(args: argparse.Namespace) -> None:
         ("--nproc", args.nproc > 1 or distributed.launched_by_torchrun()),
         ("--partitions", args.partitions is not None),
         ("--parallel hybrid", args.parallel == "hybrid"),
+        ("--plan auto", args.plan == "auto"),
         ("--checkpoint", args.checkpoint is not None),
         ("--remote-cache", args.remote_cache is not None),
     ):
@@ -88,6 +89,8 @@ def check_node_options(args: argparse.Namespace) -> None:
     workers = _workers(args.nproc)
     if args.partitions is None and is_heterogeneous(args.dataset):
         check_hetero_options(args, workers)
+    if args.plan == "auto" and args.partitions is None and is_heterogeneous(args.dataset):
+        raise ValueError("--plan auto chooses for a homogeneous dataset or a partition")
     if args.parallel == "hybrid" and workers < 2:
         raise ValueError(f"--parallel hybrid needs 2 or more workers (got --nproc {workers})")
     if args.parallel == "hybrid" and args.remote_cache is not None:

@@ -82,7 +82,9 @@ def _train_here(args: argparse.Namespace, rank: int, world_size: int, device) ->
         distributed.record_failure(lost)
         return LOST_WORKER
     if rank == 0:
-        print_json(result(args, dataset.name, trainer.epoch, world_size, history, accuracies))
+        record = result(args, dataset.name, trainer.epoch, world_size, history, accuracies)
+        record["parallel"] = trainer.config.parallel  # --plan auto: the one it chose
+        print_json(record)
     return 0
 
 
@@ -138,7 +140,7 @@ def train_config(args: argparse.Namespace, rank: int, device):
         progress=rank == 0 and not args.no_progress and sys.stderr.isatty(),
         device=device,
         remote_cache=args.remote_cache,
-        parallel=args.parallel,
+        parallel="auto" if args.plan == "auto" else args.parallel,
         sampler=sampler(args),
         precision=args.precision,
         feature_cache=args.feature_cache,

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import argparse
 import math
+import re
 
 from graphengine.datasets.papers import MAX_SCALE
 
@@ -102,3 +103,27 @@ def cache_size(text: str) -> int | str:
 def cache_sizes(text: str) -> list[int | str]:
     """Comma-separated :func:`cache_size` values."""
     return [cache_size(part) for part in text.split(",")]
+
+
+_BYTE_UNITS = {"": 1, "b": 1, "kb": 10**3, "mb": 10**6, "gb": 10**9, "tb": 10**12}
+_BYTE_UNITS.update({"kib": 2**10, "mib": 2**20, "gib": 2**30, "tib": 2**40})
+
+
+def byte_size(text: str) -> int:
+    """A memory size in bytes: a number with an optional unit (``64GB``, ``1.5GiB``,
+    ``800MB``, ``1000000``)."""
+    match = re.fullmatch(r"\s*(\d+(?:\.\d+)?)\s*([a-zA-Z]*)\s*", text)
+    unit = match.group(2).lower() if match else None
+    if match is None or unit not in _BYTE_UNITS:
+        raise argparse.ArgumentTypeError(
+            f"must be a size such as 64GB, 1.5GiB or 800MB (got {text!r})"
+        )
+    return int(float(match.group(1)) * _BYTE_UNITS[unit])
+
+
+def host_counts(text: str) -> list[int]:
+    """Comma-separated worker counts of at least 2 (``8,16,32,64``)."""
+    counts = ints(text)
+    if any(c < 2 for c in counts):
+        raise argparse.ArgumentTypeError(f"must be counts of 2 or more hosts (got {text!r})")
+    return counts

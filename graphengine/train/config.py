@@ -20,6 +20,9 @@ from graphengine.train.subgraph import SAMPLERS, SubgraphSampling
 from samplers import check_fanouts
 
 PRECISIONS = ("fp32", "bf16")
+#: ``parallel``: a strategy by name, or ``'auto'``, the planner's choice
+#: (:mod:`graphengine.train.planned`).
+PARALLEL_CHOICES = (*PARALLEL_MODES, "auto")
 #: The forwards of :class:`~graphengine.nn.SeedLogits`; a heterogeneous model runs
 #: ``'whole'`` (``'auto'`` too).
 FORWARDS = ("auto", "blocks", "trim", "whole")
@@ -54,8 +57,10 @@ class TrainConfig:
         parallel: ``'data'`` (every worker a whole model replica) or ``'hybrid'`` (P3: each
             worker holds a range of the feature columns and the first layer's weights for
             them, the later layers data-parallel; 2 or more workers, a PyG ``BasicGNN``
-            with a GraphSAGE, GCN or GIN first layer, sampled evaluation). Ignored when the
-            Trainer is given a ``strategy``.
+            with a GraphSAGE, GCN or GIN first layer, sampled evaluation), or ``'auto'``:
+            the one :mod:`graphengine.plan` predicts fastest here, probed in the process
+            group when the Trainer is built (each epoch's metrics then carry the
+            prediction, ``plan``). Ignored when the Trainer is given a ``strategy``.
         remote_cache: with a partitioned graph, this worker's cache of remote feature rows:
             rows, a share of the remote nodes (``"5%"``) or bytes (``"64MB"``).
         sampler: the training batches: ``'neighbor'`` (:class:`~graphengine.NeighborLoader`),
@@ -121,7 +126,7 @@ class TrainConfig:
             if getattr(self, name) is not None:
                 self._set(name, Path(getattr(self, name)))
         _check_choice("precision", self.precision, PRECISIONS)
-        _check_choice("parallel", self.parallel, PARALLEL_MODES)
+        _check_choice("parallel", self.parallel, PARALLEL_CHOICES)
         _check_choice("eval_mode", self.eval_mode, EVAL_MODES)
         _check_choice("forward", self.forward, FORWARDS)
         if isinstance(self.sampler, str):

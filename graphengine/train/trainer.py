@@ -26,6 +26,7 @@ from graphengine.train.checkpoint import check_trained_on, read_state, trained_o
 from graphengine.train.config import TrainConfig
 from graphengine.train.evaluate import Evaluator
 from graphengine.train.metrics import summary, traffic_metrics
+from graphengine.train.planned import resolve_parallel
 from graphengine.train.precision import step_precision
 from graphengine.train.schedule import check_schedule, evaluation_due
 
@@ -87,6 +88,10 @@ class Trainer:
         if batch_size is not None:
             options["batch_size"] = batch_size
         config = (config or TrainConfig()).replace(**options)
+        if strategy is None:  # 'auto': the planner's choice, before anything is built
+            config, self.plan_metrics = resolve_parallel(model, dataset, config)
+        else:
+            self.plan_metrics = {}
         self.config = config
         self.strategy = strategy or strategy_for(config.device, config.parallel)
         self.device = self.strategy.device
@@ -170,7 +175,8 @@ class Trainer:
         ``eval_every=0``), ``epoch_s``, ``seeds_per_s`` (all workers),
         ``seeds_per_s_per_worker``, ``workers`` and ``stage_s``, this worker's seconds per
         stage: ``sample``, ``gather``, ``copy`` (in the loader's threads), ``compute`` and
-        ``waiting`` (the training thread waiting for a batch).
+        ``waiting`` (the training thread waiting for a batch); with ``parallel='auto'``,
+        ``plan``: the planner's choice and its predicted epoch seconds and their parts.
 
         ``on_epoch(metrics)`` is called on the writing worker (rank 0) as each epoch ends,
         after its metrics line and checkpoint are written.
@@ -234,6 +240,7 @@ class Trainer:
             "stage_s": stages,
         }
         metrics.update(self.batches.epoch_metrics())
+        metrics.update(self.plan_metrics)
         metrics["traffic"] = traffic_metrics(self.strategy, self.batches.traffic(), feature_bytes)
         metrics["io"] = IoCounters.now().since(io_start)
         return metrics
