@@ -275,7 +275,9 @@ def probe_link(device: torch.device) -> dict:
     for name in ("allreduce", "alltoall"):
         sent, seconds = [], []
         for size in LINK_SIZES:
-            tensor = torch.ones(size // 4, dtype=torch.float32, device=on)
+            # all_to_all_single splits its tensor into equal shares, one a worker.
+            elements = size // 4 // workers * workers
+            tensor = torch.ones(elements, dtype=torch.float32, device=on)
             out_tensor = torch.empty_like(tensor)
             timings = []
             for _ in range(LINK_REPEATS + 1):
@@ -289,7 +291,7 @@ def probe_link(device: torch.device) -> dict:
                     torch.cuda.synchronize(on)
                 timings.append(time.perf_counter() - started)
             ring = 2 * (workers - 1) / workers if name == "allreduce" else (workers - 1) / workers
-            sent.append(size * ring)
+            sent.append(elements * 4 * ring)
             seconds.append(float(np.median(timings[1:])))
         latency, per_byte = _line(np.array(sent), np.array(seconds))
         out[f"{name}_latency_s"] = latency
