@@ -64,7 +64,6 @@ log = logging.getLogger(__name__)
 UNSHAPED_MBIT = 100_000.0
 TRANSFER_BYTES = 500_000_000
 TRANSFERS = 3
-TRANSFER_PORT = 5311
 # What each candidate adds to ``graphengine train``'s arguments (the data's are added by
 # :func:`_train_args`: the dataset's copy or the host's parts).
 CANDIDATE_ARGS = {
@@ -78,45 +77,6 @@ ONE_THREAD = {"OMP_NUM_THREADS": "1"}
 # --accuracy evaluates every run the one way every candidate can (hybrid evaluates only
 # sampled mini-batches), so that the gaps are the training's, not the evaluations'.
 EVALUATION = "sampled"
-
-# Reads exactly N bytes on (address, port), answers one byte.
-RECEIVER = """
-import socket, sys
-address, port, n = sys.argv[1], int(sys.argv[2]), int(sys.argv[3])
-server = socket.create_server((address, port))
-server.settimeout(60)
-conn, _ = server.accept()
-conn.settimeout(60)
-got = 0
-while got < n:
-    chunk = conn.recv(1 << 20)
-    if not chunk:
-        break
-    got += len(chunk)
-conn.sendall(b"k")
-print(got)
-"""
-# Connects (retrying while the receiver starts), sends N zero bytes, waits for the answer,
-# prints the seconds from the first byte sent to the answer.
-SENDER = """
-import socket, sys, time
-address, port, n = sys.argv[1], int(sys.argv[2]), int(sys.argv[3])
-deadline = time.monotonic() + 20
-while True:
-    try:
-        conn = socket.create_connection((address, port), timeout=5)
-        break
-    except OSError:
-        if time.monotonic() > deadline:
-            raise
-        time.sleep(0.05)
-conn.settimeout(120)
-payload = bytes(n)
-start = time.monotonic()
-conn.sendall(payload)
-assert conn.recv(1) == b"k"
-print(time.monotonic() - start)
-"""
 
 
 @dataclass(frozen=True)
@@ -285,27 +245,11 @@ def measure_link(folder: Path, subnet: int, raw: RawResults) -> float:
     with EmulatedCluster(2, folder, Link(rate_mbit=UNSHAPED_MBIT), subnet=subnet) as cluster:
         source, target = cluster.hosts
         for _ in range(TRANSFERS):
-            seconds.append(_transfer(cluster, source, target, TRANSFER_BYTES))
+            seconds.append(cluster.transfer_seconds(source, target, TRANSFER_BYTES))
     mbit = TRANSFER_BYTES * 8 / min(seconds) / 1e6
     raw.append({"kind": "link", "bytes": TRANSFER_BYTES, "seconds": seconds, "mbit": mbit})
     log.info("the bridge carries %.0f Mbit/s (best of %s s)", mbit, seconds)
     return mbit
-
-
-def _transfer(cluster: EmulatedCluster, source, target, num_bytes: int) -> float:
-    args = [target.address, TRANSFER_PORT, num_bytes]
-    receiver = cluster.popen(
-        target,
-        [sys.executable, "-c", RECEIVER, *args],
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-    )
-    sent = cluster.run(source, [sys.executable, "-c", SENDER, *args], timeout_s=120)
-    received, errors = receiver.communicate(timeout=60)
-    if sent.returncode != 0 or receiver.returncode != 0 or int(received) != num_bytes:
-        raise RuntimeError(f"the link's transfer failed: {sent.stderr[-500:]} {errors[-500:]}")
-    return float(sent.stdout)
 
 
 _PORTS = itertools.count()

@@ -63,6 +63,45 @@ MASTER_PORT = 29500
 BURST_S = 0.004
 MIN_BURST_BYTES = 65536
 _SERIAL = itertools.count()
+TRANSFER_PORT = 5301
+# Reads exactly N bytes on (address, port), answers one byte, prints the bytes it read.
+_RECEIVER = """
+import socket, sys
+address, port, n, timeout = sys.argv[1], int(sys.argv[2]), int(sys.argv[3]), float(sys.argv[4])
+server = socket.create_server((address, port))
+server.settimeout(timeout)
+conn, _ = server.accept()
+conn.settimeout(timeout)
+got = 0
+while got < n:
+    chunk = conn.recv(1 << 20)
+    if not chunk:
+        break
+    got += len(chunk)
+conn.sendall(b"k")
+print(got)
+"""
+# Connects (retrying while the receiver starts), sends N zero bytes, waits for the answer,
+# prints the seconds from the first byte sent to the answer.
+_SENDER = """
+import socket, sys, time
+address, port, n, timeout = sys.argv[1], int(sys.argv[2]), int(sys.argv[3]), float(sys.argv[4])
+deadline = time.monotonic() + 20
+while True:
+    try:
+        conn = socket.create_connection((address, port), timeout=5)
+        break
+    except OSError:
+        if time.monotonic() > deadline:
+            raise
+        time.sleep(0.05)
+conn.settimeout(timeout)
+payload = bytes(n)
+start = time.monotonic()
+conn.sendall(payload)
+assert conn.recv(1) == b"k"
+print(time.monotonic() - start)
+"""
 _STALE = re.compile(rf"^{PREFIX}(\d+)x\d+-(br|h\d+)$")
 
 
@@ -407,6 +446,38 @@ class EmulatedCluster:
             _stop(process)
             raise
         return subprocess.CompletedProcess(process.args, process.returncode, stdout, stderr)
+
+    def transfer_seconds(
+        self,
+        source: Host,
+        target: Host,
+        num_bytes: int,
+        port: int = TRANSFER_PORT,
+        timeout_s: float = 120.0,
+    ) -> float:
+        """Send ``num_bytes`` zero bytes from ``source`` to ``target`` over one TCP
+        connection; the seconds from the first byte sent to the receiver's answer after the
+        last. Raises ``RuntimeError`` when either side fails or fewer bytes arrive."""
+        args = [target.address, str(port), str(num_bytes), str(timeout_s)]
+        receiver = self.popen(
+            target,
+            [sys.executable, "-c", _RECEIVER, *args],
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
+        sent = self.run(source, [sys.executable, "-c", _SENDER, *args], timeout_s=timeout_s)
+        try:
+            received, errors = receiver.communicate(timeout=timeout_s)
+        except subprocess.TimeoutExpired:
+            _stop(receiver)
+            raise
+        if sent.returncode != 0 or receiver.returncode != 0 or int(received or 0) != num_bytes:
+            raise RuntimeError(
+                f"the transfer from host {source.rank} to host {target.rank} failed: "
+                f"{sent.stderr[-500:]} {errors[-500:]}"
+            )
+        return float(sent.stdout)
 
     def copy_to_host(self, host: Host, source: str | Path, name: str | None = None) -> Path:
         """Copy the file or directory ``source`` into ``host``'s data directory (as

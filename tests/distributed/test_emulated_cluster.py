@@ -25,61 +25,6 @@ from graphengine.distributed.emulated_cluster import (
 UNAVAILABLE = emulation_unavailable()
 pytestmark = pytest.mark.skipif(UNAVAILABLE is not None, reason=str(UNAVAILABLE))
 
-PORT = 5301
-# Reads exactly N bytes on (address, port), answers one byte, prints the bytes it read.
-RECEIVER = """
-import socket, sys
-address, port, n = sys.argv[1], int(sys.argv[2]), int(sys.argv[3])
-server = socket.create_server((address, port))
-server.settimeout(30)
-conn, _ = server.accept()
-conn.settimeout(30)
-got = 0
-while got < n:
-    chunk = conn.recv(1 << 20)
-    if not chunk:
-        break
-    got += len(chunk)
-conn.sendall(b"k")
-print(got)
-"""
-# Connects (retrying while the receiver starts), sends N zero bytes, waits for the answer,
-# prints the seconds from the first byte sent to the answer.
-SENDER = """
-import socket, sys, time
-address, port, n = sys.argv[1], int(sys.argv[2]), int(sys.argv[3])
-deadline = time.monotonic() + 20
-while True:
-    try:
-        conn = socket.create_connection((address, port), timeout=5)
-        break
-    except OSError:
-        if time.monotonic() > deadline:
-            raise
-        time.sleep(0.05)
-conn.settimeout(60)
-start = time.monotonic()
-conn.sendall(bytes(n))
-assert conn.recv(1) == b"k"
-print(time.monotonic() - start)
-"""
-
-
-def transfer(cluster, source, target, num_bytes: int) -> float:
-    """Send ``num_bytes`` from host ``source`` to host ``target`` over TCP; the seconds."""
-    receiver = cluster.popen(
-        target,
-        [sys.executable, "-c", RECEIVER, target.address, PORT, num_bytes],
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-    )
-    sent = cluster.run(source, [sys.executable, "-c", SENDER, target.address, PORT, num_bytes])
-    received, errors = receiver.communicate(timeout=30)
-    assert sent.returncode == 0, sent.stderr
-    assert receiver.returncode == 0 and int(received) == num_bytes, errors
-    return float(sent.stdout)
-
 
 def ours(prefix: str) -> dict[str, list[str]]:
     """What of an emulated cluster is left: its namespaces, and any of its interfaces or a
@@ -115,8 +60,8 @@ def test_two_hosts_reach_each_other_and_leave_nothing_behind(tmp_path):
             assert host.address.startswith("198.18.")
             qdisc = cluster.run(host, ["tc", "qdisc", "show", "dev", host.interface]).stdout
             assert "tbf" in qdisc and "rate 1Gbit" in qdisc, qdisc
-        transfer(cluster, a, b, 4)
-        transfer(cluster, b, a, 4)
+        cluster.transfer_seconds(a, b, 4, timeout_s=30)
+        cluster.transfer_seconds(b, a, 4, timeout_s=30)
         assert len(ours(cluster.prefix)["namespaces"]) == 3  # the bridge's and two hosts'
     assert ours(cluster.prefix) == {"namespaces": [], "links": []}
     assert root_has(BRIDGE) == bridge_before
@@ -156,7 +101,7 @@ def test_the_link_rate_holds_both_ways(tmp_path):
     with EmulatedCluster(2, tmp_path, link) as cluster:
         a, b = cluster.hosts
         for source, target in ((a, b), (b, a)):
-            seconds = transfer(cluster, source, target, num_bytes)
+            seconds = cluster.transfer_seconds(source, target, num_bytes, timeout_s=30)
             assert 0.95 * floor <= seconds < 10 * floor, (source.rank, seconds, floor)
 
 
