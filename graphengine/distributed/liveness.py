@@ -2,7 +2,7 @@
 collective fails.
 
 A collective that waits for a worker that was stopped, killed or cut off fails on every
-other worker in the backend's words ("Timed out waiting 10000ms for recv operation",
+other worker in the backend's words ("Timed out waiting ...ms for recv operation",
 "Connection closed by peer [addr]:port"), which name no rank, and torchrun then calls the
 worker that raised it the root cause. So every worker of a group runs a :class:`Heartbeat`
 (started by :func:`~graphengine.distributed.launch.join`): a daemon thread that every
