@@ -14,6 +14,7 @@ from graphengine.parallel import HybridParallel
 from graphengine.parallel.base import Strategy
 from graphengine.parallel.hybrid import runs_whole
 from graphengine.train.batches.hybrid import HybridBatches
+from graphengine.train.batches.partitioned import part_totals
 from graphengine.train.config import TrainConfig
 
 
@@ -62,11 +63,7 @@ class HybridPartitionedBatches(HybridBatches):
         (the sampler's bytes sent between workers; no feature row crosses) and
         ``exchange_seconds_per_worker``. The first layers' structure and partial results are
         in ``traffic``."""
-        stats = self.loader.reset_sampling_stats()
-        keys = sorted(stats)
-        totals = dict(zip(keys, self.strategy.sum([stats[k] for k in keys]), strict=True))
-        totals = {k: v if k.endswith("seconds") else int(v) for k, v in totals.items()}
-        totals["cut_edge_share"] = totals["cut_edges"] / max(totals["served_edges"], 1)
+        totals = part_totals(self.loader.reset_sampling_stats(), self.strategy)
         totals["remote_bytes"] = totals["sampling_sent_bytes"]
         totals["exchange_seconds_per_worker"] = (
             totals["sampling_seconds"] / self.strategy.world_size

@@ -47,14 +47,22 @@ class PartitionedBatches(SeedBatches):
         :meth:`DistNeighborLoader.reset_stats`), with the derived ``cut_edge_share``
         (sampled edges whose source another part owns), ``cache_hit_rate`` and
         ``remote_bytes``."""
-        stats = self.loader.reset_stats()
-        keys = sorted(stats)
-        totals = dict(zip(keys, self.strategy.sum([stats[k] for k in keys]), strict=True))
-        totals = {k: v if k.endswith("seconds") else int(v) for k, v in totals.items()}
-        totals["cut_edge_share"] = totals["cut_edges"] / max(totals["served_edges"], 1)
+        totals = part_totals(self.loader.reset_stats(), self.strategy)
         totals["cache_hit_rate"] = totals["cache_hits"] / max(totals["remote_rows"], 1)
         totals["remote_bytes"] = totals["sampling_sent_bytes"] + totals["fetching_sent_bytes"]
         totals["exchange_seconds_per_worker"] = (
             totals["sampling_seconds"] + totals["fetching_seconds"]
         ) / self.strategy.world_size
         return {"partition": totals}
+
+
+def part_totals(stats: dict, strategy: Strategy) -> dict:
+    """``stats`` (a worker's counters of sampling across the parts, and for data
+    parallelism of fetching) summed over all workers: seconds as floats, the rest as ints,
+    with the derived ``cut_edge_share`` (sampled edges whose source another part owns).
+    Every worker must call it."""
+    keys = sorted(stats)
+    totals = dict(zip(keys, strategy.sum([stats[k] for k in keys]), strict=True))
+    totals = {k: v if k.endswith("seconds") else int(v) for k, v in totals.items()}
+    totals["cut_edge_share"] = totals["cut_edges"] / max(totals["served_edges"], 1)
+    return totals
