@@ -59,7 +59,16 @@ def trainer_for(dataset, name: str, parallel: str, fanouts=(5, 5)) -> Trainer:
 
 
 def exact(out: Path, root: Path, name: str, fanouts: str) -> None:
-    dataset = load_dataset("synthetic-small", root=root)
+    _data_against_hybrid(out, load_dataset("synthetic-small", root=root), name, fanouts)
+
+
+def partitioned(out: Path, parts: Path, name: str, fanouts: str) -> None:
+    _data_against_hybrid(out, DistData.open(parts), name, fanouts, partitioned=True)
+
+
+def _data_against_hybrid(out: Path, dataset, name: str, fanouts: str, partitioned=False) -> None:
+    """Train ``dataset`` one epoch data-parallel, then hybrid; rank 0 saves each run's model
+    state, loss, validation accuracy and traffic (and a partition's counters and kind)."""
     result = {}
     for parallel in ("data", "hybrid"):
         trainer = trainer_for(dataset, name, parallel, [int(f) for f in fanouts.split(",")])
@@ -70,24 +79,9 @@ def exact(out: Path, root: Path, name: str, fanouts: str) -> None:
             "val_acc": metrics["val_acc"],
             "traffic": metrics["traffic"],
         }
-    if dist.get_rank() == 0:
-        torch.save(result, out)
-
-
-def partitioned(out: Path, parts: Path, name: str, fanouts: str) -> None:
-    data = DistData.open(parts)
-    result = {}
-    for parallel in ("data", "hybrid"):
-        trainer = trainer_for(data, name, parallel, [int(f) for f in fanouts.split(",")])
-        (metrics,) = trainer.fit(1, eval_every=1)
-        result[parallel] = {
-            "state": {k: v.detach().clone() for k, v in trainer.model.state_dict().items()},
-            "loss": metrics["loss"],
-            "val_acc": metrics["val_acc"],
-            "traffic": metrics["traffic"],
-            "partition": metrics["partition"],
-            "kind": type(trainer.batches).__name__,
-        }
+        if partitioned:
+            result[parallel]["partition"] = metrics["partition"]
+            result[parallel]["kind"] = type(trainer.batches).__name__
     if dist.get_rank() == 0:
         torch.save(result, out)
 
