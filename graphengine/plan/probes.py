@@ -170,9 +170,12 @@ def probe_pass(loader, step, count: int, warm: int, stages: tuple[str, ...]) -> 
     """Run ``step`` on every batch of one pass of ``loader`` as training does: the loader's
     stages in its threads beside the steps (so the CPU they share is inside every figure).
     The pass must hold ``warm + count + TAIL_BATCHES`` batches (its seeds cut to that), the
-    first ``warm`` and the last :data:`TAIL_BATCHES` untimed: steps ran slower once the
-    loader's threads had nothing left to load, which training, whose loader works all
-    epoch, does not see. Returns ``shapes`` (:class:`BatchShape` of
+    first ``warm`` and the last :data:`TAIL_BATCHES` untimed, so that the figures are the
+    steady state of steps beside a working loader. Training also meets the steps after
+    its loader's last batch, once an epoch, and with several workers on a machine those
+    stall while the samplers' idle OpenMP threads spin (docs/benchmarks.md, issue 32): the
+    prediction leaves that stall out, as a defect to fix rather than a cost to model.
+    Returns ``shapes`` (:class:`BatchShape` of
     every batch), per timed batch ``timed`` (their shapes), ``step_s``, and for each of
     ``stages`` the seconds the loader spent in it between one hand-over and the next."""
     out = {"shapes": [], "timed": [], "step_s": [], **{name: [] for name in stages}}
