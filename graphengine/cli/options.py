@@ -159,6 +159,16 @@ def add_nproc(parser: argparse.ArgumentParser, help: str) -> None:
     parser.add_argument("--nproc", type=values.at_least(1), default=1, help=help)
 
 
+def add_dist_timeout(parser: argparse.ArgumentParser) -> None:
+    """``--dist-timeout``: how long a worker waits for the others before it fails."""
+    parser.add_argument(
+        "--dist-timeout",
+        type=values.positive_float,
+        default=300.0,
+        help="seconds a worker waits for the others before failing",
+    )
+
+
 def add_parallel(parser: argparse.ArgumentParser, help: str) -> None:
     """``--parallel``: how the workers share the training (data or hybrid)."""
     parser.add_argument("--parallel", choices=PARALLEL_MODES, default="data", help=help)

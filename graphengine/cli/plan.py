@@ -93,12 +93,7 @@ def add_parser(commands) -> None:
         type=values.positive_float,
         help="--project's link in Gbit/s (default: the link probed between the workers)",
     )
-    plan.add_argument(
-        "--dist-timeout",
-        type=values.positive_float,
-        default=300.0,
-        help="seconds a worker waits for the others before failing",
-    )
+    options.add_dist_timeout(plan)
     plan.set_defaults(run=run)
 
 

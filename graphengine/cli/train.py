@@ -250,9 +250,4 @@ def _add_distributed_options(train: argparse.ArgumentParser) -> None:
         "(100000), a share of the remote nodes (5%%) or bytes (64MB, 1GiB); chosen by access "
         "frequency over one pre-sampled epoch",
     )
-    train.add_argument(
-        "--dist-timeout",
-        type=values.positive_float,
-        default=300.0,
-        help="seconds a worker waits for the others before failing",
-    )
+    options.add_dist_timeout(train)
