@@ -63,13 +63,12 @@ def traffic_formulas(workers: int, counts: dict, params: dict, width: int, hidde
     """Bytes one worker sends per step (see the module's docstring): ``counts`` holds
     ``n_src``, ``n_dst`` and ``edges``, ``params`` ``all`` and ``after_first_weights``."""
     w, n_src, n_dst, edges = workers, counts["n_src"], counts["n_dst"], counts["edges"]
-    ring = 2 * (w - 1) / w
     return {
         "data_remote_features": (w - 1) / w * n_src * width * FLOAT_BYTES,
-        "data_gradients": ring * FLOAT_BYTES * params["all"],
-        "hybrid_structure": (w - 1) * (8 * n_src + 4 * edges + 4 * (n_dst + 1) + 24),
+        "data_gradients": ring_bytes(FLOAT_BYTES * params["all"], w),
+        "hybrid_structure": (w - 1) * structure_bytes(n_src, n_dst, edges),
         "hybrid_partials": 2 * (w - 1) * n_dst * hidden * FLOAT_BYTES,
-        "hybrid_gradients": ring * FLOAT_BYTES * params["after_first_weights"],
+        "hybrid_gradients": ring_bytes(FLOAT_BYTES * params["after_first_weights"], w),
     }
 
 
