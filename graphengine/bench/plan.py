@@ -56,6 +56,7 @@ from graphengine.datasets.catalog import SYNTHETIC
 from graphengine.datasets.dataset import GraphDataset
 from graphengine.datasets.synthetic import generate
 from graphengine.distributed.emulated_cluster import MASTER_PORT, EmulatedCluster, Link
+from graphengine.plan.planner import CANDIDATES as PLAN_CANDIDATES
 
 log = logging.getLogger(__name__)
 
@@ -64,15 +65,6 @@ log = logging.getLogger(__name__)
 UNSHAPED_MBIT = 100_000.0
 TRANSFER_BYTES = 500_000_000
 TRANSFERS = 3
-# What each candidate adds to ``graphengine train``'s arguments (the data's are added by
-# :func:`_train_args`: the dataset's copy or the host's parts).
-CANDIDATE_ARGS = {
-    "data": ["--parallel", "data"],
-    "hybrid": ["--parallel", "hybrid"],
-    "partitioned": ["--parallel", "data"],
-    "hybrid-partitioned": ["--parallel", "hybrid"],
-}
-PARTITIONED = {"partitioned", "hybrid-partitioned"}
 ONE_THREAD = {"OMP_NUM_THREADS": "1"}
 # --accuracy evaluates every run the one way every candidate can (hybrid evaluates only
 # sampled mini-batches), so that the gaps are the training's, not the evaluations'.
@@ -142,7 +134,7 @@ def run(config: BenchConfig) -> dict:
         comparisons = []
         for hosts in config.hosts:
             parts = {}
-            if PARTITIONED & set(config.candidates):
+            if any(PLAN_CANDIDATES[c].partitioned for c in config.candidates):
                 parts = {w: _partition(stores[w], hosts, work / "parts") for w in config.widths}
             for link_name in config.links:
                 # A measured fast rate is the machine's own limit: nothing is shaped to it.
@@ -377,8 +369,10 @@ def _train(
         evaluate = ["--eval-every", config.epochs, "--eval", EVALUATION]
 
     def args_for(host) -> list:
-        args = ["-m", "graphengine", "train", *CANDIDATE_ARGS[candidate]]
-        args += _data_args(host, data, candidate in PARTITIONED)
+        # The planner's candidate says how it trains: its mode, on a copy or on the parts.
+        mode = PLAN_CANDIDATES[candidate]
+        args = ["-m", "graphengine", "train", "--parallel", mode.parallel]
+        args += _data_args(host, data, mode.partitioned)
         args += _model_args(config, key["hidden"])
         args += ["--epochs", config.epochs, "--seed", 0, *evaluate, "--no-progress"]
         return [*args, "--dist-timeout", config.dist_timeout_s]

@@ -16,7 +16,7 @@ from graphengine.bench.plan import (
     print_tables,
     read_plan,
 )
-from graphengine.bench.plan_stats import compare, summarize
+from graphengine.bench.plan_stats import CANDIDATES, compare, summarize
 from graphengine.cli import build_parser
 from graphengine.datasets.catalog import SYNTHETIC
 
@@ -192,3 +192,9 @@ def test_a_failed_run_is_printed_as_failed_with_its_error_and_the_json_line_come
         "ValueError: bad part" in lines
     )
     assert json.loads(lines[-1]) == summary
+
+
+def test_the_bench_runs_the_planners_candidates():
+    from graphengine.plan.planner import CANDIDATES as PLAN_CANDIDATES
+
+    assert tuple(PLAN_CANDIDATES) == CANDIDATES
