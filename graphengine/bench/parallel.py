@@ -27,6 +27,7 @@ from __future__ import annotations
 
 import json
 import logging
+import os
 import subprocess
 import sys
 import tempfile
@@ -36,6 +37,7 @@ import numpy as np
 
 from graphengine.bench.report import print_report
 from graphengine.datasets import load_dataset
+from graphengine.distributed.launch import numba_threads_env
 from graphengine.nn.models import build_model
 from graphengine.plan.volumes import traffic_formulas
 from samplers import NeighborSampler, SamplerInput
@@ -118,7 +120,8 @@ def _launch(config: dict, nproc: int) -> list[dict]:
             str(out),
         ]
         log.info("%s %s, F=%d, H=%d", config["parallel"], nproc, config["width"], config["hidden"])
-        done = subprocess.run(command, capture_output=True, text=True)
+        env = {**os.environ, **numba_threads_env(nproc)}
+        done = subprocess.run(command, capture_output=True, text=True, env=env)
         if done.returncode != 0:
             raise RuntimeError(f"{' '.join(command)} failed:\n{done.stderr[-3000:]}")
         return [json.loads(Path(f"{out}.{rank}").read_text()) for rank in range(nproc)]

@@ -33,6 +33,7 @@ import numpy as np
 from graphengine.bench.report import print_report
 from graphengine.data.partition import assign_parts
 from graphengine.datasets import load_dataset
+from graphengine.distributed.launch import cores_per_worker, numba_threads_env
 from graphengine.loader import NeighborLoader
 from graphengine.loader.seeds import derive_seed
 from samplers import NeighborSampler, SamplerInput
@@ -161,7 +162,7 @@ def _load(
     command = [sys.executable, "-m", "torch.distributed.run", "--standalone"]
     command += [f"--nproc-per-node={k}", "-m", "graphengine.bench.partition_worker"]
     command += [str(path), json.dumps(config), str(out)]
-    env = {**os.environ, "OMP_NUM_THREADS": str(max(1, (os.cpu_count() or 1) // k))}
+    env = {**os.environ, "OMP_NUM_THREADS": str(cores_per_worker(k)), **numba_threads_env(k)}
     done = subprocess.run(command, capture_output=True, text=True, env=env)
     if done.returncode != 0:
         raise RuntimeError(f"the loading workers failed: {done.stderr[-3000:]}")

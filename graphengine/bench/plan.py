@@ -412,9 +412,7 @@ def _torchrun(config: BenchConfig, cluster: EmulatedCluster, args_for) -> dict:
     code."""
     # A fresh port a run: the previous run's store socket may linger in TIME_WAIT.
     port = MASTER_PORT + 1 + next(_PORTS) % 1000
-    runs = cluster.torchrun(
-        args_for, timeout_s=config.run_timeout_s, master_port=port, env=ONE_THREAD
-    )
+    runs = cluster.torchrun(args_for, timeout_s=config.run_timeout_s, master_port=port)
     codes = [r.returncode for r in runs]
     if any(code != 0 for code in codes):
         failed = [r for r in runs if r.returncode != 0]

@@ -406,10 +406,19 @@ class EmulatedCluster:
 
     def env(self, host: Host, extra: dict[str, str] | None = None) -> dict[str, str]:
         """The environment of a command in ``host``: this process's, with the package on
-        ``PYTHONPATH``, gloo on the host's interface, and ``extra``."""
+        ``PYTHONPATH``, gloo on the host's interface, and ``extra``.
+
+        A real host has cores of its own, while the emulated ones share this machine's: each
+        host's torch and Numba get ``cores // num_hosts`` threads (``OMP_NUM_THREADS``,
+        ``NUMBA_NUM_THREADS``) unless this process's environment or ``extra`` sets them, so
+        that one host's idle threads do not spin on the cores another host computes on."""
         package_root = str(Path(__file__).resolve().parents[2])
         path = os.environ.get("PYTHONPATH", "")
+        cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count()
+        share = str(max(1, (cores or 1) // len(self.hosts)))
         return {
+            "OMP_NUM_THREADS": share,
+            "NUMBA_NUM_THREADS": share,
             **os.environ,
             "PYTHONPATH": package_root + (os.pathsep + path if path else ""),
             "GLOO_SOCKET_IFNAME": host.interface,

@@ -44,10 +44,47 @@ def join(timeout_s: float) -> tuple[int, int]:
     if backend == "nccl":
         torch.cuda.set_device(int(os.environ["LOCAL_RANK"]))
     dist.init_process_group(backend, timeout=datetime.timedelta(seconds=timeout_s))
+    _check_numba_threads()
     rank, world_size = dist.get_rank(), dist.get_world_size()
     start_heartbeat(rank, world_size, timeout_s)
     log.info("rank %d of %d joined (%s)", rank, world_size, backend)
     return rank, world_size
+
+
+def cores_per_worker(workers: int) -> int:
+    """This host's cores (those this process may run on) shared among ``workers``, at least 1."""
+    cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count()
+    return max(1, (cores or 1) // max(1, workers))
+
+
+def numba_threads_env(workers: int) -> dict[str, str]:
+    """The environment that gives each of ``workers`` processes on this host its share of
+    the cores for Numba: ``NUMBA_NUM_THREADS``, empty where the user set it or for one
+    worker (which keeps every core)."""
+    if workers <= 1 or "NUMBA_NUM_THREADS" in os.environ:
+        return {}
+    return {"NUMBA_NUM_THREADS": str(cores_per_worker(workers))}
+
+
+def _check_numba_threads() -> None:
+    """Warn a worker that shares its host with others but whose Numba uses every core.
+
+    torchrun gives each of several workers on a host one torch thread (``OMP_NUM_THREADS``),
+    but Numba reads only ``NUMBA_NUM_THREADS``, when it is imported: each worker's sampling
+    kernels then use every core, and their idle OpenMP threads spin on the cores the other
+    workers compute on, which stalls those workers' training steps (docs/benchmarks.md,
+    issue 32). Only the environment can fix that, so :func:`launch` sets it, and a user's
+    own torchrun is told how.
+    """
+    local_workers = int(os.environ.get("LOCAL_WORLD_SIZE", 1))
+    if local_workers > 1 and "NUMBA_NUM_THREADS" not in os.environ:
+        log.warning(
+            "%d workers share this host but NUMBA_NUM_THREADS is unset, so each samples on "
+            "all its cores and they slow each other's steps: start torchrun with "
+            "NUMBA_NUM_THREADS=%d",
+            local_workers,
+            cores_per_worker(local_workers),
+        )
 
 
 def local_device() -> torch.device:
@@ -86,7 +123,8 @@ def record_failure(error: BaseException) -> None:
 
 
 def launch(nproc: int, argv: list[str]) -> int:
-    """Run ``graphengine <argv>`` in ``nproc`` workers on this machine through torchrun.
+    """Run ``graphengine <argv>`` in ``nproc`` workers on this machine through torchrun,
+    each with its share of the cores for Numba (``NUMBA_NUM_THREADS``, unless set).
 
     Returns 0 when every worker succeeded; 130 when the launcher was interrupted (Ctrl-C
     reaches the workers too, and rank 0 says where its last checkpoint is); otherwise logs
@@ -97,6 +135,7 @@ def launch(nproc: int, argv: list[str]) -> int:
     from torch.distributed.elastic.multiprocessing.errors import ChildFailedError
     from torch.distributed.run import main as torchrun
 
+    os.environ.update(numba_threads_env(nproc))
     try:
         torchrun(["--standalone", f"--nproc-per-node={nproc}", "-m", "graphengine", *argv])
     except ChildFailedError as error:

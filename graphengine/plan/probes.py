@@ -171,11 +171,8 @@ def probe_pass(loader, step, count: int, warm: int, stages: tuple[str, ...]) -> 
     stages in its threads beside the steps (so the CPU they share is inside every figure).
     The pass must hold ``warm + count + TAIL_BATCHES`` batches (its seeds cut to that), the
     first ``warm`` and the last :data:`TAIL_BATCHES` untimed, so that the figures are the
-    steady state of steps beside a working loader. Training also meets the steps after
-    its loader's last batch, once an epoch, and with several workers on a machine those
-    stall while the samplers' idle OpenMP threads spin (docs/benchmarks.md, issue 32): the
-    prediction leaves that stall out, as a defect to fix rather than a cost to model.
-    Returns ``shapes`` (:class:`BatchShape` of
+    steady state of steps beside a working loader (the steps after a loader's last batch,
+    once an epoch, run beside an idle one). Returns ``shapes`` (:class:`BatchShape` of
     every batch), per timed batch ``timed`` (their shapes), ``step_s``, and for each of
     ``stages`` the seconds the loader spent in it between one hand-over and the next."""
     out = {"shapes": [], "timed": [], "step_s": [], **{name: [] for name in stages}}

@@ -2,11 +2,14 @@
 JSON line's contract, and the volumes it counts against what training runs report."""
 
 import json
+import os
 import subprocess
 import sys
 from pathlib import Path
 
 import pytest
+
+from graphengine.distributed.launch import cores_per_worker
 
 REPO = Path(__file__).resolve().parents[2]
 SMALL = ("--fanouts", "5,5", "--batch-size", "256", "--hidden", "32")
@@ -79,6 +82,8 @@ def test_plan_prints_a_table_the_choice_and_one_json_line(planned):
     assert any(line.split()[:1] == ["hybrid-partitioned"] for line in lines)
     assert plan["rates"]["sample_edges_per_s"] > 0
     assert plan["rates"]["allreduce_bytes_per_s"] > 0
+    if "NUMBA_NUM_THREADS" not in os.environ:  # each worker samples on its share of the cores
+        assert plan["rates"]["sampler_threads"] == cores_per_worker(2)
 
 
 def test_counted_volumes_equal_what_training_reports(planned):
