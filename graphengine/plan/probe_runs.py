@@ -50,8 +50,10 @@ def probe_dataset(model, dataset, fanouts, worker_batch, workers, rank, rates: R
         rank=rank,
         world_size=workers,
     )
-    step = probes.replicated_step(model, dataset, len(fanouts))
+    reduced: list | None = [] if workers > 1 else None
+    step = probes.replicated_step(model, dataset, len(fanouts), reduced)
     data = probes.probe_pass(loader, step, PROBE_BATCHES, probes.WARM_BATCHES, ("sample", "gather"))
+    _without_all_reduce(data, reduced, rates)
     _replicated_rates(data, shape, rates, partitioned=False)
     if workers > 1:
         start, stop = column_ranges(dataset.num_features, workers)[rank]
@@ -81,22 +83,37 @@ def probe_dataset(model, dataset, fanouts, worker_batch, workers, rank, rates: R
     return shape, count_batches(data["shapes"], shape.whole)
 
 
+def _without_all_reduce(probed: dict, reduced: list | None, rates: Rates) -> None:
+    """Take the gradients' all-reduce out of a replicated pass's step seconds, and set the
+    rate it ran at (the first pass's, where a dataset and a partition were both probed)."""
+    if reduced is None:
+        return
+    timed = reduced[probes.WARM_BATCHES : probes.WARM_BATCHES + PROBE_BATCHES]
+    probed["step_s"] = [s - e for s, (_, e) in zip(probed["step_s"], timed, strict=True)]
+    if not rates.gradient_bytes_per_s:
+        sent, seconds = [b for b, _ in timed], [e for _, e in timed]
+        rates.gradient_bytes_per_s = probes.median_rate(sent, seconds)
+
+
 def _replicated_rates(probed: dict, shape: ModelShape, rates: Rates, partitioned: bool) -> None:
     """Sampling, gathering and the replicated step's rates of a pass (a part's: its
-    distributed sampler, and its compute only where no whole dataset was probed)."""
+    distributed sampler, and its steps beside that sampler's threads, which take more of
+    the cores they share than a local sampler's; the replicated rate too where no whole
+    dataset was probed)."""
     each = [count_batches([b], shape.whole) for b in probed["timed"]]
     edges = [c.edges for c in each]
+    flops = [layer_flops(c, list(shape.widths)) for c in each]
+    compute = probes.median_rate(flops, probed["step_s"])
     if partitioned:
         rates.dist_sample_edges_per_s = probes.median_rate(edges, probed["sample"])
-        if rates.compute_flops_per_s:
-            return
-    else:
-        rates.sample_edges_per_s = probes.median_rate(edges, probed["sample"])
-        rates.gather_bytes_per_s = probes.median_rate(
-            [b.feature_bytes for b in probed["timed"]], probed["gather"]
-        )
-    flops = [layer_flops(c, list(shape.widths)) for c in each]
-    rates.compute_flops_per_s = probes.median_rate(flops, probed["step_s"])
+        rates.dist_compute_flops_per_s = compute
+        rates.compute_flops_per_s = rates.compute_flops_per_s or compute
+        return
+    rates.sample_edges_per_s = probes.median_rate(edges, probed["sample"])
+    rates.gather_bytes_per_s = probes.median_rate(
+        [b.feature_bytes for b in probed["timed"]], probed["gather"]
+    )
+    rates.compute_flops_per_s = compute
 
 
 def _hybrid_rate(probed: dict, shape: ModelShape, workers: int, rates: Rates) -> None:
@@ -127,8 +144,10 @@ def probe_partitions(model, data, fanouts, worker_batch, rates: Rates, remote_ca
     loader = DistNeighborLoader(
         data, fanouts, batch_size=worker_batch, input_nodes=seeds, seed=0, num_workers=1
     )
-    step = probes.replicated_step(model, data, len(fanouts))
+    reduced: list | None = [] if data.book.num_parts > 1 else None
+    step = probes.replicated_step(model, data, len(fanouts), reduced)
     probed = probes.probe_pass(loader, step, PROBE_BATCHES, probes.WARM_BATCHES, ("sample",))
+    _without_all_reduce(probed, reduced, rates)
     loader.reset_stats()
     if not rates.gather_bytes_per_s:  # no whole dataset here: time the part's own rows
         ids = torch.cat([b.n_id for b in probed["timed"]])
