@@ -56,7 +56,7 @@ from graphengine.datasets.catalog import SYNTHETIC
 from graphengine.datasets.dataset import GraphDataset
 from graphengine.datasets.synthetic import generate
 from graphengine.distributed.emulated_cluster import MASTER_PORT, EmulatedCluster, Link
-from graphengine.plan.planner import CANDIDATES as PLAN_CANDIDATES
+from graphengine.plan.candidates import CANDIDATES as PLAN_CANDIDATES
 
 log = logging.getLogger(__name__)
 

@@ -3,7 +3,8 @@
 Every term is a volume of :class:`~graphengine.plan.volumes.Volumes` over a rate of
 :class:`~graphengine.plan.probes.Rates`; nothing is fitted. Per step and worker:
 
-- ``compute = flops / compute rate`` (hybrid: its split step's rate);
+- ``compute = flops / compute rate`` (hybrid: its split step's rate; partitioned: the
+  rate of its steps beside the distributed loader's threads);
 - ``sample = sampled edges / sampling rate`` (on a partition, the distributed sampler's,
   whose exchanges its rate includes);
 - ``gather = gathered bytes / gather rate`` (hybrid: its columns' rate);
@@ -11,7 +12,9 @@ Every term is a volume of :class:`~graphengine.plan.volumes.Volumes` over a rate
   and the all-to-all's each probed; a ring all-reduce takes ``2 (W-1)`` steps and gloo's
   all-to-all ``W-1`` pairwise exchanges, so at another ``W`` (projection) the latency scales
   with ``W-1``;
-- gradients: DDP all-reduces its buckets as backward fills them; the first bucket (the last
+- gradients: at the rate the probe's replicated steps' all-reduce ran amid their loader's
+  threads (the link's latency and bandwidth at a given ``--link-gbps``); DDP all-reduces
+  its buckets as backward fills them; the first bucket (the last
   layers' gradients) overlaps the rest of backward, every later bucket waits at the end of
   it, and a model of one bucket waits whole (these models' gradients fit in one);
 - hybrid: the partial results' all-to-all, forward and backward, sits between the first
@@ -48,7 +51,9 @@ FETCH_EXCHANGES = 3
 class Link:
     """The link between workers: each collective's latency (s) at ``workers`` workers and the
     bytes per second one worker sends; ``partial_bytes_per_s``: hybrid's partial results'
-    all-to-all as its steps sent it (0: the all-to-all's bandwidth)."""
+    all-to-all as its steps sent it (0: the all-to-all's bandwidth);
+    ``gradient_bytes_per_s``: the gradients' all-reduce as replicated steps sent it (0: the
+    all-reduce's latency and bandwidth)."""
 
     allreduce_latency_s: float
     allreduce_bytes_per_s: float
@@ -56,6 +61,7 @@ class Link:
     alltoall_bytes_per_s: float
     workers: int
     partial_bytes_per_s: float = 0.0
+    gradient_bytes_per_s: float = 0.0
 
     @classmethod
     def probed(cls, rates: Rates, workers: int, gbps: float | None = None) -> Link:
@@ -69,6 +75,7 @@ class Link:
             bandwidth or rates.alltoall_bytes_per_s,
             workers,
             0.0 if bandwidth else rates.partial_bytes_per_s,
+            0.0 if bandwidth else rates.gradient_bytes_per_s,
         )
 
     def at(self, workers: int) -> Link:
@@ -81,13 +88,16 @@ class Link:
             self.alltoall_bytes_per_s,
             workers,
             self.partial_bytes_per_s,
+            self.gradient_bytes_per_s,
         )
 
     def allreduce_s(self, buffer_bytes: float) -> float:
-        workers = self.workers
-        return self.allreduce_latency_s + ring_bytes(buffer_bytes, workers) / (
-            self.allreduce_bytes_per_s
-        )
+        """A gradient bucket's all-reduce: at the rate replicated steps saw where it was
+        probed (amid their loader's threads), else the link's latency and bandwidth."""
+        sent = ring_bytes(buffer_bytes, self.workers)
+        if self.gradient_bytes_per_s:
+            return sent / self.gradient_bytes_per_s
+        return self.allreduce_latency_s + sent / self.allreduce_bytes_per_s
 
     def alltoall_s(self, sent_bytes: float, calls: int = 1) -> float:
         return calls * self.alltoall_latency_s + sent_bytes / self.alltoall_bytes_per_s
@@ -126,7 +136,12 @@ class Prediction:
 
 def predict(volumes: Volumes, rates: Rates, link: Link, hybrid: bool, partitioned: bool):
     """The :class:`Prediction` of a candidate with ``volumes`` on ``rates`` and ``link``."""
-    compute_rate = rates.hybrid_compute_flops_per_s if hybrid else rates.compute_flops_per_s
+    if hybrid:
+        compute_rate = rates.hybrid_compute_flops_per_s
+    elif partitioned:
+        compute_rate = rates.dist_compute_flops_per_s or rates.compute_flops_per_s
+    else:
+        compute_rate = rates.compute_flops_per_s
     compute = volumes.flops / compute_rate
     sample_rate = rates.dist_sample_edges_per_s if partitioned else rates.sample_edges_per_s
     sample = volumes.counts.sampled_edges / sample_rate

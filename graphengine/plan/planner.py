@@ -1,22 +1,12 @@
-"""The candidates, their volumes, and the choice.
-
-Candidates, and how each is run:
-
-- ``data``: ``graphengine train --parallel data`` (every worker the whole dataset);
-- ``hybrid``: ``--parallel hybrid`` (every worker the graph, ``F/W`` of the feature columns);
-- ``partitioned``: ``--parallel data --partitions DIR`` (each worker a part, remote feature
-  rows fetched, a cache of them with ``--remote-cache``);
-- ``hybrid-partitioned``: ``--parallel hybrid --partitions DIR`` (each worker a part of the
-  structure and ``F/W`` of every node's columns, exchanged once before training).
-
-With a dataset on every worker the first two are candidates, with a partition the last
-two, with both all four. A candidate whose memory per worker exceeds the limit is excluded.
+"""The plan: probe (:mod:`.probe_runs`), count each candidate's volumes
+(:mod:`.candidates`), predict its epoch (:mod:`.cost_model`), and choose the fastest
+candidate whose memory per worker fits; and the projection of data and hybrid to other
+worker counts.
 """
 
 from __future__ import annotations
 
 import logging
-import math
 import time
 from dataclasses import dataclass, field
 
@@ -26,204 +16,21 @@ import torch.distributed as dist
 from torch_geometric.nn.models.basic_gnn import BasicGNN
 
 from graphengine.plan import probes
-from graphengine.plan.cost_model import Link, Prediction, predict
-from graphengine.plan.probes import BatchShape, Rates
-from graphengine.plan.volumes import (
-    FLOAT_BYTES,
-    BatchCounts,
-    Memory,
-    Volumes,
-    cache_hit_rate,
-    count_batches,
-    ddp_buckets,
-    layer_flops,
-    steps_per_epoch,
+from graphengine.plan.candidates import (
+    CANDIDATES,
+    Candidate,
+    GraphSize,
+    ModelShape,
+    candidates_for,
+    volumes_of,
 )
+from graphengine.plan.cost_model import Link, Prediction, predict
+from graphengine.plan.probe_runs import PROBE_BATCHES, probe_dataset, probe_partitions
+from graphengine.plan.probes import BatchShape, Rates
+from graphengine.plan.volumes import Volumes, count_batches, steps_per_epoch
 from graphengine.runtime import host_memory_cache
 
 log = logging.getLogger(__name__)
-
-#: Timed batches per probe (a few more are sampled and run untimed first).
-PROBE_BATCHES = 5
-
-
-@dataclass(frozen=True)
-class Candidate:
-    """A way to train: its ``train`` options."""
-
-    name: str
-    parallel: str
-    partitioned: bool
-
-    @property
-    def hybrid(self) -> bool:
-        return self.parallel == "hybrid"
-
-    @property
-    def command(self) -> str:
-        partitions = " --partitions DIR" if self.partitioned else ""
-        return f"graphengine train --parallel {self.parallel}{partitions}"
-
-
-CANDIDATES = {
-    c.name: c
-    for c in (
-        Candidate("data", "data", False),
-        Candidate("hybrid", "hybrid", False),
-        Candidate("partitioned", "data", True),
-        Candidate("hybrid-partitioned", "hybrid", True),
-    )
-}
-
-
-def candidates_for(has_dataset: bool, has_partitions: bool, workers: int) -> list[Candidate]:
-    """The candidates of a run with a dataset on every worker and/or a partition; hybrid
-    ones need 2 or more workers."""
-    names = []
-    if has_dataset:
-        names += ["data", "hybrid"]
-    if has_partitions:
-        names += ["partitioned", "hybrid-partitioned"]
-    if not names:
-        raise ValueError("a plan needs a dataset on every worker or a partition (got neither)")
-    return [CANDIDATES[n] for n in names if workers > 1 or not CANDIDATES[n].hybrid]
-
-
-@dataclass(frozen=True)
-class ModelShape:
-    """What the volumes need of the model: ``widths`` (input, hidden..., classes),
-    ``parameter_bytes`` per parameter in the model's order, ``replicated_bytes`` those hybrid
-    keeps replicated (all but the first layer's weights on the input columns), ``whole``
-    (its first layer computes every node)."""
-
-    widths: tuple[int, ...]
-    parameter_bytes: tuple[int, ...]
-    replicated_bytes: tuple[int, ...]
-    whole: bool
-
-    @classmethod
-    def of(cls, model: torch.nn.Module, hops: int) -> ModelShape:
-        from graphengine.nn.forward import SeedLogits
-        from graphengine.parallel.hybrid import runs_whole
-
-        seed_logits = SeedLogits(model, hops)
-        in_width = int(model.in_channels)
-        first = {id(p) for p in model.convs[0].parameters()}
-        parameters = [p for p in model.parameters() if p.requires_grad]
-        sizes = tuple(p.numel() * p.element_size() for p in parameters)
-        # The first layer's weights on the input columns are what hybrid splits.
-        replicated = tuple(
-            p.numel() * p.element_size()
-            for p in parameters
-            if not (id(p) in first and p.dim() == 2 and p.shape[1] == in_width)
-        )
-        widths = (in_width, *[int(c.out_channels) for c in model.convs])
-        return cls(widths, sizes, replicated, runs_whole(seed_logits))
-
-
-@dataclass(frozen=True)
-class GraphSize:
-    """What a worker holds of the graph: ``nodes`` and ``edges`` of the whole graph, its
-    part's ``part_nodes`` and ``part_edges``, ``index_bytes`` per edge index, ``features``."""
-
-    nodes: int
-    edges: int
-    features: int
-    index_bytes: int = 4
-    part_nodes: int = 0
-    part_edges: int = 0
-
-
-def volumes_of(
-    candidate: Candidate,
-    shape: ModelShape,
-    counts: BatchCounts,
-    workers: int,
-    steps: int,
-    graph: GraphSize,
-    cache: dict | None = None,
-    on_gpu: bool = False,
-) -> Volumes:
-    """:class:`Volumes` of ``candidate`` from one worker's ``counts`` at ``workers``.
-
-    ``cache`` (partitioned): ``rows`` cached and ``hit_rate`` of remote rows.
-    """
-    width = shape.widths[0]
-    share = 1.0 / workers if candidate.hybrid else 1.0
-    flops = layer_flops(counts, list(shape.widths), share)
-    if candidate.hybrid:  # this worker's columns of every worker's first layer
-        first = layer_flops(
-            BatchCounts(counts.seeds, counts.n_src, counts.n_dst, counts.edges, counts.hops[:1], 0),
-            list(shape.widths[:2]),
-            share,
-        )
-        flops += (workers - 1) * first
-        gathered_rows = workers * counts.n_src
-        gathered_bytes = gathered_rows * math.ceil(width / workers) * FLOAT_BYTES
-        replicated = list(shape.replicated_bytes)
-    else:
-        gathered_rows = counts.n_src
-        gathered_bytes = counts.n_src * width * FLOAT_BYTES
-        replicated = list(shape.parameter_bytes)
-    buckets = ddp_buckets(replicated)
-    volumes = Volumes(
-        name=candidate.name,
-        workers=workers,
-        steps=steps,
-        counts=counts,
-        flops=flops,
-        gathered_rows=gathered_rows,
-        gathered_bytes=gathered_bytes,
-        gradient_bytes=float(sum(replicated)),
-        gradient_buckets=buckets,
-        memory=_memory(candidate, shape, counts, workers, graph, cache, on_gpu),
-    )
-    if candidate.hybrid:
-        volumes.structure_bytes = (workers - 1) * counts.structure_bytes
-        hidden = shape.widths[1]
-        volumes.partial_bytes = 2 * (workers - 1) * counts.n_dst * hidden * FLOAT_BYTES
-        if candidate.partitioned:  # the other parts' rows of this worker's columns, once
-            volumes.setup_bytes = graph.part_nodes * width * (workers - 1) / workers * FLOAT_BYTES
-    elif candidate.partitioned:
-        hit = (cache or {}).get("hit_rate", 0.0)
-        volumes.remote_rows = counts.remote_rows
-        volumes.cache_hit_rate = hit
-        # Ids asked (int64), rows and labels (int64) back.
-        volumes.fetched_bytes = counts.remote_rows * (1 - hit) * (width * FLOAT_BYTES + 16)
-    return volumes
-
-
-def _memory(
-    candidate: Candidate,
-    shape: ModelShape,
-    counts: BatchCounts,
-    workers: int,
-    graph: GraphSize,
-    cache: dict | None,
-    on_gpu: bool,
-) -> Memory:
-    """Bytes a worker of ``candidate`` holds (labels int64 with the structure)."""
-    width = shape.widths[0]
-    columns = math.ceil(width / workers) if candidate.hybrid else width
-    if candidate.partitioned:
-        structure = 8 * (graph.part_nodes + 1) + (graph.index_bytes + 8) * graph.part_edges
-        labels = 8 * graph.part_nodes
-        rows = graph.nodes if candidate.hybrid else graph.part_nodes
-    else:
-        structure = 8 * (graph.nodes + 1) + graph.index_bytes * graph.edges
-        labels = 8 * graph.nodes
-        rows = graph.nodes
-    memory = Memory(features=rows * columns * FLOAT_BYTES, graph=structure + labels)
-    if candidate.partitioned and not candidate.hybrid and cache:
-        memory.cache = int(cache.get("rows", 0) * (width * FLOAT_BYTES + 8))
-    if on_gpu:
-        parameters = sum(shape.parameter_bytes)
-        batch = counts.n_src * columns * FLOAT_BYTES * (workers if candidate.hybrid else 1)
-        activations = sum(n * w for (n, _), w in zip(counts.hops, shape.widths[1:], strict=True))
-        # Weights, gradients and Adam's two moments; two batches in flight; activations and
-        # their gradients.
-        memory.device = int(4 * parameters + 2 * batch + 2 * FLOAT_BYTES * activations)
-    return memory
 
 
 @dataclass
@@ -342,95 +149,6 @@ def choose(
     return best["name"], reason, rows
 
 
-def _probe_seeds(train_idx: np.ndarray, worker_batch: int, workers: int) -> np.ndarray:
-    """Seeds of exactly ``WARM + PROBE + TAIL`` batches a worker (shuffled, the same on every
-    worker; repeated where the training split is smaller)."""
-    batches = probes.WARM_BATCHES + PROBE_BATCHES + probes.TAIL_BATCHES
-    needed = batches * worker_batch * workers
-    order = np.random.default_rng(0).permutation(np.asarray(train_idx))
-    return np.resize(order, needed).astype(np.int64)
-
-
-def _probe_dataset(model, dataset, fanouts, worker_batch, workers, rank, rates: Rates):
-    """Probe the sampler, the gathers and both steps on ``dataset`` with the loaders
-    training uses; returns the model's shape and the counted batches."""
-    from graphengine.data.columns import FeatureColumns, column_ranges
-    from graphengine.distributed.exchange import Exchange
-    from graphengine.loader import NeighborLoader
-    from graphengine.loader.hybrid_loader import HybridNeighborLoader
-
-    shape = ModelShape.of(model, len(fanouts))
-    seeds = _probe_seeds(dataset.train_idx, worker_batch, workers)
-    loader = NeighborLoader(
-        dataset,
-        fanouts,
-        batch_size=worker_batch,
-        input_nodes=seeds,
-        seed=0,
-        num_workers=1,
-        rank=rank,
-        world_size=workers,
-    )
-    step = probes.replicated_step(model, dataset, len(fanouts))
-    data = probes.probe_pass(loader, step, PROBE_BATCHES, probes.WARM_BATCHES, ("sample", "gather"))
-    _replicated_rates(data, shape, rates, partitioned=False)
-    if workers > 1:
-        start, stop = column_ranges(dataset.num_features, workers)[rank]
-        columns = FeatureColumns.from_table(dataset.x, start, stop)
-        exchange = Exchange(dist.new_group(backend="gloo"), torch.device("cpu"))
-        loader = HybridNeighborLoader(
-            dataset,
-            fanouts,
-            columns,
-            exchange,
-            batch_size=worker_batch,
-            input_nodes=seeds,
-            whole=shape.whole,
-            num_workers=1,
-        )
-        exchanged: list = []
-        step = probes.hybrid_step(model, dataset, (start, stop), workers, exchanged)
-        hybrid = probes.probe_pass(loader, step, PROBE_BATCHES, probes.WARM_BATCHES, ("gather",))
-        timed = exchanged[probes.WARM_BATCHES : probes.WARM_BATCHES + PROBE_BATCHES]
-        # The step's arithmetic without the exchange it waited for.
-        hybrid["step_s"] = [s - e for s, (_, e) in zip(hybrid["step_s"], timed, strict=True)]
-        rates.partial_bytes_per_s = probes.median_rate([b for b, _ in timed], [e for _, e in timed])
-        rates.column_gather_bytes_per_s = probes.median_rate(
-            [b.feature_bytes for b in hybrid["timed"]], hybrid["gather"]
-        )
-        _hybrid_rate(hybrid, shape, workers, rates)
-    return shape, count_batches(data["shapes"], shape.whole)
-
-
-def _replicated_rates(probed: dict, shape: ModelShape, rates: Rates, partitioned: bool) -> None:
-    """Sampling, gathering and the replicated step's rates of a pass (a part's: its
-    distributed sampler, and its compute only where no whole dataset was probed)."""
-    each = [count_batches([b], shape.whole) for b in probed["timed"]]
-    edges = [c.edges for c in each]
-    if partitioned:
-        rates.dist_sample_edges_per_s = probes.median_rate(edges, probed["sample"])
-        if rates.compute_flops_per_s:
-            return
-    else:
-        rates.sample_edges_per_s = probes.median_rate(edges, probed["sample"])
-        rates.gather_bytes_per_s = probes.median_rate(
-            [b.feature_bytes for b in probed["timed"]], probed["gather"]
-        )
-    flops = [layer_flops(c, list(shape.widths)) for c in each]
-    rates.compute_flops_per_s = probes.median_rate(flops, probed["step_s"])
-
-
-def _hybrid_rate(probed: dict, shape: ModelShape, workers: int, rates: Rates) -> None:
-    """The hybrid step's multiply-adds per second over a hybrid pass."""
-    nothing = GraphSize(0, 0, 0)
-    hybrid = CANDIDATES["hybrid"]
-    flops = [
-        volumes_of(hybrid, shape, count_batches([b], shape.whole), workers, 1, nothing).flops
-        for b in probed["timed"]
-    ]
-    rates.hybrid_compute_flops_per_s = probes.median_rate(flops, probed["step_s"])
-
-
 def make_plan(
     model: torch.nn.Module,
     fanouts,
@@ -497,11 +215,11 @@ def make_plan(
     with torch.random.fork_rng(devices=[]), host_memory_cache():
         shape, counts, part = None, None, None
         if dataset is not None:
-            shape, counts = _probe_dataset(
+            shape, counts = probe_dataset(
                 model, dataset, fanouts, worker_batch, workers, rank, rates
             )
         if partitions is not None:
-            part = _probe_partitions(model, partitions, fanouts, worker_batch, rates, remote_cache)
+            part = probe_partitions(model, partitions, fanouts, worker_batch, rates, remote_cache)
             shape = shape or part["shape"]
     rates.seconds = time.perf_counter() - started
     rates = probes.agree(rates)
@@ -543,62 +261,6 @@ def make_plan(
     if rank == 0:
         log.info("plan: %s (%s)", choice, reason)
     return plan
-
-
-def _probe_partitions(model, data, fanouts, worker_batch, rates: Rates, remote_cache) -> dict:
-    """Probe the distributed sampler and fetch on this worker's part (and the replicated
-    step, when no whole dataset was probed), and count its batches."""
-    from graphengine.distributed.features import cache_rows
-    from graphengine.loader.dist_neighbor_loader import DistNeighborLoader
-
-    shape = ModelShape.of(model, len(fanouts))
-    part, book = data.part, data.book
-
-    def remote(ids: np.ndarray) -> np.ndarray:
-        return book.owner(ids) != part.part
-
-    needed = (probes.WARM_BATCHES + PROBE_BATCHES + probes.TAIL_BATCHES) * worker_batch
-    seeds = np.resize(np.random.default_rng(0).permutation(part.train_idx), needed)
-    loader = DistNeighborLoader(
-        data, fanouts, batch_size=worker_batch, input_nodes=seeds, seed=0, num_workers=1
-    )
-    step = probes.replicated_step(model, data, len(fanouts))
-    probed = probes.probe_pass(loader, step, PROBE_BATCHES, probes.WARM_BATCHES, ("sample",))
-    loader.reset_stats()
-    if not rates.gather_bytes_per_s:  # no whole dataset here: time the part's own rows
-        ids = torch.cat([b.n_id for b in probed["timed"]])
-        local = ids[torch.from_numpy(~remote(ids.numpy()))] - part.start
-        started = time.perf_counter()
-        rows = data.features.store.gather("x", local)
-        seconds = time.perf_counter() - started
-        rates.gather_bytes_per_s = rows.numel() * rows.element_size() / max(seconds, 1e-9)
-        rates.column_gather_bytes_per_s = rates.gather_bytes_per_s
-    _replicated_rates(probed, shape, rates, partitioned=True)
-    if not rates.hybrid_compute_flops_per_s:  # no hybrid pass without the whole table
-        rates.hybrid_compute_flops_per_s = rates.compute_flops_per_s
-    training = DistNeighborLoader(data, fanouts, batch_size=worker_batch, num_workers=0)
-    cache = None
-    if remote_cache is not None:
-        width = data.num_features
-        capacity = cache_rows(remote_cache, width * FLOAT_BYTES + 8, data.features.num_remote_nodes)
-        counter = training.access_counts(1, 0)
-        counter.ranked()
-        cache = {"rows": capacity, "hit_rate": cache_hit_rate(counter.counts, capacity)}
-    graph = GraphSize(
-        book.num_nodes,
-        0,
-        data.num_features,
-        part.indices.dtype.itemsize,
-        part.num_nodes,
-        part.num_edges,
-    )
-    return {
-        "shape": shape,
-        "counts": count_batches(probed["shapes"], shape.whole, remote),
-        "steps": len(training),
-        "graph": graph,
-        "cache": cache,
-    }
 
 
 def project(

@@ -38,6 +38,7 @@ from graphengine.nn.column_layers import split_first_layer
 from graphengine.nn.forward import SeedLogits
 from graphengine.parallel.data_parallel import collective_device
 from graphengine.parallel.hybrid import HybridRest, runs_whole
+from graphengine.plan.volumes import ring_bytes
 
 #: Payload bytes per worker of the link probe's collectives.
 LINK_SIZES = (1 << 12, 1 << 18, 1 << 21, 1 << 23)
@@ -64,11 +65,15 @@ class Rates:
             per second a worker sends to the others.
         partial_bytes_per_s: bytes per second of hybrid's partial results' all-to-all as
             hybrid steps send it, amid their loader's threads (0: not probed).
+        gradient_bytes_per_s: the same for the gradients' all-reduce of replicated steps
+            (the ring's bytes a worker sends; 0: not probed).
         host_memory_bytes: host memory available per worker on this machine.
         gpu_memory_bytes: the GPU's memory (0 on the CPU).
         cores_per_worker: this machine's cores over its workers.
         compute_threads, sampler_threads, gather_threads: the threads each of these runs on.
         dist_sample_edges_per_s: the distributed sampler's edges per second (partitions).
+        dist_compute_flops_per_s: a replicated step's multiply-adds per second beside the
+            distributed loader's threads (partitions; 0: not probed).
         seconds: how long the probes took.
     """
 
@@ -82,6 +87,7 @@ class Rates:
     alltoall_latency_s: float = 0.0
     alltoall_bytes_per_s: float = float("inf")
     partial_bytes_per_s: float = 0.0
+    gradient_bytes_per_s: float = 0.0
     host_memory_bytes: int = 0
     gpu_memory_bytes: int = 0
     cores_per_worker: float = 1.0
@@ -89,6 +95,7 @@ class Rates:
     sampler_threads: int = 1
     gather_threads: int = 1
     dist_sample_edges_per_s: float = 0.0
+    dist_compute_flops_per_s: float = 0.0
     seconds: float = 0.0
 
     def as_dict(self) -> dict:
@@ -208,16 +215,32 @@ def _labels(dataset, batch) -> torch.Tensor:
     return y[: batch.batch_size].long()
 
 
-def replicated_step(model: torch.nn.Module, dataset, hops: int):
-    """An optimizer step of a copy of ``model`` on a batch: forward, loss, backward, Adam."""
+def replicated_step(model: torch.nn.Module, dataset, hops: int, reduced: list | None = None):
+    """An optimizer step of a copy of ``model`` on a batch: forward, loss, backward, Adam;
+    and, where ``reduced`` is given, apart from the step's arithmetic, its gradients'
+    ``all_reduce`` in one buffer as data-parallel training sends it, amid its loader's
+    threads: ``(ring bytes a worker sends, seconds)`` appended to ``reduced``."""
     module = SeedLogits(copy.deepcopy(model), hops)
     optimizer = torch.optim.Adam(module.parameters(), lr=1e-3)
     module.train()
+    on = None if reduced is None else collective_device(dist.get_backend(), torch.device("cpu"))
+
+    def all_reduce() -> None:
+        grads = [p.grad.reshape(-1) for p in module.parameters() if p.grad is not None]
+        buffer = torch.cat(grads).to(on)
+        dist.barrier()
+        started = time.perf_counter()
+        dist.all_reduce(buffer)
+        seconds = time.perf_counter() - started
+        sent = ring_bytes(buffer.numel() * buffer.element_size(), dist.get_world_size())
+        reduced.append((sent, seconds))
 
     def step(batch) -> None:
         optimizer.zero_grad()
         loss = F.cross_entropy(module(batch), _labels(dataset, batch))
         loss.backward()
+        if reduced is not None:
+            all_reduce()
         optimizer.step()
 
     return step

@@ -195,6 +195,6 @@ def test_a_failed_run_is_printed_as_failed_with_its_error_and_the_json_line_come
 
 
 def test_the_bench_runs_the_planners_candidates():
-    from graphengine.plan.planner import CANDIDATES as PLAN_CANDIDATES
+    from graphengine.plan.candidates import CANDIDATES as PLAN_CANDIDATES
 
     assert tuple(PLAN_CANDIDATES) == CANDIDATES
