@@ -138,6 +138,23 @@ def test_latencies_scale_with_the_workers_on_the_link():
     assert wide.allreduce_s(8e6) == pytest.approx(7e-3 + 2 * 7 / 8 * 8e6 / 1e8)
 
 
+def test_the_rates_steps_ran_at_replace_the_idle_links_and_the_local_samplers():
+    r = rates()
+    r.gradient_bytes_per_s = 2e7  # the all-reduce amid the loader's threads: slower
+    r.dist_compute_flops_per_s = 5e9  # steps beside the distributed sampler: slower
+    r.dist_sample_edges_per_s = 5e5
+    # all-reduce: (2*1/2*1e6)/2e7 = 0.05 (latency inside the rate), not 1e-3 + 1e6/1e8.
+    assert link(r).allreduce_s(1e6) == pytest.approx(0.05)
+    data = predict(data_volumes(), r, link(r), hybrid=False, partitioned=False)
+    assert data.step_s == pytest.approx(0.1 + 0.05)
+    parted = predict(data_volumes(), r, link(r), hybrid=False, partitioned=True)
+    # compute 1e9/5e9 = 0.2 and the all-reduce 0.05; sampling 1e5/5e5 = 0.2 in its thread.
+    assert parted.step_s == pytest.approx(0.25)
+    assert parted.sampling_s == pytest.approx(10 * 0.2)
+    # A link given in Gbit/s (the projection's) is the link's bandwidth, not the steps' rate.
+    assert Link.probed(r, 2, gbps=0.8).allreduce_s(1e6) == pytest.approx(1e-3 + 1e6 / 1e8)
+
+
 def test_ddp_buckets_fill_in_reverse_and_close_at_their_caps():
     mib = 1024 * 1024
     assert ddp_buckets([100, 200]) == [300]
