@@ -72,19 +72,29 @@ _END = object()
 
 
 class StageTimes:
-    """Seconds each stage spent working (summed over its threads), and the caller waiting."""
+    """Seconds each stage spent working (summed over its threads), and the caller waiting;
+    and each stage's seconds per item (its position in the pass), where the stage said which.
+    """
 
     def __init__(self, names: Iterable[str]):
         self._lock = threading.Lock()
         self.seconds = dict.fromkeys([*names, "waiting"], 0.0)
+        self._per_item: dict[str, dict[int, float]] = {}
 
-    def add(self, name: str, seconds: float) -> None:
+    def add(self, name: str, seconds: float, item: int | None = None) -> None:
         with self._lock:
             self.seconds[name] = self.seconds.get(name, 0.0) + seconds
+            if item is not None:
+                own = self._per_item.setdefault(name, {})
+                own[item] = own.get(item, 0.0) + seconds
 
     def snapshot(self) -> dict[str, float]:
         with self._lock:
             return dict(self.seconds)
+
+    def per_item(self) -> dict[str, dict[int, float]]:
+        with self._lock:
+            return {name: dict(items) for name, items in self._per_item.items()}
 
 
 class Pipeline:
@@ -196,7 +206,7 @@ class _Run:
                     item = stage.function(item)
                 except BaseException as error:  # delivered to the caller at this item's turn
                     item = _Failure(error)
-                times.add(stage.name, time.perf_counter() - started)
+                times.add(stage.name, time.perf_counter() - started, seq)
             outbox.put((seq, item))
         if self.stop.is_set():
             return
@@ -334,10 +344,19 @@ class StagedLoader:
         """Seconds spent per stage and ``waiting`` in the caller, in the current or last pass."""
         return self._times.snapshot()
 
+    @property
+    def batch_stage_times(self) -> dict[str, dict[int, float]]:
+        """Per stage, the seconds it spent on each batch (by its position in the current or
+        last pass) so far: what :attr:`stage_times` sums, batch by batch."""
+        return self._times.per_item()
+
     def _iterate(self) -> Iterator[Any]:
         if self.num_workers == 0:
             self._times = StageTimes(stage.name for stage in self._stages)
-            loaded = (self._run_stages(request, self._times) for request in self._seed_batches)
+            loaded = (
+                self._run_stages(request, self._times, i)
+                for i, request in enumerate(self._seed_batches)
+            )
         else:
             loaded = iter(self._pipeline)
             self._times = self._pipeline.times
@@ -359,13 +378,13 @@ class StagedLoader:
         times = StageTimes(stage.name for stage in self._stages)
         return self._handed_over(self._run_stages(request, times), times)
 
-    def _run_stages(self, request: Any, times: StageTimes) -> Any:
-        """One request through every stage in this thread."""
+    def _run_stages(self, request: Any, times: StageTimes, position: int | None = None) -> Any:
+        """One request (the pass's ``position``-th) through every stage in this thread."""
         item = request
         for stage in self._stages:
             started = time.perf_counter()
             item = stage.function(item)
-            times.add(stage.name, time.perf_counter() - started)
+            times.add(stage.name, time.perf_counter() - started, position)
         return item
 
     def _handed_over(self, item: Any, times: StageTimes) -> Any:

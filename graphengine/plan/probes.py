@@ -181,12 +181,12 @@ def probe_pass(loader, step, count: int, warm: int, stages: tuple[str, ...]) -> 
     steady state of steps beside a working loader (the steps after a loader's last batch,
     once an epoch, run beside an idle one). Returns ``shapes`` (:class:`BatchShape` of
     every batch), per timed batch ``timed`` (their shapes), ``step_s``, and for each of
-    ``stages`` the seconds the loader spent in it between one hand-over and the next."""
+    ``stages`` the seconds the loader spent in it on that batch (its own, not the stage's
+    seconds between two hand-overs, which hold one batch, none or two as the loader runs
+    ahead)."""
     out = {"shapes": [], "timed": [], "step_s": [], **{name: [] for name in stages}}
     _barrier()
-    before = loader.stage_times
     for i, batch in enumerate(loader):
-        now = loader.stage_times
         shape = BatchShape.of(batch)
         out["shapes"].append(shape)
         # The workers step together, as DDP's all-reduce keeps them in training: one
@@ -198,10 +198,10 @@ def probe_pass(loader, step, count: int, warm: int, stages: tuple[str, ...]) -> 
         if warm <= i < warm + count:
             out["timed"].append(shape)
             out["step_s"].append(seconds)
-            for name in stages:
-                out[name].append(now.get(name, 0.0) - before.get(name, 0.0))
-        before = now
     _barrier()
+    per_batch = loader.batch_stage_times
+    for name in stages:
+        out[name] = [per_batch.get(name, {}).get(i, 0.0) for i in range(warm, warm + count)]
     expected = warm + count + TAIL_BATCHES
     if len(out["shapes"]) != expected:
         raise RuntimeError(f"the probe's pass held {len(out['shapes'])} batches, not {expected}")

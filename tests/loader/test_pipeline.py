@@ -141,6 +141,37 @@ def test_pipelined_loader_matches_inline_loader(num_workers, filter_per_worker):
     wait_for_no_threads()
 
 
+@pytest.mark.parametrize("num_workers", [0, 2])
+def test_batch_stage_times_are_each_batchs_own_and_sum_to_the_stage_times(num_workers):
+    dataset = small_dataset()
+    loader = NeighborLoader(
+        dataset, [6, 4], batch_size=100, input_nodes=dataset.train_idx, num_workers=num_workers
+    )
+    assert len(list(loader)) == 15
+    per_batch, totals = loader.batch_stage_times, loader.stage_times
+    for name in ("sample", "gather"):
+        assert sorted(per_batch[name]) == list(range(15))
+        assert sum(per_batch[name].values()) == pytest.approx(totals[name])
+    wait_for_no_threads()
+
+
+def test_a_slow_item_is_timed_as_its_own_however_far_the_stage_runs_ahead():
+    def slow_third(item):
+        time.sleep(0.05 if item == 3 else 0.001)
+        return item
+
+    pipeline = Pipeline(range(8), [Stage("work", slow_third)], prefetch=4)
+    handed = []
+    for item in pipeline:
+        handed.append(item)
+        time.sleep(0.01)  # the caller is slower: the stage runs up to 4 items ahead
+    assert handed == list(range(8))
+    per_item = pipeline.times.per_item()["work"]
+    assert sorted(per_item) == list(range(8))
+    assert per_item[3] >= 0.05
+    assert max(v for k, v in per_item.items() if k != 3) < 0.05
+
+
 def test_loader_transform_error_reaches_caller_and_threads_stop():
     dataset = small_dataset()
 
