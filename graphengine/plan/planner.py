@@ -85,6 +85,13 @@ class Plan:
         }
 
 
+#: Candidates predicted within this share of the fastest tie, and a tie goes to the first of
+#: them in :data:`~graphengine.plan.candidates.CANDIDATES`' order (data parallelism first):
+#: predictions this close differ by less than the probes' own error (docs/benchmarks.md), and
+#: were they right, the tie's choice would cost at most this share of an epoch.
+TIE_MARGIN = 0.05
+
+
 def choose(
     volumes: dict[str, Volumes],
     predictions: dict[str, Prediction],
@@ -92,7 +99,8 @@ def choose(
     gpu_memory: float | None = None,
 ) -> tuple[str, str, list[dict]]:
     """The fastest candidate whose memory per worker fits ``host_memory`` (and
-    ``gpu_memory``; ``None``: no limit): ``(name, reason, rows)``.
+    ``gpu_memory``; ``None``: no limit), ties within :data:`TIE_MARGIN` going to the first in
+    ``CANDIDATES``' order: ``(name, reason, rows)``.
 
     Raises:
         ValueError: no candidate fits.
@@ -132,13 +140,22 @@ def choose(
     if not fitting:
         limits = "; ".join(f"{r['name']}: {r['why_not']}" for r in rows)
         raise ValueError(f"no candidate fits the memory limit ({limits})")
-    best = fitting[0]
+    fastest = fitting[0]
+    order = list(CANDIDATES)
+    tied = [r for r in fitting if r["epoch_s"] <= fastest["epoch_s"] * (1 + TIE_MARGIN)]
+    best = min(tied, key=lambda r: order.index(r["name"]))
     bottleneck = max(("compute", "sampling", "gather", "exchange"), key=lambda k: best[f"{k}_s"])
     others = [r["name"] for r in rows if not r["fits"]]
     if len(rows) == 1:
         reason = f"the only candidate for {len(rows)} worker(s) with this data"
     elif len(fitting) == 1:
         reason = f"the only candidate that fits in memory ({', '.join(others)} do not)"
+    elif best is not fastest:
+        reason = (
+            f"predicted {best['epoch_s']:.2f} s an epoch, within {TIE_MARGIN:.0%} of "
+            f"{fastest['name']}'s {fastest['epoch_s']:.2f} s: a tie, which goes to the "
+            f"simpler mode (in the order {', '.join(order)})"
+        )
     else:
         runner = fitting[1]
         reason = (

@@ -8,7 +8,16 @@ import torch
 from graphengine.datasets import load_dataset
 from graphengine.loader import NeighborLoader
 from graphengine.loader.hybrid_loader import pack_first_layer
-from graphengine.plan import BatchCounts, Link, Memory, Rates, Volumes, choose, predict
+from graphengine.plan import (
+    BatchCounts,
+    Link,
+    Memory,
+    Prediction,
+    Rates,
+    Volumes,
+    choose,
+    predict,
+)
 from graphengine.plan.volumes import cache_hit_rate, count_batches, ddp_buckets, structure_bytes
 
 MB = 1e6
@@ -96,6 +105,31 @@ def test_the_planner_picks_the_fastest_and_says_why():
     assert choice == "data"  # 1.26 s against 1.292 s
     assert "hybrid" in reason and "1.3 s" in reason
     assert [row["fits"] for row in rows] == [True, True]
+
+
+def prediction(name: str, epoch_s: float) -> Prediction:
+    return Prediction(name, epoch_s, epoch_s / 10, 10, epoch_s, 0.0, 0.0, 0.0)
+
+
+@pytest.mark.parametrize("faster", [0.02, 0.045])
+def test_a_near_tie_goes_to_data_parallelism_and_says_so(faster):
+    volumes = {"data": data_volumes(), "hybrid": hybrid_volumes()}
+    predictions = {"data": prediction("data", 1.0), "hybrid": prediction("hybrid", 1 - faster)}
+    choice, reason, _ = choose(volumes, predictions, host_memory=None)
+    assert choice == "data"
+    assert "within 5% of hybrid's" in reason and "a tie" in reason
+    # Among three, the tie is with the fastest: a candidate tied only with data is not in it.
+    volumes["partitioned"] = data_volumes()
+    predictions["partitioned"] = prediction("partitioned", 1 - faster)
+    predictions["data"] = prediction("data", 1.2)
+    assert choose(volumes, predictions, host_memory=None)[0] == "hybrid"
+
+
+def test_beyond_the_tie_margin_the_fastest_is_chosen():
+    volumes = {"data": data_volumes(), "hybrid": hybrid_volumes()}
+    predictions = {"data": prediction("data", 1.0), "hybrid": prediction("hybrid", 0.94)}
+    choice, reason, _ = choose(volumes, predictions, host_memory=None)
+    assert choice == "hybrid" and reason.startswith("fastest predicted epoch")
 
 
 def test_a_plan_over_the_memory_limit_is_excluded_and_says_so():

@@ -76,8 +76,9 @@ def test_plan_prints_a_table_the_choice_and_one_json_line(planned):
     for row in plan["candidates"]:
         assert set(row) == ROW_KEYS
         assert row["epoch_s"] > 0 and row["steps"] > 0 and row["fits"]
-    fastest = min(plan["candidates"], key=lambda row: row["epoch_s"])
-    assert plan["choice"] == fastest["name"]
+    fastest = min(row["epoch_s"] for row in plan["candidates"])
+    tied = [row["name"] for row in plan["candidates"] if row["epoch_s"] <= fastest * 1.05]
+    assert plan["choice"] == tied[0]  # the rows are in CANDIDATES' order, data first
     assert any(line.startswith(f"choice: {plan['choice']}") for line in lines)
     assert any(line.split()[:1] == ["hybrid-partitioned"] for line in lines)
     assert plan["rates"]["sample_edges_per_s"] > 0
