@@ -1,7 +1,7 @@
 """The plan: probe (:mod:`.probe_runs`), count each candidate's volumes
 (:mod:`.candidates`), predict its epoch (:mod:`.cost_model`), and choose the fastest
-candidate whose memory per worker fits; and the projection of data and hybrid to other
-worker counts.
+candidate whose memory per worker fits (a near tie going to the simpler mode); and the
+projection of data and hybrid to other worker counts.
 """
 
 from __future__ import annotations
