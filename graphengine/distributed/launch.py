@@ -12,10 +12,12 @@ worker that fails for that reason says so in torchrun's error file
 
 from __future__ import annotations
 
+import contextlib
 import datetime
 import logging
 import os
 import sys
+from collections.abc import Iterator
 
 import torch
 import torch.distributed as dist
@@ -64,6 +66,23 @@ def numba_threads_env(workers: int) -> dict[str, str]:
     if workers <= 1 or "NUMBA_NUM_THREADS" in os.environ:
         return {}
     return {"NUMBA_NUM_THREADS": str(cores_per_worker(workers))}
+
+
+@contextlib.contextmanager
+def _environment(values: dict[str, str]) -> Iterator[None]:
+    """This process's environment with ``values`` for the block, as it was after it: Numba
+    re-reads its settings from the environment when it compiles, and this process's own
+    threads were launched with the old ``NUMBA_NUM_THREADS``."""
+    previous = {key: os.environ.get(key) for key in values}
+    os.environ.update(values)
+    try:
+        yield
+    finally:
+        for key, value in previous.items():
+            if value is None:
+                os.environ.pop(key, None)
+            else:
+                os.environ[key] = value
 
 
 def _check_numba_threads() -> None:
@@ -135,9 +154,9 @@ def launch(nproc: int, argv: list[str]) -> int:
     from torch.distributed.elastic.multiprocessing.errors import ChildFailedError
     from torch.distributed.run import main as torchrun
 
-    os.environ.update(numba_threads_env(nproc))
     try:
-        torchrun(["--standalone", f"--nproc-per-node={nproc}", "-m", "graphengine", *argv])
+        with _environment(numba_threads_env(nproc)):  # torchrun's workers inherit it
+            torchrun(["--standalone", f"--nproc-per-node={nproc}", "-m", "graphengine", *argv])
     except ChildFailedError as error:
         log.error("%s", error.format_msg())
         _, root_cause = error.get_first_failure()

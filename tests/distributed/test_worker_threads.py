@@ -5,6 +5,7 @@ import importlib
 import logging
 import os
 
+import numba
 import pytest
 import torch.distributed.run
 
@@ -41,11 +42,17 @@ def test_launch_gives_each_worker_its_share_of_the_cores(monkeypatch):
     seen = run_launch(monkeypatch, 2)
     assert f"--nproc-per-node={2}" in seen["argv"]
     assert seen["numba_threads"] == str(max(1, cores() // 2))
+    # Only the workers get it: Numba in this process re-reads the environment when it
+    # compiles, and its threads are launched.
+    assert "NUMBA_NUM_THREADS" not in os.environ
 
 
 def test_launch_keeps_the_users_numba_threads(monkeypatch):
-    monkeypatch.setenv("NUMBA_NUM_THREADS", "1")
-    assert run_launch(monkeypatch, 2)["numba_threads"] == "1"
+    # This process's own count, which Numba may re-read while the variable is set.
+    users = str(numba.config.NUMBA_NUM_THREADS)
+    monkeypatch.setenv("NUMBA_NUM_THREADS", users)
+    assert run_launch(monkeypatch, 2)["numba_threads"] == users
+    assert os.environ["NUMBA_NUM_THREADS"] == users
 
 
 def test_one_worker_keeps_numbas_default(monkeypatch):
@@ -60,7 +67,7 @@ def test_a_shared_host_without_numba_threads_is_warned_with_the_fix(monkeypatch,
         launching._check_numba_threads()
     assert f"NUMBA_NUM_THREADS={max(1, cores() // 2)}" in caplog.text
     caplog.clear()
-    monkeypatch.setenv("NUMBA_NUM_THREADS", "1")
+    monkeypatch.setenv("NUMBA_NUM_THREADS", str(numba.config.NUMBA_NUM_THREADS))
     with caplog.at_level(logging.WARNING, logger=launching.__name__):
         launching._check_numba_threads()
     assert caplog.text == ""
