@@ -49,6 +49,8 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
+from graphengine.distributed.launch import cores_per_worker
+
 log = logging.getLogger(__name__)
 
 PREFIX = "gecl"
@@ -414,8 +416,7 @@ class EmulatedCluster:
         that one host's idle threads do not spin on the cores another host computes on."""
         package_root = str(Path(__file__).resolve().parents[2])
         path = os.environ.get("PYTHONPATH", "")
-        cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count()
-        share = str(max(1, (cores or 1) // len(self.hosts)))
+        share = str(cores_per_worker(len(self.hosts)))
         return {
             "OMP_NUM_THREADS": share,
             "NUMBA_NUM_THREADS": share,

@@ -53,10 +53,16 @@ def join(timeout_s: float) -> tuple[int, int]:
     return rank, world_size
 
 
+def host_cores() -> int:
+    """The cores this process may run on."""
+    if hasattr(os, "sched_getaffinity"):
+        return len(os.sched_getaffinity(0))
+    return os.cpu_count() or 1
+
+
 def cores_per_worker(workers: int) -> int:
     """This host's cores (those this process may run on) shared among ``workers``, at least 1."""
-    cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count()
-    return max(1, (cores or 1) // max(1, workers))
+    return max(1, host_cores() // max(1, workers))
 
 
 def numba_threads_env(workers: int) -> dict[str, str]:

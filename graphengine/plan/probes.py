@@ -33,6 +33,7 @@ import torch.distributed as dist
 import torch.nn.functional as F
 
 from graphengine.batch.hybrid import HybridBatch
+from graphengine.distributed.launch import host_cores
 from graphengine.loader.threads import sampler_threads
 from graphengine.nn.column_layers import split_first_layer
 from graphengine.nn.forward import SeedLogits
@@ -158,7 +159,7 @@ def machine(rates: Rates, device: torch.device) -> None:
     import psutil
 
     local_workers = int(os.environ.get("LOCAL_WORLD_SIZE", 1))
-    cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count()
+    cores = host_cores()
     rates.host_memory_bytes = int(psutil.virtual_memory().available // local_workers)
     rates.cores_per_worker = cores / local_workers
     rates.compute_threads = torch.get_num_threads()
