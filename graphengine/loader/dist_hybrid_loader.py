@@ -33,12 +33,7 @@ from graphengine.distributed.data import DistData
 from graphengine.distributed.exchange import Exchange
 from graphengine.distributed.sampler import DistNeighborSampler
 from graphengine.loader.config import LoadingConfig, SamplingConfig
-from graphengine.loader.hybrid_loader import (
-    GatherColumns,
-    ShareFirstLayer,
-    most_batches,
-    structure_stats,
-)
+from graphengine.loader.hybrid_loader import hybrid_stages, most_batches, structure_stats
 from graphengine.loader.pipeline import Stage, StagedLoader
 from graphengine.loader.seeds import OwnSeedBatches
 from graphengine.loader.stages import GatherFeatures, SampleNodes
@@ -165,14 +160,7 @@ class DistHybridNeighborLoader(StagedLoader):
             self.sampler, self.input_nodes, np.arange(len(self.input_nodes), dtype=np.int64)
         )
         workers = loading.threads
-        # One thread each up to the sharing, so that batches reach both groups' collectives
-        # in order (the sampler's calls are collectives too).
-        stages = [
-            Stage("sample", sample),
-            Stage("labels", SeedLabels(data)),
-            Stage("share", ShareFirstLayer(exchange, whole)),
-            Stage("gather", GatherColumns(columns, exchange.rank), workers),
-        ]
+        stages = hybrid_stages(sample, SeedLabels(data), exchange, whole, columns, workers)
         if loading.copies_to_cuda:
             stages.append(Stage("copy", self._copy))
         self._set_stages(seed_batches, stages, prefetch * workers)

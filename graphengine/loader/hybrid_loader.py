@@ -135,6 +135,22 @@ class GatherColumns:
         return HybridBatch(batch, inputs, blocks, self.rank, nbytes)
 
 
+def hybrid_stages(
+    sample, labels, exchange: Exchange, whole: bool, columns: FeatureColumns, workers: int
+) -> list[Stage]:
+    """The hybrid loaders' stages: ``sample``, ``labels``, the first layers shared over
+    ``exchange`` and this worker's ``columns`` gathered, the last in ``workers`` threads. One
+    thread each up to the sharing, so that batches reach the collectives in order (a
+    sampler's calls across parts are collectives too; a local one parallelizes within a
+    batch)."""
+    return [
+        Stage("sample", sample),
+        Stage("labels", labels),
+        Stage("share", ShareFirstLayer(exchange, whole)),
+        Stage("gather", GatherColumns(columns, exchange.rank), workers),
+    ]
+
+
 class HybridNeighborLoader(StagedLoader):
     """Mini-batches for hybrid (P3-style) training: this worker's sampled batch, its labels,
     and its columns of every worker's first-layer inputs (:class:`HybridBatch`).
@@ -218,14 +234,7 @@ class HybridNeighborLoader(StagedLoader):
         )
         labels = GatherFeatures(FeatureStore({"y": dataset.y}))
         workers = loading.threads
-        # One thread up to the sharing, so that batches reach its collective in order (the
-        # sampler parallelizes within a batch).
-        stages = [
-            Stage("sample", sample),
-            Stage("labels", labels),
-            Stage("share", ShareFirstLayer(exchange, whole)),
-            Stage("gather", GatherColumns(columns, rank), workers),
-        ]
+        stages = hybrid_stages(sample, labels, exchange, whole, columns, workers)
         if loading.copies_to_cuda:
             stages.append(Stage("copy", self._copy))
         self._set_stages(seed_batches, stages, prefetch * workers)
