@@ -8,6 +8,7 @@ import numpy as np
 from graphengine.data.columns import FeatureColumns
 from graphengine.distributed.data import DistData
 from graphengine.loader.hybrid_loader import HybridNeighborLoader
+from graphengine.loader.pipeline import StagedLoader
 from graphengine.nn.forward import SeedLogits
 from graphengine.parallel import HybridParallel
 from graphengine.parallel.base import Strategy
@@ -22,6 +23,7 @@ class HybridBatches(SeedBatches):
     the same way (each worker holds a share of the feature columns)."""
 
     describes = "hybrid workers"
+    loader_class = HybridNeighborLoader
 
     @classmethod
     def accepts(cls, dataset, config: TrainConfig, strategy: Strategy) -> bool:
@@ -46,10 +48,10 @@ class HybridBatches(SeedBatches):
         """This worker's columns of the feature table, read from the dataset's ``x``."""
         return self.strategy.feature_columns(self.dataset.x)
 
-    def _loader(self, nodes: np.ndarray, shuffle: bool = False) -> HybridNeighborLoader:
-        """Hybrid batches: of the training nodes (``shuffle``: all workers pass them, each
-        takes its share of every step) or of this worker's evaluation nodes."""
-        return HybridNeighborLoader(
+    def _loader(self, nodes: np.ndarray, shuffle: bool = False) -> StagedLoader:
+        """Hybrid batches of the training nodes (``shuffle``) or of this worker's evaluation
+        nodes, in :attr:`loader_class` with :meth:`_seed_options`."""
+        return self.loader_class(
             self.dataset,
             list(self.config.fanouts),
             self.feature_columns,
@@ -58,11 +60,16 @@ class HybridBatches(SeedBatches):
             input_nodes=nodes,
             shuffle=shuffle,
             seed=self.config.seed if shuffle else self.config.seed + 1,
-            split_seeds=shuffle,
             whole=runs_whole(self.seed_logits),
             num_workers=self.config.num_workers,
             device=self.device,
+            **self._seed_options(shuffle),
         )
+
+    def _seed_options(self, shuffle: bool) -> dict:
+        """How the loader splits its seeds: the training nodes pass to all workers, each
+        taking its share of every step; evaluation nodes are this worker's own."""
+        return {"split_seeds": shuffle}
 
     def start_epoch(self, epoch: int) -> None:
         super().start_epoch(epoch)

@@ -4,15 +4,12 @@ holds its columns of every node, redistributed from the parts' rows once, at the
 
 from __future__ import annotations
 
-import numpy as np
-
 from graphengine.data.columns import FeatureColumns
 from graphengine.distributed.columns import redistribute_columns
 from graphengine.distributed.data import DistData
 from graphengine.loader.dist_hybrid_loader import DistHybridNeighborLoader
 from graphengine.parallel import HybridParallel
 from graphengine.parallel.base import Strategy
-from graphengine.parallel.hybrid import runs_whole
 from graphengine.train.batches.hybrid import HybridBatches
 from graphengine.train.batches.partitioned import part_totals
 from graphengine.train.config import TrainConfig
@@ -26,6 +23,7 @@ class HybridPartitionedBatches(HybridBatches):
     batches the same way, each worker on its own part's nodes."""
 
     describes = "hybrid workers on a partitioned graph"
+    loader_class = DistHybridNeighborLoader
 
     @classmethod
     def accepts(cls, dataset, config: TrainConfig, strategy: Strategy) -> bool:
@@ -36,22 +34,10 @@ class HybridPartitionedBatches(HybridBatches):
         the strategy's structure exchange (gloo, host memory, idle until the loaders run)."""
         return redistribute_columns(self.dataset.part, self.strategy.structure)
 
-    def _loader(self, nodes: np.ndarray, shuffle: bool = False) -> DistHybridNeighborLoader:
-        """Hybrid batches of this part's training nodes (``shuffle``) or of its evaluation
-        nodes, seeded as the partitioned kind's and the sampled evaluation's are."""
-        return DistHybridNeighborLoader(
-            self.dataset,
-            list(self.config.fanouts),
-            self.feature_columns,
-            self.strategy.structure,
-            batch_size=self.worker_batch_size,
-            input_nodes=nodes,
-            shuffle=shuffle,
-            seed=self.config.seed if shuffle else self.config.seed + 1,
-            whole=runs_whole(self.seed_logits),
-            num_workers=self.config.num_workers,
-            device=self.device,
-        )
+    def _seed_options(self, shuffle: bool) -> dict:
+        """None: each worker's seeds are its own part's nodes, seeded as the partitioned
+        kind's and the sampled evaluation's are."""
+        return {}
 
     def traffic(self) -> dict:
         return self.loader.reset_structure_stats()
