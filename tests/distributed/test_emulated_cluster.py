@@ -184,25 +184,36 @@ def test_training_across_hosts_reaches_the_single_machine_accuracy(
     assert final["parallel"] == parallel
 
 
-@pytest.mark.parametrize("num_hosts", [2, 3])
-def test_partitioned_training_with_each_host_holding_only_its_part(
-    tmp_path, synthetic_small, num_hosts
-):
-    root, single_acc = synthetic_small
-    parts = tmp_path / "parts"
-    partition = ["partition", "--dataset", "synthetic-small", "--root", root]
-    partition += ["--parts", num_hosts, "--out", parts]
+def partition(root, out, parts: int):
+    """``graphengine partition`` of synthetic-small under ``root`` into ``parts`` at ``out``."""
+    args = ["partition", "--dataset", "synthetic-small", "--root", root]
+    args += ["--parts", parts, "--out", out]
     done = subprocess.run(
-        [sys.executable, "-m", "graphengine", *map(str, partition)],
+        [sys.executable, "-m", "graphengine", *map(str, args)],
         capture_output=True,
         text=True,
         timeout=240,
     )
     assert done.returncode == 0, done.stderr[-3000:]
+    return out
+
+
+def copy_parts(cluster: EmulatedCluster, parts) -> list:
+    """Each host's copy of the partition, holding its own part and no other."""
+    copies = cluster.copy_partition(parts)
+    for rank, copy in enumerate(copies):
+        assert sorted(p.name for p in copy.glob("part-*")) == [f"part-{rank}"]
+    return copies
+
+
+@pytest.mark.parametrize("num_hosts", [2, 3])
+def test_partitioned_training_with_each_host_holding_only_its_part(
+    tmp_path, synthetic_small, num_hosts
+):
+    root, single_acc = synthetic_small
+    parts = partition(root, tmp_path / "parts", num_hosts)
     with EmulatedCluster(num_hosts, tmp_path / "cluster") as cluster:
-        copies = cluster.copy_partition(parts)
-        for rank, copy in enumerate(copies):
-            assert sorted(p.name for p in copy.glob("part-*")) == [f"part-{rank}"]
+        copies = copy_parts(cluster, parts)
         runs = cluster.torchrun(
             lambda host: train(
                 "--partitions", copies[host.rank], batch_size=1024 - 1024 % num_hosts
@@ -217,20 +228,9 @@ def test_partitioned_training_with_each_host_holding_only_its_part(
 
 def test_hybrid_on_parts_with_each_host_holding_only_its_part(tmp_path, synthetic_small):
     root, single_acc = synthetic_small
-    parts = tmp_path / "parts"
-    partition = ["partition", "--dataset", "synthetic-small", "--root", root]
-    partition += ["--parts", 2, "--out", parts]
-    done = subprocess.run(
-        [sys.executable, "-m", "graphengine", *map(str, partition)],
-        capture_output=True,
-        text=True,
-        timeout=240,
-    )
-    assert done.returncode == 0, done.stderr[-3000:]
+    parts = partition(root, tmp_path / "parts", 2)
     with EmulatedCluster(2, tmp_path / "cluster") as cluster:
-        copies = cluster.copy_partition(parts)
-        for rank, copy in enumerate(copies):
-            assert sorted(p.name for p in copy.glob("part-*")) == [f"part-{rank}"]
+        copies = copy_parts(cluster, parts)
         runs = cluster.torchrun(
             lambda host: train("--partitions", copies[host.rank], "--parallel", "hybrid"),
             timeout_s=240,
