@@ -3,8 +3,6 @@ remote-row caches' hit rates."""
 
 from __future__ import annotations
 
-import argparse
-
 from graphengine.data.partition import METHODS
 
 from . import options, values
@@ -17,7 +15,10 @@ def add_parser(benches) -> None:
     options.add_dataset(part, default=options.BENCH_DATASET)
     part.add_argument("--parts", type=values.ints, default=[2, 4], help="K measured (processes)")
     part.add_argument(
-        "--methods", type=methods, default=["metis", "random"], help="partitioning methods"
+        "--methods",
+        type=options.choices_of(METHODS),
+        default=["metis", "random"],
+        help="partitioning methods",
     )
     options.add_fanouts(part)
     options.add_batch_size(part, help="the global batch, split over K")
@@ -38,17 +39,6 @@ def add_parser(benches) -> None:
         help="global batches simulated",
     )
     part.set_defaults(run=run)
-
-
-def methods(text: str) -> list[str]:
-    """Comma-separated partitioning methods, each one of ``METHODS``."""
-    chosen = [m.strip() for m in text.split(",") if m.strip()]
-    unknown = [m for m in chosen if m not in METHODS]
-    if not chosen or unknown:
-        raise argparse.ArgumentTypeError(
-            f"methods must be among {', '.join(METHODS)} (got {text!r})"
-        )
-    return chosen
 
 
 def run(args) -> int:

@@ -3,7 +3,6 @@ candidate trained for real on an emulated cluster (:mod:`graphengine.bench.plan`
 
 from __future__ import annotations
 
-import argparse
 import logging
 
 from graphengine.bench.plan_stats import CANDIDATES, LINKS
@@ -30,7 +29,7 @@ def add_parser(benches) -> None:
     )
     plan.add_argument(
         "--links",
-        type=choices_of(LINKS),
+        type=options.choices_of(LINKS),
         default=list(LINKS),
         help="fast: links that carry what this machine pushes through the bridge (measured, "
         "see --fast-mbit); slow: --slow-factor times slower, set with tbf",
@@ -53,7 +52,7 @@ def add_parser(benches) -> None:
     plan.add_argument("--hidden", type=values.ints, default=[64, 256], help="hidden widths")
     plan.add_argument(
         "--candidates",
-        type=choices_of(CANDIDATES),
+        type=options.choices_of(CANDIDATES),
         default=list(CANDIDATES),
         help="the candidates trained for real",
     )
@@ -103,21 +102,6 @@ def add_parser(benches) -> None:
         help="seconds one plan or training run may take before it is stopped (and failed)",
     )
     plan.set_defaults(run=run)
-
-
-def choices_of(allowed: tuple[str, ...]):
-    """An argparse type: comma-separated names, each one of ``allowed``."""
-
-    def parse(text: str) -> list[str]:
-        chosen = [name.strip() for name in text.split(",") if name.strip()]
-        unknown = [name for name in chosen if name not in allowed]
-        if not chosen or unknown:
-            raise argparse.ArgumentTypeError(
-                f"expected comma-separated names among {', '.join(allowed)} (got {text!r})"
-            )
-        return chosen
-
-    return parse
 
 
 def run(args) -> int:

@@ -202,3 +202,18 @@ def apply_scale(parser: argparse.ArgumentParser, args: argparse.Namespace) -> No
     if args.dataset != "synthetic-papers":
         parser.error(f"--scale sizes --dataset synthetic-papers (got {args.dataset!r})")
     args.dataset = store_name(args.scale)
+
+
+def choices_of(allowed: tuple[str, ...]):
+    """An argparse type: comma-separated names, each one of ``allowed``."""
+
+    def parse(text: str) -> list[str]:
+        chosen = [name.strip() for name in text.split(",") if name.strip()]
+        unknown = [name for name in chosen if name not in allowed]
+        if not chosen or unknown:
+            raise argparse.ArgumentTypeError(
+                f"expected comma-separated names among {', '.join(allowed)} (got {text!r})"
+            )
+        return chosen
+
+    return parse
