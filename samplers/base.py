@@ -5,8 +5,10 @@ from :class:`BaseSampler` and takes :class:`SamplerInput` (seed nodes) or
 :class:`EdgeSamplerInput` (seed edges, for link prediction); loaders call nothing else.
 """
 
+from __future__ import annotations
+
 from abc import ABC, abstractmethod
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import numpy as np
 
@@ -100,6 +102,24 @@ class SamplerOutput:
     batch: np.ndarray | None = None
     edge_weight: np.ndarray | None = None
     seed_time: np.ndarray | None = None
+
+    @property
+    def on_device(self) -> bool:
+        """Whether the arrays are a GPU's (a sampler with ``device="cuda"``)."""
+        return hasattr(self.node, "copy_to_host")
+
+    def to_host(self) -> SamplerOutput:
+        """This output with NumPy arrays: itself when they already are, else the GPU's arrays
+        copied to the host, ``row`` and ``col`` as the two rows of one ``[2, num_edges]``
+        array (see :func:`as_edge_index`)."""
+        if not self.on_device:
+            return self
+        pair = np.stack([self.row.copy_to_host(), self.col.copy_to_host()])
+        host = {
+            name: None if value is None else value.copy_to_host()
+            for name, value in (("node", self.node), ("edge", self.edge), ("batch", self.batch))
+        }
+        return replace(self, row=pair[0], col=pair[1], **host)
 
 
 def as_edge_index(row: np.ndarray, col: np.ndarray) -> np.ndarray:

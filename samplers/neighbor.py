@@ -20,6 +20,7 @@ from samplers._kernels.random import hop_key
 from samplers._kernels.threading import numba_threads, parallel_guard
 from samplers.base import BaseSampler, SamplerInput, SamplerOutput
 from samplers.csc import check_csc, check_max_degree, check_node_ids, check_times, check_weights
+from samplers.device import DeviceGraph, cuda_index, sample_on_device
 from samplers.hop import (
     MAX_BATCH_SEEDS,
     REPEAT_MASK,
@@ -357,6 +358,19 @@ class NeighborSampler(MultiHopSampler):
         node_time: optional integer ``[num_nodes]``, each node's time.
         edge_time: optional integer ``[num_edges]`` (CSC order), each edge's time.
         temporal_strategy: ``"uniform"`` or ``"last"``.
+        device: where batches are sampled: ``"cpu"`` (the default) or a CUDA GPU
+            (``"cuda"``, ``"cuda:1"``, a ``torch.device``; needs the ``numba-cuda`` package).
+            On a GPU the output's ``node``, ``row``, ``col``, ``edge`` and ``batch`` are device
+            arrays (torch reads them without a copy through ``__cuda_array_interface__``;
+            :meth:`SamplerOutput.to_host` gives NumPy's), equal to the CPU's bit for bit.
+            Weighted sampling and bidirectional or induced subgraphs run on the CPU only.
+        graph_placement: where a GPU reads the graph: ``"device"`` (its memory), ``"mapped"``
+            (page-locked host memory read over the bus, for graphs beyond GPU memory) or
+            ``"auto"`` (the device when the graph takes at most half its free memory); see
+            :class:`samplers.device.DeviceGraph`.
+        device_memory: where GPU sampling calls get their stream and memory (Numba's by
+            default; ``graphengine.ops.TorchDeviceMemory()`` shares torch's caching
+            allocator, which the loaders use).
 
     ``edge`` in its output is each edge's CSC position. Calls from several threads at once
     are safe: Numba runs on a thread-safe threading layer (``omp`` or ``tbb``), or, where
@@ -377,6 +391,9 @@ class NeighborSampler(MultiHopSampler):
         node_time: np.ndarray | None = None,
         edge_time: np.ndarray | None = None,
         temporal_strategy: str = "uniform",
+        device=None,
+        graph_placement: str = "auto",
+        device_memory=None,
     ):
         if validate:
             check_csc(indptr, indices)
@@ -429,6 +446,53 @@ class NeighborSampler(MultiHopSampler):
         if sampled_weights is not None:
             with parallel_guard():
                 self._cumulative = weighted.running_sums(indptr, sampled_weights)
+        self._device_graph = None
+        gpu = cuda_index(device)
+        if gpu is not None:
+            self._device_graph = self._on_gpu(gpu, graph_placement, device_memory)
+
+    @property
+    def device(self) -> str:
+        """Where batches are sampled: ``"cpu"`` or ``"cuda:N"``."""
+        return "cpu" if self._device_graph is None else f"cuda:{self._device_graph.device}"
+
+    def _on_gpu(self, gpu: int, placement: str, memory) -> DeviceGraph:
+        """The graph on GPU ``gpu``, for the options the GPU kernels draw as the CPU's do."""
+        for refused, what in (
+            (self.weights is not None, "weighted sampling ('weights')"),
+            (self.subgraph_type != "directional", f"subgraph_type={self.subgraph_type!r}"),
+        ):
+            if refused:
+                raise ValueError(
+                    f"{what} is not sampled on the GPU; use device='cpu' for it, or "
+                    "unweighted, directional sampling on the GPU"
+                )
+        return DeviceGraph(
+            self.indptr, self._indices, self._times, self._order, gpu, placement, memory
+        )
+
+    def _sample(
+        self,
+        inputs: SamplerInput,
+        seeds: np.ndarray,
+        seed_time: np.ndarray | None,
+        disjoint: bool,
+    ) -> SamplerOutput:
+        if self._device_graph is None:
+            return super()._sample(inputs, seeds, seed_time, disjoint)
+        last = self.temporal and self.temporal_strategy == "last"
+        return sample_on_device(
+            self._device_graph,
+            self.fanouts,
+            replace=self.replace and not last,
+            keep_last=last,
+            seeds=seeds,
+            seed_time=seed_time,
+            disjoint=disjoint,
+            hop_keys=[self.hop_key(inputs.seed, hop) for hop in range(len(self.fanouts))],
+            input_id=inputs.input_id,
+            input_time=None if inputs.time is None else seed_time,
+        )
 
     @property
     def temporal(self) -> bool:
