@@ -456,6 +456,11 @@ class NeighborSampler(MultiHopSampler):
         """Where batches are sampled: ``"cpu"`` or ``"cuda:N"``."""
         return "cpu" if self._device_graph is None else f"cuda:{self._device_graph.device}"
 
+    @property
+    def graph_placement(self) -> str | None:
+        """Where the GPU reads the graph (``"device"`` or ``"mapped"``), ``None`` on the CPU."""
+        return None if self._device_graph is None else self._device_graph.placement
+
     def _on_gpu(self, gpu: int, placement: str, memory) -> DeviceGraph:
         """The graph on GPU ``gpu``, for the options the GPU kernels draw as the CPU's do."""
         for refused, what in (

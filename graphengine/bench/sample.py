@@ -38,6 +38,7 @@ def run(
     root: str | None = None,
     vs: Sequence[str] = (),
     seed: int = 0,
+    device: str = "cpu",
 ) -> dict:
     """Time ``batches`` batches of the training split; print a table and a JSON line.
 
@@ -47,7 +48,9 @@ def run(
     ``threads=1``), the sampler alone, and for the peers in ``vs`` (``'pyg'``, ``'dgl'``)
     PyG's NeighborLoader and DGL's ``DataLoader`` with its ``NeighborSampler`` (gathering
     ``feat`` and ``label``) on the same seeds; a peer that cannot run here is logged, with
-    why, and its row says so.
+    why, and its row says so. With a CUDA ``device``, also the sampler on that GPU alone and
+    the NeighborLoader with batches on it (two sampling threads), sampled on the GPU and on
+    the CPU.
     """
     check_peers(vs)
     set_threads(threads)
@@ -93,6 +96,8 @@ def run(
         inline_edges_per_s=inline_edges / inline_s,
         sampler_only_edges_per_s=kernel_edges / kernel_s,
     )
+    if torch.device(device).type == "cuda":
+        _gpu_rows(data, fanouts, batch_size, seeds, seed, device, rows, summary)
     peers = {"pyg": ("PyG NeighborLoader", _time_pyg), "dgl": ("DGL NeighborSampler", _time_dgl)}
     for key in (peer for peer in PEERS if peer in vs):
         name, time_peer = peers[key]
@@ -119,6 +124,40 @@ def run(
     return summary
 
 
+def _gpu_rows(data, fanouts, batch_size, seeds, seed, device, rows, summary) -> None:
+    """The rows (and ``summary`` entries) of sampling on GPU ``device``: the sampler alone,
+    then loaders whose batches go there, sampled there and on the CPU."""
+    timed = len(seeds) - batch_size
+    sampler = NeighborSampler(
+        data.graph.indptr,
+        data.graph.indices,
+        fanouts,
+        validate=not data.graph.validated,
+        device=device,
+    )
+    gpu_s, gpu_edges = _time_sampler(sampler, seeds, batch_size, seed)
+    name = f"graphengine sampler only ({sampler.device}, graph {sampler.graph_placement})"
+    rows.append(_row(name, timed, gpu_edges, gpu_s))
+    summary.update(
+        gpu_sampler_edges_per_s=gpu_edges / gpu_s, graph_placement=sampler.graph_placement
+    )
+    for sample_on in ("cuda", "cpu"):
+        loader = NeighborLoader(
+            data,
+            fanouts,
+            batch_size=batch_size,
+            input_nodes=seeds,
+            seed=seed,
+            num_workers=2,
+            device=device,
+            sample_on=sample_on,
+        )
+        loader_s, edges = _time_batches(loader)
+        name = f"graphengine NeighborLoader (device={device}, sample_on={sample_on})"
+        rows.append(_row(name, timed, edges, loader_s))
+        summary[f"gpu_loader_sample_on_{sample_on}_edges_per_s"] = edges / loader_s
+
+
 def set_threads(threads: int) -> None:
     """Use ``threads`` threads in Numba's kernels and in torch's operators."""
     if threads < 1 or threads > numba.config.NUMBA_NUM_THREADS:
@@ -141,6 +180,8 @@ def _time_batches(loader) -> tuple[float, int]:
     start = time.perf_counter()
     for batch in iterator:
         edges += batch.edge_index.shape[1]
+    if torch.cuda.is_available():  # the last batch's gathers may still run there
+        torch.cuda.synchronize()
     return time.perf_counter() - start, edges
 
 

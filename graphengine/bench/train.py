@@ -80,6 +80,7 @@ def run(
     seed: int = 0,
     forward: str = "auto",
     device: str = "cpu",
+    sample_on: str | None = None,
     rounds: int = 1,
     tune_peers: bool = False,
     precision: str = "fp32",
@@ -130,6 +131,7 @@ def run(
         "seed": seed,
         "forward": forward,
         "device": device,
+        "sample_on": sample_on,
         "tune_peers": bool(tune_peers),
         "precision": precision,
         "model": model,
@@ -174,6 +176,7 @@ def run(
         wall_over_slowest=wall / stages[slowest],
         overlap=sum(v for k, v in stages.items() if k != "waiting") / wall,
         waiting_share=stages["waiting"] / wall,
+        step_over_compute=wall / stages["compute"],
     )
     stage_rows = [
         [f"  stage: {k}", v / batches, "", v / batches * batches_per_epoch, "", "", "", ""]
@@ -267,6 +270,7 @@ def _report(
         "batches": config["batches"],
         "threads": config["threads"],
         "device": config["device"],
+        "sample_on": config["sample_on"],
         "rounds": rounds,
         "allocator_tuned": first["allocator_tuned"],
         "forward": first["forward"],
@@ -353,6 +357,7 @@ def process(config: dict) -> dict:
             config["precision"],
             config["profile"],
             config["feature_cache"],
+            config["sample_on"],
         )
         out["allocator_tuned"] = tuned
         if epochs:
@@ -422,6 +427,7 @@ def _graphengine_steps(
     precision="fp32",
     profiled=0,
     feature_cache=None,
+    sample_on=None,
 ) -> dict:
     """Times ``batches`` steps of a pass, after its first step (which compiles the kernels
     and warms the pass's host cache, as each peer's first step does in its timed pass);
@@ -445,7 +451,7 @@ def _graphengine_steps(
         feature_cache=feature_cache,
     )
     seeds = np.random.default_rng(seed).permutation(np.asarray(dataset.train_idx))
-    on_device = {"device": device, "pin_memory": device.type == "cuda"}
+    on_device = {"device": device, "pin_memory": device.type == "cuda", "sample_on": sample_on}
     store = trainer.batches.features.store
     loader = NeighborLoader(
         (store, dataset.graph) if store is not None else dataset,

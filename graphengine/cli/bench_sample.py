@@ -39,6 +39,12 @@ def add_parser(benches) -> None:
         help="GraphSAINT's random-walk, node or edge sampler (saint)",
     )
     options.add_walk_length(sample, help="steps per walk (saint, walk)", default=2, shortest=0)
+    sample.add_argument(
+        "--device",
+        default="cpu",
+        help="node: also time sampling on this GPU (e.g. cuda): the sampler alone, and the "
+        "NeighborLoader with batches on it, sampled there and on the CPU",
+    )
     options.add_peers(
         sample,
         help="also time PyG's namesake loaders, where its backend runs them, and/or DGL 2.1's "
@@ -59,8 +65,11 @@ def run(args) -> int:
             args.threads,
             root=args.root,
             vs=args.vs,
+            device=args.device,
         )
         return 0
+    if args.device != "cpu":
+        raise ValueError(f"--device {args.device} is for --loader node (got {args.loader})")
     from graphengine.bench import loaders
 
     loaders.run(

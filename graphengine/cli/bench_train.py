@@ -96,7 +96,15 @@ def _add_graphengine_options(train: argparse.ArgumentParser) -> None:
     train.add_argument(
         "--device",
         default="cpu",
-        help="where the models train (e.g. cuda); loading stays on the CPU",
+        help="where the models train (e.g. cuda); graphengine then samples there too, unless "
+        "--sample-on cpu",
+    )
+    train.add_argument(
+        "--sample-on",
+        choices=["auto", "cpu", "cuda"],
+        default="auto",
+        help="where graphengine samples (the NeighborLoader's sample_on): auto, on a CUDA "
+        "--device where the GPU kernels draw the options, else the CPU",
     )
 
 
@@ -171,6 +179,7 @@ def run(args) -> int:
         epochs=args.epochs,
         forward=args.forward,
         device=args.device,
+        sample_on=None if args.sample_on == "auto" else args.sample_on,
         rounds=args.rounds,
         tune_peers=args.tune_peers,
         precision=args.precision,

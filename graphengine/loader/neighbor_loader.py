@@ -17,11 +17,13 @@ from graphengine.loader.config import (
     loading_config,
     subgraph_type_of,
 )
+from graphengine.loader.device_sampling import sampling_device
 from graphengine.loader.pipeline import StagedLoader
 from graphengine.loader.sources import (
     gather_through_pyg,
     graph_source,
     is_pyg_sampler,
+    is_pyg_store_pair,
     pyg_node_stages,
     sample_nodes,
 )
@@ -101,7 +103,17 @@ class NeighborLoader(StagedLoader):
             being loaded or wait for the caller at any time (memory grows with it).
         device: where batches go; a CUDA device adds a copy stage on a side stream, and
             tables that are pinned (``FeatureStore.pin_memory_``) or cached on the GPU
-            (``enable_cache``) are gathered there directly, by zero-copy.
+            (``enable_cache``) are gathered there directly, by zero-copy. A CUDA device
+            also samples there by default (see ``sample_on``).
+        sample_on: where batches are sampled: ``"cpu"``, ``"cuda"`` (``"cuda:N"``), or
+            ``None`` (the default): on the GPU that ``device`` names, when Numba's CUDA
+            target (``numba-cuda``) finds it and the options are ones the GPU kernels draw
+            (homogeneous, node-wise, unweighted, directional), else on the CPU. On the GPU
+            the graph sits in its memory (or, when it takes more than half the free memory,
+            in page-locked host memory the GPU reads), the feature tables are pinned and
+            gathered there by zero-copy or from a GPU cache, and no id of a batch passes
+            through the host; the batches equal the CPU's (see
+            :mod:`graphengine.loader.device_sampling`).
         pin_memory: gather features into pinned memory (for fast host-to-device copies).
         rank, world_size: for data-parallel training: this rank loads only its equal,
             disjoint share of each epoch's seeds (see :class:`SeedBatches`); needs ``seed``.
@@ -143,6 +155,7 @@ class NeighborLoader(StagedLoader):
         world_size: int = 1,
         input_id=None,
         custom_cls: type | None = None,
+        sample_on: str | torch.device | None = None,
         **kwargs,
     ):
         subgraph_type = subgraph_type_of(subgraph_type, directed)
@@ -188,6 +201,7 @@ class NeighborLoader(StagedLoader):
             transform=transform,
             transform_sampler_output=transform_sampler_output,
             custom_cls=custom_cls,
+            sample_on=sample_on,
         )
 
     def _compose(
@@ -203,9 +217,11 @@ class NeighborLoader(StagedLoader):
         transform,
         transform_sampler_output,
         custom_cls,
+        sample_on=None,
     ) -> None:
         """Seeds -> sample -> gather -> copy for ``data``: graphengine's sampler and
-        gathering (:mod:`.sources`), or a user's PyG sampler's own stages."""
+        gathering (:mod:`.sources`), or a user's PyG sampler's own stages; sampled on the
+        CPU or, for ``sample_on`` (see :func:`.device_sampling.sampling_device`), a GPU."""
         graph = None
         if is_pyg_sampler(neighbor_sampler):
             sample, gather = pyg_node_stages(
@@ -219,6 +235,12 @@ class NeighborLoader(StagedLoader):
             )
             num_seeds = int(sample.input_data.node.numel())
         else:
+            homogeneous = (
+                neighbor_sampler is None
+                and transform_sampler_output is None
+                and not isinstance(data, HeteroData)
+                and not is_pyg_store_pair(data)
+            )
             source = graph_source(
                 data,
                 sampling,
@@ -227,6 +249,9 @@ class NeighborLoader(StagedLoader):
                 loading.pin_memory,
                 loading.device,
                 custom_cls,
+                sampling_device(
+                    sample_on, loading, sampling, homogeneous, sampling.weight_attr is not None
+                ),
             )
             sample = sample_nodes(source, input_nodes, input_time, input_id)
             gather = source.gather
@@ -301,7 +326,7 @@ class LaborLoader(NeighborLoader):
             layer_dependency=layer_dependency,
             **_take(kwargs, _NODE_WISE),
         )
-        nodes = _take(kwargs, ("input_nodes", "input_id", "transform", "custom_cls"))
+        nodes = _take(kwargs, ("input_nodes", "input_id", "transform", "custom_cls", "sample_on"))
         loading = loading_config(type(self).__name__, kwargs)
         self._compose(
             data,
@@ -314,6 +339,7 @@ class LaborLoader(NeighborLoader):
             transform=nodes.get("transform"),
             transform_sampler_output=None,
             custom_cls=nodes.get("custom_cls"),
+            sample_on=nodes.get("sample_on"),
         )
 
 

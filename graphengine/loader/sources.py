@@ -25,6 +25,7 @@ from graphengine.data.graph_store import Graph
 from graphengine.datasets.dataset import GraphDataset
 from graphengine.loader.adapters import as_numpy, check_input_ids
 from graphengine.loader.config import SamplingConfig
+from graphengine.loader.device_sampling import TorchDeviceMemory
 from graphengine.loader.hetero import (
     GatherHeteroFeatures,
     HeteroGraph,
@@ -78,11 +79,15 @@ def graph_source(
     pin_memory: bool = False,
     device: torch.device | None = None,
     custom_cls: type | None = None,
+    sample_device: torch.device | None = None,
 ) -> GraphSource:
     """The :class:`GraphSource` of ``data``: its sampler built from ``sampling`` (with
     ``num_threads`` Numba threads per call) unless ``neighbor_sampler`` is given; batches
     gathered for ``device`` (into pinned memory with ``pin_memory``), those of a store pair
-    as ``custom_cls`` (PyG's argument)."""
+    as ``custom_cls`` (PyG's argument). With ``sample_device`` (a GPU, for homogeneous data,
+    see :func:`~graphengine.loader.device_sampling.sampling_device`) the sampler draws there
+    and the feature tables are pinned, so that the GPU gathers them by zero-copy with the ids
+    it sampled."""
     if neighbor_sampler is not None and not isinstance(neighbor_sampler, BaseSampler):
         raise TypeError(
             "'neighbor_sampler' must be a samplers.BaseSampler or a "
@@ -92,11 +97,19 @@ def graph_source(
         return _heterogeneous(data, sampling, num_threads, neighbor_sampler)
     if is_pyg_store_pair(data):
         return _remote(data, sampling, num_threads, neighbor_sampler, custom_cls)
-    return _homogeneous(data, sampling, num_threads, neighbor_sampler, pin_memory, device)
+    return _homogeneous(
+        data, sampling, num_threads, neighbor_sampler, pin_memory, device, sample_device
+    )
 
 
-def _homogeneous(data, sampling, num_threads, sampler, pin_memory, device) -> GraphSource:
+def _homogeneous(
+    data, sampling, num_threads, sampler, pin_memory, device, sample_device=None
+) -> GraphSource:
     graph, gather = graph_and_gather(data, pin_memory, device)
+    if sample_device is not None and device is not None and device.type == "cuda":
+        for store in (gather.nodes, gather.edges):
+            if store is not None:
+                store.pin_memory_()
     if sampler is not None:
         if getattr(sampler, "num_nodes", graph.num_nodes) != graph.num_nodes:
             raise ValueError(
@@ -106,16 +119,21 @@ def _homogeneous(data, sampling, num_threads, sampler, pin_memory, device) -> Gr
         return GraphSource(graph, sampler, gather)
     graph.validate()  # once per graph: the kernels do not check bounds
     attributes = sampling_attributes(data, graph, sampling.time_attr, sampling.weight_attr)
-    sampler = homogeneous_sampler(graph, sampling, num_threads, attributes)
+    sampler = homogeneous_sampler(graph, sampling, num_threads, attributes, sample_device)
     return GraphSource(graph, sampler, gather, "edge_time" in attributes)
 
 
 def homogeneous_sampler(
-    graph: Graph, sampling: SamplingConfig, num_threads: int, attributes: dict | None = None
+    graph: Graph,
+    sampling: SamplingConfig,
+    num_threads: int,
+    attributes: dict | None = None,
+    sample_device: torch.device | None = None,
 ) -> BaseSampler:
     """The sampler of ``sampling.kind`` over ``graph`` (validated), with ``num_threads``
     Numba threads per call; node-wise ones with ``attributes`` (``weights``, ``node_time``
-    or ``edge_time`` arrays in CSC order), none by default."""
+    or ``edge_time`` arrays in CSC order), none by default, on the GPU ``sample_device``
+    (with torch's streams and memory) when given."""
     if sampling.kind == "labor":
         return LaborSampler(
             graph.indptr,
@@ -136,6 +154,9 @@ def homogeneous_sampler(
         disjoint=sampling.disjoint,
         subgraph_type=sampling.subgraph_type,
         temporal_strategy=sampling.temporal_strategy,
+        device=sample_device,
+        # torch's streams and memory where torch drives the GPU (not in Numba's simulator)
+        device_memory=TorchDeviceMemory() if torch.cuda.is_available() else None,
         **(attributes or {}),
     )
 

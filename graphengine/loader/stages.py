@@ -20,6 +20,7 @@ from torch_geometric.data import Data
 from graphengine import ops
 from graphengine.data.arrays import as_tensor
 from graphengine.data.feature_store import FeatureStore
+from graphengine.loader.device_sampling import as_device_tensor
 from graphengine.loader.seeds import BatchRequest
 from samplers import BaseSampler, SamplerInput, SamplerOutput, as_edge_index
 
@@ -144,7 +145,10 @@ class GatherFeatures:
     - otherwise on the host, into pinned memory when ``pin_memory``.
 
     Ids are checked on the host before they are copied to a GPU, so that a bad id is an
-    ``IndexError``, not the CUDA kernels' device-side assertion.
+    ``IndexError``, not the CUDA kernels' device-side assertion. The output of a sampler on
+    the GPU (``SamplerOutput.on_device``) is read where it is, without a copy: its ids are on
+    that GPU already, valid by construction, and gathered there (the loader pins the tables
+    for it); for a batch that does not go to a GPU it is copied to the host first.
 
     Args:
         nodes: the node-level tables, gathered through the extension.
@@ -173,6 +177,7 @@ class GatherFeatures:
         self.edges = edges
         self.other_attrs = other_attrs or {}
         self.edge_ids = None if edge_ids is None else as_tensor(edge_ids)
+        self._edge_ids_by_device: dict[torch.device, torch.Tensor] = {}
         self.odd_attrs = odd_attrs or {}
         self.pin_memory = pin_memory
         self.device = device
@@ -199,23 +204,33 @@ class GatherFeatures:
         return None
 
     def __call__(self, out: SamplerOutput) -> Data:
-        n_id = torch.from_numpy(out.node)
-        edge = torch.from_numpy(out.edge)
-        e_id = edge if self.edge_ids is None else self.edge_ids[edge]
-        data = Data(edge_index=torch.from_numpy(as_edge_index(out.row, out.col)))
+        if out.on_device and not (self.device is not None and self.device.type == "cuda"):
+            out = out.to_host()  # sampled on a GPU for a batch that goes elsewhere
+        n_id = as_device_tensor(out.node)
+        edge = as_device_tensor(out.edge)
+        e_id = edge if self.edge_ids is None else self._edge_ids_on(edge.device)[edge]
+        if out.on_device:
+            edge_index = torch.stack([as_device_tensor(out.row), as_device_tensor(out.col)])
+        else:
+            edge_index = torch.from_numpy(as_edge_index(out.row, out.col))
+        data = Data(edge_index=edge_index)
         for store, index in ((self.nodes, n_id), (self.edges, e_id)):
-            on_device: dict[torch.device, torch.Tensor] = {}  # index copied once per device
+            on_device = {index.device: index}  # index copied once per device
             for key in store.keys() if store is not None else ():
-                device = self.placement(store, key)
-                if device is None:
-                    data[key] = store.gather(key, index, self._pinned(store[key], index))
-                    continue
+                device = self.placement(store, key) or torch.device("cpu")
                 if device not in on_device:
-                    ops.check_index(index, store.num_nodes)
-                    on_device[device] = index.to(device, non_blocking=True)
-                data[key] = store.gather(key, on_device[device])
+                    if index.device.type == "cpu":  # an IndexError here, not a device assert
+                        ops.check_index(index, store.num_nodes)
+                    on_device[device] = index.to(device, non_blocking=device.type == "cuda")
+                ids = on_device[device]
+                if device.type == "cpu":
+                    data[key] = store.gather(key, ids, self._pinned(store[key], ids))
+                else:
+                    data[key] = store.gather(key, ids)
         for key, (value, dim, level) in self.odd_attrs.items():
-            data[key] = as_tensor(value).index_select(dim, n_id if level == "node" else e_id)
+            value = as_tensor(value)
+            index = n_id if level == "node" else e_id
+            data[key] = value.index_select(dim, index.to(value.device))
         for key, value in self.other_attrs.items():
             data[key] = value
         data.num_nodes = int(out.node.shape[0])
@@ -223,6 +238,14 @@ class GatherFeatures:
         data.e_id = e_id
         add_batch_fields(data, out)
         return data
+
+    def _edge_ids_on(self, device: torch.device) -> torch.Tensor:
+        """``edge_ids`` on ``device``, copied there once."""
+        if device == self.edge_ids.device:
+            return self.edge_ids
+        if device not in self._edge_ids_by_device:
+            self._edge_ids_by_device[device] = self.edge_ids.to(device)
+        return self._edge_ids_by_device[device]
 
     def _pinned(self, table: torch.Tensor, index: torch.Tensor) -> torch.Tensor | None:
         """A pinned output buffer for ``table``'s rows at ``index`` (torch caches pinned
@@ -243,7 +266,7 @@ def add_batch_fields(data, out: SamplerOutput) -> None:
     data.input_id = torch.from_numpy(out.input_id)
     data.batch_size = out.batch_size
     if out.batch is not None:
-        data.batch = torch.from_numpy(out.batch)
+        data.batch = as_device_tensor(out.batch)
     if out.seed_time is not None:
         data.seed_time = torch.from_numpy(out.seed_time)
     if out.num_sampled_nodes is not None:

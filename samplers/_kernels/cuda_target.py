@@ -127,14 +127,14 @@ class Stream:
 
 if cuda is not None:
 
-    @cuda.jit
+    @cuda.jit(cache=True)
     def fill(values, value):
         """``values[:] = value``."""
         i = cuda.grid(1)
         if i < values.shape[0]:
             values[i] = value
 
-    @cuda.jit
+    @cuda.jit(cache=True)
     def _scan_blocks(values, out, block_sums):
         """Each block's inclusive running sums of ``values`` into ``out[1:]``, and its total
         into ``block_sums``: Hillis and Steele's scan over one block in shared memory."""
@@ -156,7 +156,7 @@ if cuda is not None:
         if tid == SCAN_BLOCK - 1:
             block_sums[cuda.blockIdx.x] = shared[tid]
 
-    @cuda.jit
+    @cuda.jit(cache=True)
     def _add_block_offsets(out, block_offsets):
         """Adds the sum of the earlier blocks (``block_offsets``, exclusive) to each block's
         entries of ``out[1:]``, and sets ``out[0] = 0``."""

@@ -32,7 +32,7 @@ TREE_BITS = ~REPEAT_MASK
 
 if cuda is not None:
 
-    @cuda.jit
+    @cuda.jit(cache=True)
     def hop_ranges(
         indptr, keys, times, tree_limits, keep_last, fanout, replace, starts, degrees, counts
     ):
@@ -74,7 +74,7 @@ if cuda is not None:
         else:
             counts[i] = min(degree, fanout)
 
-    @cuda.jit
+    @cuda.jit(cache=True)
     def hop_draw(starts, degrees, offsets, fanout, replace, key, streams, first_local, edges, cols):
         """Frontier node ``i`` draws its ``offsets[i + 1] - offsets[i]`` edges among its
         candidates (``hop_ranges``) from stream ``streams[i]`` under ``key`` (uint64), as
@@ -103,7 +103,7 @@ if cuda is not None:
             edges[j] += start
             cols[j] = first_local + i
 
-    @cuda.jit
+    @cuda.jit(cache=True)
     def hop_neighbors(indices, keys, order, edges, cols, rows):
         """Each sampled edge's source key into ``rows`` (int64): ``indices`` at its CSC
         position, in the tree of the node it was sampled for (``keys[cols[e]]``); and, when
@@ -133,7 +133,7 @@ if cuda is not None:
                 return s
             s = (s + 1) & mask
 
-    @cuda.jit
+    @cuda.jit(cache=True)
     def insert_nodes(keys, count, table_keys, table_ids, shift):
         """Puts ``keys[:count]`` into the table, key ``i`` with local id ``i``; a repeated key
         keeps its first (``table_ids`` starts at ``UNSET``)."""
@@ -141,7 +141,7 @@ if cuda is not None:
         if i < count:
             cuda.atomic.min(table_ids, _claim(table_keys, keys[i], shift), np.int64(i))
 
-    @cuda.jit
+    @cuda.jit(cache=True)
     def claim_rows(rows, table_keys, table_ids, first_edge, slots, shift):
         """Inserts each edge's source key (``rows``) and notes its slot in ``slots``; for a key
         new to the batch, keeps its first edge in ``first_edge`` (starting at ``UNSET``)."""
@@ -153,7 +153,7 @@ if cuda is not None:
         if table_ids[s] == UNSET:
             cuda.atomic.min(first_edge, s, np.int64(e))
 
-    @cuda.jit
+    @cuda.jit(cache=True)
     def mark_first(slots, table_ids, first_edge, flags):
         """``flags[e] = 1`` (int64) where edge ``e`` is the first of a key new to the batch."""
         e = cuda.grid(1)
@@ -161,7 +161,7 @@ if cuda is not None:
             s = slots[e]
             flags[e] = 1 if table_ids[s] == UNSET and first_edge[s] == e else 0
 
-    @cuda.jit
+    @cuda.jit(cache=True)
     def number_new(rows, slots, new_offsets, count, table_ids, keys):
         """Gives each new key its local id, ``count`` plus its rank among the new keys in edge
         order (``new_offsets``, the exclusive sum of ``mark_first``'s flags), and appends it
@@ -172,14 +172,14 @@ if cuda is not None:
             table_ids[slots[e]] = local
             keys[local] = rows[e]
 
-    @cuda.jit
+    @cuda.jit(cache=True)
     def rows_to_local(slots, table_ids, rows):
         """Each edge's source as its batch-local id."""
         e = cuda.grid(1)
         if e < rows.shape[0]:
             rows[e] = table_ids[slots[e]]
 
-    @cuda.jit
+    @cuda.jit(cache=True)
     def split_keys(keys, nodes, trees):
         """The batch's keys as node ids (``nodes``) and, when ``trees`` is not empty, each
         node's disjoint tree (int64 each)."""
