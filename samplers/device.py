@@ -125,10 +125,10 @@ def _mapped(array: np.ndarray):
         out = cuda.mapped_array(array.shape, dtype=array.dtype)
         out[:] = array
         return out
-    pinned = cuda.current_context().mempin(
-        array, array.ctypes.data, max(array.nbytes, 1), mapped=True
-    )
-    return cuda.devicearray.DeviceNDArray(array.shape, array.strides, array.dtype, gpu_data=pinned)
+    if array.nbytes == 0:  # nothing to map (a graph without edges)
+        return cuda.device_array(array.shape, dtype=array.dtype)
+    pinned = cuda.current_context().mempin(array, array.ctypes.data, array.nbytes, mapped=True)
+    return cuda.devicearray.from_array_like(array, gpu_data=pinned)
 
 
 class _BatchTable:

@@ -169,24 +169,25 @@ if cuda is not None:
 
 def exclusive_sum(stream: Stream, values) -> tuple:
     """The running sums of ``values`` (int64 device array ``[n]``) from 0: int64 ``[n + 1]``
-    on the device, ``out[i]`` the sum of ``values[:i]``, and ``out[n]`` read back as an int.
-    Three passes on ``stream``: block scans, a scan of the block totals (recursively), their
-    addition."""
+    on the device, ``out[i]`` the sum of ``values[:i]``, and ``out[n]`` read back as an int."""
+    out = _running_sums(stream, values)
+    return out, stream.scalar(out, values.shape[0])
+
+
+def _running_sums(stream: Stream, values):
+    """:func:`exclusive_sum`'s device array, without reading anything back. Three passes on
+    ``stream``: block scans, a scan of the block totals (recursively), their addition."""
     n = values.shape[0]
     out = stream.empty(n + 1, np.int64)
     if n == 0:
         fill[1, 1, stream.numba](out, 0)
-        return out, 0
+        return out
     count = -(-n // SCAN_BLOCK)
     block_sums = stream.empty(count, np.int64)
     _scan_blocks[count, SCAN_BLOCK, stream.numba](values, out, block_sums)
-    if count > 1:
-        block_offsets, _ = exclusive_sum(stream, block_sums)
-    else:
-        block_offsets = stream.empty(1, np.int64)
-        fill[1, 1, stream.numba](block_offsets, 0)
+    block_offsets = _running_sums(stream, block_sums) if count > 1 else filled(stream, 1, 0)
     _add_block_offsets[blocks(n), THREADS, stream.numba](out, block_offsets)
-    return out, stream.scalar(out, n)
+    return out
 
 
 def filled(stream: Stream, count: int, value: int):

@@ -20,6 +20,9 @@ from samplers import NeighborSampler, SamplerInput, SamplerOutput
 from tests.helpers.graphs import random_csc
 
 FIELDS = ("node", "row", "col", "edge", "batch")
+# Lengths around the scan's block (32 threads in the simulator, 256 on a GPU); 1057 takes three
+# levels in the simulator (34 blocks, then 2, then 1).
+SCAN_LENGTHS = (0, 1, 31, 32, 33, 257, 1057)
 SEEDS = (7, 2**40 + 3)  # two batches per case, so that a sampler's second call is checked too
 
 
@@ -124,7 +127,25 @@ def gpu_batches() -> dict[str, np.ndarray]:
     return out
 
 
+def scan_values(length: int) -> np.ndarray:
+    """The int64 values the prefix-sum cases sum: ``length`` of them, some large."""
+    return np.random.default_rng(length).integers(0, 1 << 40, length)
+
+
+def gpu_scans() -> dict[str, np.ndarray]:
+    """``"scan/<length>"`` -> :func:`~samplers._kernels.cuda_target.exclusive_sum` of
+    :func:`scan_values` on the GPU, the total read back appended."""
+    from samplers._kernels.cuda_target import Stream, exclusive_sum
+
+    out = {}
+    with Stream() as stream:
+        for length in SCAN_LENGTHS:
+            sums, total = exclusive_sum(stream, stream.to_device(scan_values(length)))
+            out[f"scan/{length}"] = np.append(sums.copy_to_host(), total)
+    return out
+
+
 if __name__ == "__main__":
     # The simulator computes in Python, where uint64 products wrap with a warning.
     warnings.simplefilter("ignore", RuntimeWarning)
-    np.savez(sys.argv[1], **gpu_batches())
+    np.savez(sys.argv[1], **gpu_batches(), **gpu_scans())

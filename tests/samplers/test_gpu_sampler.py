@@ -26,7 +26,7 @@ needs_numba_cuda = pytest.mark.skipif(
 @pytest.fixture(scope="module")
 def gpu_batches(tmp_path_factory) -> dict[str, np.ndarray]:
     if cuda_target.available():
-        return gpu_cases.gpu_batches()
+        return {**gpu_cases.gpu_batches(), **gpu_cases.gpu_scans()}
     out = tmp_path_factory.mktemp("gpu") / "batches.npz"
     env = {**os.environ, "NUMBA_ENABLE_CUDASIM": "1", "NUMBA_DISABLE_JIT": "1"}
     subprocess.run(
@@ -54,6 +54,14 @@ def test_gpu_batches_equal_cpu_batches(gpu_batches, name, seed):
             np.testing.assert_array_equal(gpu_batches[key], want, err_msg=field)
     counts = expected.num_sampled_nodes + expected.num_sampled_edges
     np.testing.assert_array_equal(gpu_batches[f"{name}/{seed}/counts"], counts)
+
+
+@needs_numba_cuda
+@pytest.mark.parametrize("length", gpu_cases.SCAN_LENGTHS)
+def test_gpu_prefix_sums(gpu_batches, length):
+    values = gpu_cases.scan_values(length)
+    want = np.concatenate([[0], np.cumsum(values)])
+    np.testing.assert_array_equal(gpu_batches[f"scan/{length}"], np.append(want, want[-1]))
 
 
 def test_cpu_output_to_host_is_itself():
