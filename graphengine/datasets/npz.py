@@ -66,15 +66,31 @@ def load_npz(path: str | Path, name: str | None = None, split_seed: int = 0) -> 
     try:
         with np.load(path, allow_pickle=False) as f:
             missing = [key for key in KEYS if key not in f.files]
-            data = None if missing else parse_npz(f)
-    except (zipfile.BadZipFile, OSError, EOFError, ValueError, TypeError, IndexError) as error:
+            arrays = None if missing else {key: f[key] for key in KEYS}
+    except (zipfile.BadZipFile, OSError, EOFError, ValueError) as error:
         raise ValueError(f"corrupt gnn-benchmark file '{path}': {error}") from None
     if missing:
         raise ValueError(f"'{path}' is not a gnn-benchmark file: no {missing}")
-    num_nodes = int(data.x.shape[0])
-    y = data.y.numpy()
+    # scipy builds these matrices unchecked and densifies them by writing at their indices:
+    # a bad index or pointer would write outside the array.
+    num_nodes, _ = _check_csr(arrays, "attr", path)
+    if _check_csr(arrays, "adj", path) != (num_nodes, num_nodes):
+        raise ValueError(
+            f"'adj_shape' in '{path}' must be ({num_nodes}, {num_nodes}), as 'attr_shape' "
+            f"has {num_nodes} rows (got {tuple(arrays['adj_shape'].tolist())})"
+        )
+    y = arrays["labels"]
     if y.shape != (num_nodes,):
         raise ValueError(f"'{path}': labels of shape {y.shape}, expected ({num_nodes},)")
+    if y.size and y.min() < 0:
+        raise ValueError(
+            f"'labels' in '{path}' holds label {y.min()}, outside [0, {int(y.max()) + 1})"
+        )
+    try:
+        data = parse_npz(arrays)
+    except (ValueError, TypeError, IndexError) as error:
+        raise ValueError(f"corrupt gnn-benchmark file '{path}': {error}") from None
+    y = data.y.numpy()
     # Destination-major order, so that the CSC graph needs no edge-id permutation.
     edge_index = sort_edge_index(data.edge_index, num_nodes=num_nodes, sort_by_row=False)
     try:
@@ -92,6 +108,54 @@ def load_npz(path: str | Path, name: str | None = None, split_seed: int = 0) -> 
         test_idx=test_idx,
         num_classes=int(y.max()) + 1,
     )
+
+
+def _check_csr(arrays: dict[str, np.ndarray], prefix: str, path: Path) -> tuple[int, int]:
+    """Check the CSR arrays ``<prefix>_{data,indices,indptr,shape}`` in one pass over each;
+    returns the shape. Raises ``ValueError`` naming the array, the file and the bad value."""
+    shape, indptr = arrays[f"{prefix}_shape"], arrays[f"{prefix}_indptr"]
+    indices, data = arrays[f"{prefix}_indices"], arrays[f"{prefix}_data"]
+    where = f"in '{path}'"
+    if shape.shape != (2,) or not np.issubdtype(shape.dtype, np.integer) or shape.min() < 0:
+        raise ValueError(
+            f"'{prefix}_shape' {where} must be two non-negative integers (got {shape.tolist()})"
+        )
+    rows, cols = (int(n) for n in shape)
+    for key, array in ((f"{prefix}_indptr", indptr), (f"{prefix}_indices", indices)):
+        if array.ndim != 1 or not np.issubdtype(array.dtype, np.integer):
+            raise ValueError(
+                f"'{key}' {where} must be a 1-D integer array (got {array.dtype} {array.shape})"
+            )
+    if indptr.shape[0] != rows + 1:
+        raise ValueError(
+            f"'{prefix}_indptr' {where} must have {rows + 1} entries, one more than "
+            f"'{prefix}_shape'[0] = {rows} (got {indptr.shape[0]})"
+        )
+    if data.shape != indices.shape:
+        raise ValueError(
+            f"'{prefix}_data' {where} must have {indices.shape[0]} entries, as "
+            f"'{prefix}_indices' (got {data.shape[0] if data.ndim == 1 else data.shape})"
+        )
+    if indptr[0] != 0 or indptr[-1] != indices.shape[0]:
+        raise ValueError(
+            f"'{prefix}_indptr' {where} must start at 0 and end at {indices.shape[0]}, the "
+            f"length of '{prefix}_indices' (got {indptr[0]} and {indptr[-1]})"
+        )
+    falls = np.flatnonzero(indptr[1:] < indptr[:-1])
+    if falls.size:
+        at = int(falls[0]) + 1
+        raise ValueError(
+            f"'{prefix}_indptr' {where} must not decrease "
+            f"(got {indptr[at - 1]} then {indptr[at]} at position {at})"
+        )
+    if indices.size:
+        low, high = indices.min(), indices.max()
+        if low < 0 or high >= cols:
+            raise ValueError(
+                f"'{prefix}_indices' {where} holds column {low if low < 0 else high}, "
+                f"outside [0, {cols}) for '{prefix}_shape' {[rows, cols]}"
+            )
+    return rows, cols
 
 
 def per_class_split(

@@ -1,0 +1,67 @@
+"""Malformed gnn-benchmark ``.npz`` arrays are refused with a ``ValueError`` naming the array,
+the file and the bad value, before scipy's unchecked densify writes outside its array."""
+
+import numpy as np
+import pytest
+
+from graphengine.datasets import load_dataset
+from graphengine.datasets.npz import load_npz
+
+
+def write_npz(path, **changes):
+    """A valid 4-node, 3-feature gnn-benchmark file (a path 0-1-2-3), with ``changes``."""
+    arrays = {
+        "adj_data": np.ones(3),
+        "adj_indices": np.array([1, 2, 3]),
+        "adj_indptr": np.array([0, 1, 2, 3, 3]),
+        "adj_shape": np.array([4, 4]),
+        "attr_data": np.ones(4),
+        "attr_indices": np.array([0, 1, 2, 0]),
+        "attr_indptr": np.array([0, 1, 2, 3, 4]),
+        "attr_shape": np.array([4, 3]),
+        "labels": np.array([0, 1, 0, 1]),
+    }
+    np.savez(path, **{**arrays, **changes})
+    return path
+
+
+def test_valid_npz_reads(tmp_path):
+    dataset = load_npz(write_npz(tmp_path / "g.npz"))
+    assert dataset.num_nodes == 4 and dataset.graph.num_edges == 6
+    assert dataset.x.tolist() == [[1, 0, 0], [0, 1, 0], [0, 0, 1], [1, 0, 0]]
+
+
+@pytest.mark.parametrize(
+    ("changes", "message"),
+    [
+        ({"attr_indices": np.array([0, 1, 2, 99])}, r"'attr_indices'.*99.*\[0, 3\)"),
+        ({"attr_indices": np.array([0, -7, 2, 0])}, r"'attr_indices'.*-7.*\[0, 3\)"),
+        ({"attr_indptr": np.array([0, 1, 2, 3, 400])}, r"'attr_indptr'.*end at 4.*400"),
+        ({"attr_indptr": np.array([0, 1, 2, 3, 4, 4])}, r"'attr_indptr'.*5 entries.*got 6"),
+        ({"attr_indptr": np.array([-2, 1, 2, 3, 4])}, r"'attr_indptr'.*start at 0.*-2"),
+        ({"adj_indices": np.array([1, 2, 1000])}, r"'adj_indices'.*1000.*\[0, 4\)"),
+        ({"adj_indptr": np.array([0, 1, 3, 2, 3])}, r"'adj_indptr'.*not decrease.*3 then 2.*3"),
+        ({"adj_indptr": np.array([0.0, 1, 2, 3, 3])}, r"'adj_indptr'.*integer.*float64"),
+        ({"attr_data": np.ones(2)}, r"'attr_data'.*4 entries.*got 2"),
+        ({"attr_shape": np.array([-4, 3])}, r"'attr_shape'.*non-negative.*\[-4, 3\]"),
+        ({"attr_shape": np.array([4])}, r"'attr_shape'.*two"),
+        ({"adj_shape": np.array([4, -1])}, r"'adj_shape'.*\[4, -1\]"),
+        (
+            {"adj_shape": np.array([5, 5]), "adj_indptr": np.array([0, 1, 2, 3, 3, 3])},
+            r"'adj_shape'.*\(4, 4\).*attr_shape",
+        ),
+    ],
+)
+def test_malformed_npz_arrays_are_named(tmp_path, changes, message):
+    path = write_npz(tmp_path / "bad.npz", **changes)
+    with pytest.raises(ValueError, match=message) as error:
+        load_npz(path)
+    assert "bad.npz" in str(error.value)
+    with pytest.raises(ValueError, match=message):
+        load_dataset(str(path))
+
+
+def test_npz_negative_labels_are_refused(tmp_path):
+    path = write_npz(tmp_path / "neg.npz", labels=np.array([0, 1, -3, 1]))
+    with pytest.raises(ValueError, match=r"'labels'.*neg\.npz.*label -3.*\[0, 2\)"):
+        load_npz(path)
