@@ -12,10 +12,13 @@ dropped.
 
 from __future__ import annotations
 
+import itertools
 import pickle
+import warnings
 from pathlib import Path
 
 import numpy as np
+import scipy.sparse as sp
 from torch_geometric.io import read_planetoid_data
 
 from graphengine.data.graph_store import Graph
@@ -60,6 +63,14 @@ def load_planetoid(name: str, root: str | Path) -> GraphDataset:
         if not path.is_file():
             raise FileNotFoundError(f"missing Planetoid file '{path}': get it from {_WHERE}")
     try:
+        parts = {part: _read_part(raw / f"ind.{key}.{part}") for part in PARTS}
+    except _CORRUPT as error:
+        raise ValueError(
+            f"corrupt Planetoid file among '{raw}/ind.{key}.*' ({type(error).__name__}: {error})"
+        ) from None
+    for part, value in parts.items():
+        _check_part(raw / f"ind.{key}.{part}", value)
+    try:
         data = read_planetoid_data(str(raw), key)
     except _CORRUPT as error:
         raise ValueError(
@@ -81,3 +92,67 @@ def load_planetoid(name: str, root: str | Path) -> GraphDataset:
         test_idx=data.test_mask.nonzero().view(-1).numpy(),
         num_classes=int(y.max()) + 1,
     )
+
+
+def _read_part(path: Path):
+    """One raw part as PyG reads it: the test ids as an int64 array, the others unpickled."""
+    if path.name.endswith(".test.index"):
+        return np.loadtxt(path, dtype=np.int64, ndmin=1)
+    with path.open("rb") as f, warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # pickles of scipy's old module names warn
+        return pickle.load(f, encoding="latin1")
+
+
+def _check_part(path: Path, value) -> None:
+    """Refuse what PyG's reader would pass on unchecked: a sparse matrix whose index arrays
+    lie outside its shape (densifying it writes outside the dense array), a negative test id
+    (torch indexing wraps it around) or a negative node id in the graph (coalescing drops the
+    edge). One pass over each array."""
+    if isinstance(value, dict):
+        try:
+            ids = np.fromiter(
+                itertools.chain(value, itertools.chain.from_iterable(value.values())), np.int64
+            )
+        except (TypeError, ValueError) as error:
+            raise ValueError(
+                f"corrupt Planetoid file '{path}': expected a dict of int node id -> list of "
+                f"int node ids ({error})"
+            ) from None
+        _check_non_negative(path, ids)
+    elif isinstance(value, np.ndarray) and path.name.endswith(".test.index"):
+        _check_non_negative(path, value)
+    elif sp.issparse(value):
+        _check_sparse(path, value)
+
+
+def _check_non_negative(path: Path, ids: np.ndarray) -> None:
+    if ids.size and ids.min() < 0:
+        raise ValueError(
+            f"corrupt Planetoid file '{path}': holds node id {ids.min()}, expected ids >= 0"
+        )
+
+
+def _check_sparse(path: Path, matrix) -> None:
+    """The index arrays of a pickled CSR/CSC/COO ``matrix`` lie within its shape."""
+    if matrix.format in ("csr", "csc"):
+        minor = matrix.shape[1] if matrix.format == "csr" else matrix.shape[0]
+        named = {"indices": (matrix.indices, minor)}
+    elif matrix.format == "coo":
+        named = {"row": (matrix.row, matrix.shape[0]), "col": (matrix.col, matrix.shape[1])}
+    else:
+        return
+    for name, (index, bound) in named.items():
+        if index.size and (index.min() < 0 or index.max() >= bound):
+            bad = index.min() if index.min() < 0 else index.max()
+            raise ValueError(
+                f"corrupt Planetoid file '{path}': a {matrix.shape} {matrix.format} matrix "
+                f"whose {name} hold {bad}, outside [0, {bound})"
+            )
+    if matrix.format != "coo":
+        try:
+            matrix.check_format(full_check=True)
+        except ValueError as error:
+            raise ValueError(
+                f"corrupt Planetoid file '{path}': a malformed {matrix.shape} {matrix.format} "
+                f"matrix ({error})"
+            ) from None
