@@ -30,7 +30,9 @@ class GraphDataset:
         name: catalog name or file stem.
         graph: the CSC graph store.
         x: float32 ``[num_nodes, num_features]`` (a numpy array or a read-only memmap).
-        y: int64 ``[num_nodes]`` class labels in ``[0, num_classes)``.
+        y: int64 ``[num_nodes]`` class labels in ``[0, num_classes)``, or -1 for an
+            unlabelled node outside the splits (papers100M has them); checked on construction
+            (:func:`check_labels`).
         train_idx, val_idx, test_idx: int64 node ids of each split.
         num_classes: number of classes.
         access: how batches read the memory maps (:meth:`advise`); ``"random"`` also makes
@@ -55,6 +57,7 @@ class GraphDataset:
             raise ValueError(f"'y' must have shape [{n}] (got {self.y.shape})")
         for split in SPLITS:
             setattr(self, f"{split}_idx", check_node_ids(getattr(self, f"{split}_idx"), n, split))
+        check_labels(self.name, self.y, self.num_classes, {s: self.split(s) for s in SPLITS})
 
     @property
     def num_nodes(self) -> int:
@@ -156,6 +159,39 @@ class GraphDataset:
             "val_idx": self.val_idx,
             "test_idx": self.test_idx,
         }
+
+
+def check_labels(name: str, y: np.ndarray, num_classes: int, splits: dict) -> None:
+    """Refuse labels that would fail inside the loss, as an index error naming no dataset: ``y``
+    must hold integers in ``[0, num_classes)``, or -1 (unlabelled) at nodes of no split
+    (``splits``: split name -> int64 node ids). One pass over ``y`` and over each split.
+
+    Raises ``TypeError`` for non-integer labels, ``ValueError`` naming dataset ``name``, the
+    label and the range otherwise.
+    """
+    if isinstance(num_classes, bool) or not isinstance(num_classes, int | np.integer):
+        raise TypeError(
+            f"'num_classes' of dataset '{name}' must be an integer (got {num_classes!r})"
+        )
+    if num_classes < 1:
+        raise ValueError(f"'num_classes' of dataset '{name}' must be >= 1 (got {num_classes})")
+    if not np.issubdtype(y.dtype, np.integer):
+        raise TypeError(f"'y' of dataset '{name}' must hold integer labels (got dtype {y.dtype})")
+    if y.size:
+        low, high = int(y.min()), int(y.max())
+        if low < -1 or high >= num_classes:
+            raise ValueError(
+                f"dataset '{name}' holds label {low if low < -1 else high}, outside "
+                f"[0, {num_classes}) (-1 marks an unlabelled node)"
+            )
+    for split, ids in splits.items():
+        labels = y[ids]
+        if labels.size and labels.min() < 0:
+            node = int(ids[np.argmax(labels < 0)])
+            raise ValueError(
+                f"dataset '{name}': {split} node {node} has label -1 (unlabelled); the nodes "
+                f"of a split need a label in [0, {num_classes})"
+            )
 
 
 def write_dataset_manifest(

@@ -33,6 +33,7 @@ import torch
 from torch_geometric.data import HeteroData
 
 from graphengine.data.format import load_arrays, save_arrays
+from graphengine.datasets.dataset import check_labels
 from samplers import check_node_ids
 
 FORMAT = "graphengine.hetero-dataset"
@@ -160,6 +161,8 @@ class HeteroGraphDataset:
             setattr(
                 self, f"{split}_idx", check_node_ids(getattr(self, f"{split}_idx"), count, split)
             )
+        splits = {split: getattr(self, f"{split}_idx") for split in SPLITS}
+        check_labels(self.name, self.y, self.num_classes, splits)
 
     @property
     def node_types(self) -> list[str]:

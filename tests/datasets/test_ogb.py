@@ -83,7 +83,8 @@ def test_products_interleaves_the_inverse_edges_as_ogb_does(tmp_path, small_bloc
 def test_papers100m_binary_layout(tmp_path, small_blocks):
     edges, x, y, splits = random_ogb(2)
     labels = y.astype(np.float64).reshape(-1, 1)
-    labels[::4] = np.nan  # unlabelled
+    # Unlabelled (as in OGB's file: only nodes of no split).
+    labels[np.setdiff1d(np.arange(NUM_NODES), np.concatenate(list(splits.values())))] = np.nan
     raw = tmp_path / "ogbn_papers100M" / "raw"
     raw.mkdir(parents=True)
     np.savez_compressed(
