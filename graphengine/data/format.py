@@ -13,11 +13,13 @@ def write_manifest(path: Path, fmt: str, version: int, fields: dict) -> None:
     path.write_text(json.dumps({"format": fmt, "version": version, **fields}, indent=2) + "\n")
 
 
-def read_manifest(directory: Path, filename: str, fmt: str, version: int, what: str) -> dict:
+def read_manifest(
+    directory: Path, filename: str, fmt: str, version: int, what: str, keys: tuple[str, ...] = ()
+) -> dict:
     """Read and check the manifest ``directory / filename`` of a ``what`` (e.g. "graph").
 
-    Raises ``FileNotFoundError`` when it is missing, ``ValueError`` when it is not JSON or
-    names another format or version.
+    Raises ``FileNotFoundError`` when it is missing, ``ValueError`` when it is not a JSON
+    object, names another format or version, or lacks one of ``keys``.
     """
     path = directory / filename
     if not path.is_file():
@@ -26,12 +28,31 @@ def read_manifest(directory: Path, filename: str, fmt: str, version: int, what: 
         manifest = json.loads(path.read_text())
     except json.JSONDecodeError as error:
         raise ValueError(f"corrupt manifest '{path}': {error}") from None
+    if not isinstance(manifest, dict):
+        raise ValueError(f"corrupt manifest '{path}': expected a JSON object")
     if manifest.get("format") != fmt or manifest.get("version") != version:
         raise ValueError(
             f"'{path}' is not a {fmt} version {version} manifest "
             f"(format={manifest.get('format')!r}, version={manifest.get('version')!r})"
         )
+    missing = [key for key in keys if key not in manifest]
+    if missing:
+        raise ValueError(
+            f"corrupt manifest '{path}': no {', '.join(map(repr, missing))} "
+            f"(a {what} manifest holds {', '.join(keys)})"
+        )
     return manifest
+
+
+def manifest_count(manifest: dict, key: str, path: Path) -> int:
+    """``manifest[key]`` as a count, or ``ValueError`` naming the manifest ``path`` and the
+    value unless it is a non-negative integer."""
+    value = manifest[key]
+    if isinstance(value, bool) or not isinstance(value, int) or value < 0:
+        raise ValueError(
+            f"corrupt manifest '{path}': {key!r} must be a non-negative integer (got {value!r})"
+        )
+    return value
 
 
 def load_array(path: Path, dtype: str, shape: tuple[int, ...], mmap: bool) -> np.ndarray:
@@ -62,11 +83,18 @@ def save_arrays(
 
 
 def load_arrays(
-    directory: Path, filename: str, fmt: str, version: int, what: str, mmap: bool
+    directory: Path,
+    filename: str,
+    fmt: str,
+    version: int,
+    what: str,
+    mmap: bool,
+    keys: tuple[str, ...] = (),
 ) -> tuple[dict, dict]:
     """``(manifest, arrays)`` of a directory :func:`save_arrays` wrote, every array checked
-    against the manifest (memory-mapped unless ``mmap=False``)."""
-    manifest = read_manifest(directory, filename, fmt, version, what)
+    against the manifest (memory-mapped unless ``mmap=False``); the manifest must hold
+    ``keys`` besides ``arrays``."""
+    manifest = read_manifest(directory, filename, fmt, version, what, ("arrays", *keys))
     arrays = {
         key: load_array(directory / f"{key}.npy", dtype, tuple(shape), mmap)
         for key, (dtype, shape) in manifest["arrays"].items()

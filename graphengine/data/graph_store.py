@@ -16,7 +16,7 @@ from torch_geometric.data import EdgeAttr, GraphStore
 from torch_geometric.data.graph_store import EdgeLayout
 
 from graphengine.data.arrays import as_tensor
-from graphengine.data.format import load_array, read_manifest, write_manifest
+from graphengine.data.format import load_array, manifest_count, read_manifest, write_manifest
 from samplers import check_csc
 
 FORMAT = "graphengine.graph"  # on disk since version 1: not the module path
@@ -224,8 +224,9 @@ class Graph(GraphStore):
                 mismatched array file.
         """
         path = Path(path)
-        manifest = read_manifest(path, _MANIFEST, FORMAT, FORMAT_VERSION, "graph")
-        num_nodes, num_edges = manifest["num_nodes"], manifest["num_edges"]
+        keys = ("num_nodes", "num_edges", "arrays")
+        manifest = read_manifest(path, _MANIFEST, FORMAT, FORMAT_VERSION, "graph", keys)
+        num_nodes, num_edges = (manifest_count(manifest, key, path / _MANIFEST) for key in keys[:2])
         lengths = {"indptr": num_nodes + 1, "indices": num_edges, "edge_ids": num_edges}
         arrays = {
             name: load_array(path / f"{name}.npy", dtype, (lengths[name],), mmap)

@@ -139,7 +139,9 @@ class GraphDataset:
         manifest of another format or a truncated or mismatched array.
         """
         path = Path(path)
-        manifest, arrays = load_arrays(path, _MANIFEST, FORMAT, FORMAT_VERSION, "dataset", mmap)
+        manifest, arrays = load_arrays(
+            path, _MANIFEST, FORMAT, FORMAT_VERSION, "dataset", mmap, ("name", "num_classes")
+        )
         return cls(
             name=manifest["name"],
             graph=Graph.load(path / "graph", mmap=mmap),

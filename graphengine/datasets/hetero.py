@@ -248,8 +248,9 @@ class HeteroGraphDataset:
         manifest of another format or a truncated or mismatched array.
         """
         path = Path(path)
+        keys = ("name", "num_nodes", "edge_types", "num_classes", "target")
         manifest, arrays = load_arrays(
-            path, _MANIFEST, FORMAT, FORMAT_VERSION, "hetero dataset", mmap
+            path, _MANIFEST, FORMAT, FORMAT_VERSION, "hetero dataset", mmap, keys
         )
         num_nodes = {t: int(n) for t, n in manifest["num_nodes"].items()}
         edge_types = [tuple(t) for t in manifest["edge_types"]]

@@ -249,7 +249,8 @@ def load_partition(path: str | Path, verify: bool = True) -> PartitionBook:
             file (named).
     """
     path = Path(path)
-    manifest = read_manifest(path, MANIFEST, FORMAT, FORMAT_VERSION, "partition")
+    keys = ("files", "num_nodes", "bounds")
+    manifest = read_manifest(path, MANIFEST, FORMAT, FORMAT_VERSION, "partition", keys)
     for name, entry in manifest["files"].items():
         if _held(path, name):
             _check_size(path / name, entry)
@@ -283,7 +284,8 @@ def open_part(path: str | Path, part: int, verify: bool = True) -> Part:
     for name, entry in files.items():
         if name.startswith(f"{_part_dir(part)}/"):
             check(path / name, entry)
-    manifest = read_manifest(directory, _PART_MANIFEST, PART_FORMAT, FORMAT_VERSION, "part")
+    keys = ("part", "start", "stop", "arrays")
+    manifest = read_manifest(directory, _PART_MANIFEST, PART_FORMAT, FORMAT_VERSION, "part", keys)
     if (manifest["part"], manifest["start"], manifest["stop"]) != (part, start, stop):
         raise ValueError(
             f"'{directory / _PART_MANIFEST}' describes part {manifest['part']} "
