@@ -33,7 +33,7 @@ from tqdm import tqdm
 
 from graphengine.data.format import NpyWriter
 from graphengine.data.graph_store import write_graph_manifest
-from graphengine.datasets.dataset import GraphDataset, write_dataset_manifest
+from graphengine.datasets.dataset import GraphDataset, check_labels, write_dataset_manifest
 
 log = logging.getLogger(__name__)
 
@@ -108,6 +108,8 @@ def convert_ogb(name: str, root: str | Path, progress: bool = False) -> GraphDat
         key: _ids(read_csv(path, np.int64, 1)[:, 0], num_nodes, path)
         for key, path in zip(("train_idx", "val_idx", "test_idx"), files[-3:], strict=True)
     }
+    # Before the manifest: a store with bad labels would be complete, and refused at each load.
+    check_labels(name, labels, info.num_classes, {k[: -len("_idx")]: v for k, v in splits.items()})
     write_dataset_manifest(
         out, name, info.num_classes, {"y": labels, **splits}, ("float32", [num_nodes, num_features])
     )
@@ -173,7 +175,7 @@ class _CsvSource:
         counts = read_csv(self.node_list, np.int64, 1)
         if counts.shape[0] != 1:
             raise ValueError(f"'{self.node_list}' must hold one count (got {counts.shape[0]})")
-        return int(counts[0, 0])
+        return _node_count(counts[0], self.node_list)
 
     def edges(self, progress: bool, what: str) -> Iterator[tuple[np.ndarray, np.ndarray]]:
         for block in tqdm(csv_blocks(self.edge_file, np.int64, 2), desc=what, disable=not progress):
@@ -222,7 +224,9 @@ class _BinarySource:
     def num_nodes(self) -> int:
         with contextlib.ExitStack() as stack:
             member, shape, dtype = self._member("num_nodes_list", stack)
-            return int(_read(member, dtype, int(np.prod(shape)), self.path).sum())
+            _check_kind("num_nodes_list", shape, dtype, "iu", "integers", self.path)
+            counts = _read(member, dtype, int(np.prod(shape)), self.path)
+            return _node_count(counts, self.path, "'num_nodes_list' in ")
 
     def edges(self, progress: bool, what: str) -> Iterator[tuple[np.ndarray, np.ndarray]]:
         with contextlib.ExitStack() as stack:
@@ -230,6 +234,7 @@ class _BinarySource:
             targets, _, _ = self._member("edge_index", stack)
             if len(shape) != 2 or shape[0] != 2:
                 raise ValueError(f"'{self.path}': edge_index must be [2, E] (got {shape})")
+            _check_kind("edge_index", shape, dtype, "iu", "integer node ids", self.path)
             num_edges, step = shape[1], BLOCK_BYTES // dtype.itemsize
             _skip(targets, num_edges * dtype.itemsize, self.path)
             for start in tqdm(range(0, num_edges, step), desc=what, disable=not progress):
@@ -244,6 +249,7 @@ class _BinarySource:
             member, shape, dtype = self._member("node_feat", stack)
             if len(shape) != 2 or shape[0] != num_nodes:
                 raise ValueError(f"'{self.path}': node_feat must be [{num_nodes}, F] (got {shape})")
+            _check_kind("node_feat", shape, dtype, "biuf", "numbers", self.path)
             rows_per_block = max(1, BLOCK_BYTES // (shape[1] * dtype.itemsize))
             with NpyWriter(path, np.float32, shape) as out:
                 for start in range(0, num_nodes, rows_per_block):
@@ -251,6 +257,23 @@ class _BinarySource:
                     rows = _read(member, dtype, count, self.path)
                     out.write(rows.astype(np.float32).tobytes())
         return shape[1]
+
+
+def _check_kind(key: str, shape, dtype: np.dtype, kinds: str, what: str, path: Path) -> None:
+    if dtype.kind not in kinds:
+        raise ValueError(
+            f"{key!r} in '{path}' must hold {what} (got dtype {dtype}, shape {tuple(shape)})"
+        )
+
+
+def _node_count(counts: np.ndarray, path: Path, what: str = "") -> int:
+    """The node count of ``counts`` (per-graph counts, summed), or ``ValueError`` naming the
+    file (and ``what``) and the negative count (NumPy would fail later on a negative size)."""
+    if counts.size and counts.min() < 0:
+        raise ValueError(
+            f"{what}'{path}' holds node count {counts.min()}, expected non-negative counts"
+        )
+    return int(counts.sum())
 
 
 def _read(stream, dtype: np.dtype, count: int, path: Path) -> np.ndarray:
@@ -272,13 +295,23 @@ def _read_labels(path: Path, binary: bool, num_nodes: int) -> np.ndarray:
     """int64 ``[num_nodes]`` labels, -1 where OGB has NaN (unlabelled)."""
     if binary:
         with np.load(path) as archive:
-            values = np.asarray(archive["node_label"]).reshape(-1)
+            values = np.asarray(archive["node_label"])
+        _check_kind("node_label", values.shape, values.dtype, "biuf", "numbers", path)
+        values = values.reshape(-1)
     else:
         values = read_csv(path, np.float64, 1)[:, 0]
     if values.shape[0] != num_nodes:
         raise ValueError(f"'{path}' has {values.shape[0]} labels, expected {num_nodes}")
     labels = np.full(num_nodes, -1, dtype=np.int64)
     known = ~np.isnan(values)
+    # A cast would truncate 2.5 (or wrap inf) into a valid-looking class.
+    unwhole = known & (~np.isfinite(values) | (values != np.trunc(values)))
+    if unwhole.any():
+        at = int(np.argmax(unwhole))
+        raise ValueError(
+            f"'{path}' holds label {values[at]} at node {at}, expected whole numbers "
+            "(or NaN: unlabelled)"
+        )
     labels[known] = values[known].astype(np.int64)
     return labels
 

@@ -1,0 +1,60 @@
+"""OGB files holding arrays of the wrong dtype, negative counts or labels outside the classes
+are refused with a ``ValueError`` naming the file, the array and what was expected."""
+
+import numpy as np
+import pytest
+
+from graphengine.datasets.ogb import convert_ogb
+from tests.datasets.test_ogb import NUM_NODES, random_ogb, write_csv_ogb, write_gz, write_splits
+
+
+def write_papers(root, **changes):
+    edges, x, y, splits = random_ogb(2)
+    labels = changes.pop("node_label", y.astype(np.float64).reshape(-1, 1))
+    raw = root / "ogbn_papers100M" / "raw"
+    raw.mkdir(parents=True, exist_ok=True)
+    arrays = {
+        "edge_index": edges.T.copy(),
+        "node_feat": x,
+        "num_nodes_list": np.array([NUM_NODES]),
+        "num_edges_list": np.array([len(edges)]),
+    }
+    np.savez(raw / "data.npz", **{**arrays, **changes})
+    np.savez(raw / "node-label.npz", node_label=labels)
+    write_splits(root / "ogbn_papers100M", "time", splits)
+
+
+@pytest.mark.parametrize(
+    ("changes", "message"),
+    [
+        ({"edge_index": np.zeros((2, 5), np.float64)}, r"'edge_index'.*integer.*float64"),
+        ({"node_feat": np.zeros((NUM_NODES, 3), "U2")}, r"'node_feat'.*numbers.*<U2"),
+        ({"num_nodes_list": np.array([-4])}, r"'num_nodes_list'.*-4.*non-negative"),
+        ({"num_nodes_list": np.array([60.5])}, r"'num_nodes_list'.*integers.*float64"),
+        ({"node_label": np.full((NUM_NODES, 1), 2.5)}, r"node-label\.npz'.*2\.5.*whole"),
+        (
+            {"node_label": np.full((NUM_NODES, 1), "a")},
+            r"'node_label'.*node-label\.npz'.*numbers.*<U1",
+        ),
+    ],
+)
+def test_papers_arrays_of_the_wrong_dtype_are_named(tmp_path, changes, message):
+    write_papers(tmp_path, **changes)
+    with pytest.raises(ValueError, match=message):
+        convert_ogb("ogbn-papers100M", tmp_path)
+
+
+def test_ogb_labels_outside_the_classes_are_named(tmp_path):
+    edges, x, y, splits = random_ogb()
+    y[splits["train"][0]] = 40  # arxiv has 40 classes
+    write_csv_ogb(tmp_path, "ogbn_arxiv", "time", edges, x, y, splits)
+    with pytest.raises(ValueError, match=r"'ogbn-arxiv'.*label 40.*\[0, 40\)"):
+        convert_ogb("ogbn-arxiv", tmp_path)
+
+
+def test_ogb_negative_node_count_is_named(tmp_path):
+    edges, x, y, splits = random_ogb()
+    write_csv_ogb(tmp_path, "ogbn_arxiv", "time", edges, x, y, splits)
+    write_gz(tmp_path / "ogbn_arxiv" / "raw" / "num-node-list.csv.gz", [-3])
+    with pytest.raises(ValueError, match=r"num-node-list\.csv\.gz'.*-3.*non-negative"):
+        convert_ogb("ogbn-arxiv", tmp_path)
