@@ -42,7 +42,8 @@ class Graph(GraphStore):
         indices: int32 ``[num_edges]`` when ids fit in int32, else int64; source node ids.
         edge_ids: optional int64 ``[num_edges]``, the id of the edge at each CSC
             position in the caller's original edge order (e.g. the column of PyG's
-            ``edge_index``); ``None`` means the CSC order is the edge order.
+            ``edge_index``): a permutation of ``0..num_edges - 1``, checked with the rest;
+            ``None`` means the CSC order is the edge order.
         validated: whether the arrays are known to be a valid CSC graph (checked by the
             constructor, or valid by construction as from :meth:`from_edge_index`);
             ``False`` after ``Graph(..., validate=False)`` or ``load(validate=False)``.
@@ -128,9 +129,16 @@ class Graph(GraphStore):
     def from_edge_index(cls, edge_index, num_nodes: int | None = None) -> Graph:
         """Build from a ``[2, num_edges]`` integer ``edge_index`` (row = source, col = destination).
 
-        Accepts a torch tensor or numpy array of int32 or int64; ``num_nodes`` defaults
-        to ``max id + 1``. ``edge_ids`` records the original column of each edge.
+        Accepts a torch tensor or numpy array of int32 or int64; ``num_nodes`` (an int
+        ``>= 0``) defaults to ``max id + 1``. ``edge_ids`` records the original column of
+        each edge.
         """
+        if num_nodes is not None:
+            if isinstance(num_nodes, bool) or not isinstance(num_nodes, int | np.integer):
+                raise TypeError(f"'num_nodes' must be an integer (got {num_nodes!r})")
+            if num_nodes < 0:
+                raise ValueError(f"'num_nodes' must be >= 0 (got {num_nodes})")
+            num_nodes = int(num_nodes)
         if isinstance(edge_index, torch.Tensor):
             edge_index = edge_index.detach().cpu().numpy()
         edge_index = np.asarray(edge_index)
@@ -427,4 +435,20 @@ def _check_edge_ids(edge_ids: np.ndarray, num_edges: int) -> None:
     if edge_ids.shape[0] != num_edges:
         raise ValueError(
             f"'edge_ids' must have one entry per edge ({num_edges}), got {edge_ids.shape[0]}"
+        )
+    if num_edges == 0:
+        return
+    low, high = int(edge_ids.min()), int(edge_ids.max())
+    if low < 0 or high >= num_edges:
+        raise ValueError(
+            f"'edge_ids' holds {low if low < 0 else high}, outside [0, {num_edges}) "
+            f"for {num_edges} edges"
+        )
+    # In range and one per edge: a permutation exactly when every id is seen.
+    seen = np.zeros(num_edges, dtype=bool)
+    seen[edge_ids] = True
+    if not seen.all():
+        raise ValueError(
+            f"'edge_ids' must be a permutation of 0..{num_edges - 1} (edge id "
+            f"{int(np.argmin(seen))} is missing, so another appears twice)"
         )

@@ -309,3 +309,35 @@ def test_reads_graphs_written_by_earlier_versions(tmp_path):
     (tmp_path / "graph.json").write_text(json.dumps(manifest))
     graph = Graph.load(tmp_path)
     assert graph.validated and graph.to_edge_index().tolist() == [[1, 0, 1], [0, 1, 1]]
+
+
+@pytest.mark.parametrize("num_nodes", [5.0, "5", True])
+def test_from_edge_index_refuses_a_num_nodes_that_is_not_an_integer(num_nodes):
+    with pytest.raises(TypeError, match=rf"'num_nodes' must be an integer \(got {num_nodes!r}\)"):
+        Graph.from_edge_index(np.array([[0, 1], [1, 2]]), num_nodes)
+
+
+def test_from_edge_index_refuses_a_negative_num_nodes():
+    with pytest.raises(ValueError, match=r"'num_nodes' must be >= 0 \(got -3\)"):
+        Graph.from_edge_index(np.zeros((2, 0), dtype=np.int64), -3)
+    assert Graph.from_edge_index(np.array([[0], [1]]), np.int64(4)).num_nodes == 4
+
+
+@pytest.mark.parametrize(
+    ("edge_ids", "message"),
+    [
+        ([0, 1, -1], r"'edge_ids' holds -1, outside \[0, 3\)"),
+        ([0, 3, 1], r"'edge_ids' holds 3, outside \[0, 3\)"),
+        ([0, 2, 2], r"'edge_ids' must be a permutation of 0..2 \(edge id 1 is missing"),
+    ],
+)
+def test_edge_ids_must_be_a_permutation(tmp_path, edge_ids, message):
+    indptr = np.array([0, 1, 3], dtype=np.int64)
+    indices = np.array([1, 0, 1], dtype=np.int32)
+    edge_ids = np.array(edge_ids, dtype=np.int64)
+    with pytest.raises(ValueError, match=message):
+        Graph(indptr, indices, edge_ids)
+    Graph(indptr, indices, np.array([2, 0, 1])).save(tmp_path / "g")
+    np.save(tmp_path / "g" / "edge_ids.npy", edge_ids)
+    with pytest.raises(ValueError, match=message):
+        Graph.load(tmp_path / "g")
