@@ -148,16 +148,21 @@ class FeatureStore(PyGFeatureStore):
         normal = _key(key)
         if ids is None:
             return self._table(normal)
-        return self._gather(normal, _ids(ids), None)
+        return self._gather(normal, _ids(ids, self._table(normal).shape[0]), None)
 
-    def gather(self, key: Key, ids: torch.Tensor, out: torch.Tensor | None = None) -> torch.Tensor:
-        """Rows ``ids`` (int32 or int64 ``[n]``) of table ``key``: ``[n]`` or ``[n, num_cols]``,
-        written into ``out`` when given (of that shape and the table's dtype).
+    def gather(self, key: Key, ids, out: torch.Tensor | None = None) -> torch.Tensor:
+        """Rows ``ids`` of table ``key``: ``[n]`` or ``[n, num_cols]``, written into ``out``
+        when given (of that shape and the table's dtype).
 
-        With a cache on a device, ``ids`` should be on that device and so is the result.
+        Args:
+            ids: as :meth:`read`: int32 or int64 ``[n]`` (tensor or numpy array), or a
+                boolean mask ``[num_rows]``; with a cache on a device, pass them there (the
+                result is there too).
+
         Raises ``IndexError`` naming the first id outside ``[0, num_rows)``.
         """
-        return self._gather(_key(key), ids, out)
+        normal = _key(key)
+        return self._gather(normal, _ids(ids, self._table(normal).shape[0]), out)
 
     def multi_read(self, keys: Sequence[Key], ids) -> list[torch.Tensor]:
         """Rows of several tables in one call: ``[read(k, ids) for k in keys]``, the ids
@@ -176,8 +181,17 @@ class FeatureStore(PyGFeatureStore):
                     f"(got {len(ids)})"
                 )
             pairs = zip(keys, ids, strict=True)
-            return [self._gather(key, _ids(each), None) for key, each in pairs]
-        shared = _ids(ids)
+            return [
+                self._gather(key, _ids(each, self._table(key).shape[0]), None)
+                for key, each in pairs
+            ]
+        rows = {self._table(key).shape[0] for key in keys}
+        if len(rows) > 1 and getattr(ids, "dtype", None) in (torch.bool, np.bool_):
+            raise ValueError(
+                f"'ids' as a mask must have one entry per row of every table, but the tables "
+                f"have {sorted(rows)} rows; pass one mask per key"
+            )
+        shared = _ids(ids, rows.pop() if rows else 0)
         return [self._gather(key, shared, None) for key in keys]
 
     def _gather(self, key, ids: torch.Tensor, out: torch.Tensor | None) -> torch.Tensor:
@@ -228,7 +242,7 @@ class FeatureStore(PyGFeatureStore):
         if not isinstance(value, (torch.Tensor, np.ndarray)):
             raise TypeError(f"'value' must be a tensor or numpy array (got {_kind(value)})")
         rows = torch.as_tensor(value)
-        index = _ids(ids).long()
+        index = _ids(ids, table.shape[0]).long()
         if rows.dtype != table.dtype:
             raise TypeError(
                 f"'value' must have table {_name(normal)}'s dtype {table.dtype} (got {rows.dtype})"
@@ -458,13 +472,18 @@ def _maybe_key(key) -> tuple[Group, str] | None:
         return None
 
 
-def _ids(ids) -> torch.Tensor:
-    """Row ids as an int32 or int64 ``[n]`` tensor (a boolean mask becomes its positions)."""
+def _ids(ids, num_rows: int) -> torch.Tensor:
+    """Row ids as an int32 or int64 ``[n]`` tensor; a boolean mask, which must be
+    ``[num_rows]``, becomes its positions."""
     if isinstance(ids, np.ndarray):
         ids = as_tensor(ids)
     if not isinstance(ids, torch.Tensor):
         raise TypeError(f"'ids' must be a tensor or numpy array (got {_kind(ids)})")
     if ids.dtype == torch.bool:
+        if ids.dim() != 1:
+            raise ValueError(f"'ids' as a mask must be 1-D (got shape {tuple(ids.shape)})")
+        if ids.shape[0] != num_rows:
+            raise ValueError(f"'ids' as a mask must have {num_rows} entries (got {ids.shape[0]})")
         ids = ids.nonzero().view(-1)
     if ids.dtype not in (torch.int32, torch.int64):
         raise TypeError(f"'ids' must be int32 or int64 (got {ids.dtype})")

@@ -374,3 +374,46 @@ def test_pyg_remote_backend_code_reads_our_stores():
     data = filter_custom_store(store, graph, batch.n_id, *batch.edge_index, batch.e_id)
     assert torch.equal(data.x, torch.arange(150.0).view(50, 3)[batch.n_id])
     assert torch.equal(data.y, batch.n_id)
+
+
+def test_masks_must_match_the_table_rows_and_rank():
+    x, y = make_tables()
+    store = FeatureStore({"x": x, "y": y})
+    short = torch.ones(39, dtype=torch.bool)
+    with pytest.raises(ValueError, match=r"'ids' as a mask must have 40 entries \(got 39\)"):
+        store.read("x", short)
+    with pytest.raises(ValueError, match=r"'ids' as a mask must have 40 entries \(got 41\)"):
+        store.read("x", np.ones(41, dtype=np.bool_))
+    with pytest.raises(ValueError, match=r"'ids' as a mask must be 1-D \(got shape \(40, 1\)\)"):
+        store.read("x", torch.ones(40, 1, dtype=torch.bool))
+    with pytest.raises(ValueError, match=r"'ids' as a mask must have 40 entries \(got 39\)"):
+        store.multi_read(["x", "y"], short)
+    with pytest.raises(ValueError, match=r"'ids' as a mask must have 40 entries \(got 39\)"):
+        store.update("y", torch.zeros(39, dtype=torch.int64), short)
+    mask = torch.zeros(40, dtype=torch.bool)
+    mask[[3, 7]] = True
+    assert torch.equal(store.read("x", mask), torch.as_tensor(x)[[3, 7]])
+
+
+def test_gather_takes_the_ids_read_takes():
+    x, _ = make_tables()
+    store = FeatureStore({"x": x})
+    expected = torch.as_tensor(x)[[5, 0, 5]]
+    assert torch.equal(store.gather("x", np.array([5, 0, 5])), expected)
+    assert torch.equal(store.gather("x", np.array([5, 0, 5], dtype=np.int32)), expected)
+    out = torch.empty(3, x.shape[1], dtype=torch.as_tensor(x).dtype)
+    assert store.gather("x", np.array([5, 0, 5]), out=out) is out
+    assert torch.equal(out, expected)
+    with pytest.raises(TypeError, match=r"'ids' must be a tensor or numpy array \(got list\)"):
+        store.gather("x", [1, 2])
+    with pytest.raises(TypeError, match=r"'ids' must be int32 or int64 \(got torch.float64\)"):
+        store.gather("x", np.array([1.0]))
+
+
+def test_one_mask_for_tables_of_different_row_counts_is_refused():
+    store = FeatureStore({("a", "x"): np.zeros(2), ("b", "x"): np.zeros(3)})
+    with pytest.raises(ValueError, match=r"tables have \[2, 3\] rows; pass one mask per key"):
+        store.multi_read([("a", "x"), ("b", "x")], torch.ones(2, dtype=torch.bool))
+    masks = [torch.tensor([True, False]), torch.tensor([False, True, True])]
+    picked = store.multi_read([("a", "x"), ("b", "x")], masks)
+    assert [tuple(each.shape) for each in picked] == [(1,), (2,)]
