@@ -160,7 +160,17 @@ class EdgeSet:
 
     def __init__(self, row: np.ndarray, col: np.ndarray, num_nodes: int):
         self.num_nodes = int(num_nodes)
-        row, col = np.asarray(row, np.int64), np.asarray(col, np.int64)
+        row, col = _int_ids(row, "'row'"), _int_ids(col, "'col'")
+        if row.shape != col.shape:
+            raise ValueError(
+                f"'row' and 'col' must be 1-D and of one length (got shapes {row.shape} and "
+                f"{col.shape})"
+            )
+        # A negative source or a destination outside [0, num_nodes) would alias another
+        # pair's key.
+        if row.size and row.min() < 0:
+            raise ValueError(f"'row' holds node id {int(row.min())}, below 0")
+        _check_range(col, self.num_nodes, "'col'")
         if row.size and row.max() >= _MAX_KEY // max(self.num_nodes, 1):
             raise ValueError(
                 f"EdgeSet keys source * {self.num_nodes} + destination overflow int64 (source "
@@ -331,7 +341,17 @@ def sample_from_edges(
     src = _check_ids(inputs.row, num_src, "row")
     dst = _check_ids(inputs.col, num_dst, "col")
     num_pos = src.shape[0]
+    if dst.shape[0] != num_pos:
+        raise ValueError(
+            f"seed edges' 'col' must hold one id per seed edge ({num_pos}) (got {dst.shape[0]})"
+        )
     label, time = inputs.label, inputs.time
+    for name, value in (("label", label), ("time", time)):
+        if value is not None and (np.ndim(value) == 0 or len(value) != num_pos):
+            raise ValueError(
+                f"seed edges' '{name}' must hold one entry per seed edge ({num_pos}) (got "
+                f"shape {np.shape(value)})"
+            )
     src_time = dst_time = time
     disjoint = disjoint or time is not None
     if time is None:
@@ -502,8 +522,23 @@ def _sorted_side(by_time: NodesByTime | None) -> tuple[np.ndarray, np.ndarray]:
 
 
 def _check_ids(ids, num_nodes: int, name: str) -> np.ndarray:
-    array = np.asarray(ids, dtype=np.int64)
-    if array.size and (array.min() < 0 or array.max() >= num_nodes):
-        bad = int(array.min()) if array.min() < 0 else int(array.max())
-        raise ValueError(f"seed edges' '{name}' holds node id {bad}, outside [0, {num_nodes})")
+    """Seed edges' ``row`` or ``col``: int64 ``[n]`` ids in ``[0, num_nodes)``."""
+    array = _int_ids(ids, f"seed edges' '{name}'")
+    _check_range(array, num_nodes, f"seed edges' '{name}'")
     return array
+
+
+def _int_ids(ids, name: str) -> np.ndarray:
+    """``ids`` as int64 ``[n]``; other dtypes (floats would truncate) and ranks refused."""
+    array = np.asarray(ids)
+    if array.size and not np.issubdtype(array.dtype, np.integer):
+        raise TypeError(f"{name} must hold integer ids (got {array.dtype}: {array[:5]!r})")
+    if array.ndim != 1:
+        raise ValueError(f"{name} must be 1-D (got shape {array.shape})")
+    return array.astype(np.int64, copy=False)
+
+
+def _check_range(ids: np.ndarray, num_nodes: int, name: str) -> None:
+    if ids.size and (ids.min() < 0 or ids.max() >= num_nodes):
+        bad = int(ids.min()) if ids.min() < 0 else int(ids.max())
+        raise ValueError(f"{name} holds node id {bad}, outside [0, {num_nodes})")

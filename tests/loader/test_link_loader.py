@@ -22,13 +22,14 @@ from torch_geometric.testing import MyFeatureStore, MyGraphStore
 
 from graphengine import Graph, LinkNeighborLoader
 from graphengine.loader.seeds import derive_seed
-from samplers import NeighborSampler, SamplerInput
+from samplers import EdgeSamplerInput, NeighborSampler, SamplerInput
 from samplers.link import (
     EdgeSet,
     NegativeSampling,
     NodesByTime,
     draw_negative_destinations,
     draw_negative_pairs,
+    sample_from_edges,
 )
 from tests.helpers.batches import NEGATIVES, STORE_NEGATIVES, assert_same_batch, check_batch
 from tests.helpers.graphs import id_graph
@@ -285,6 +286,47 @@ def test_bad_negative_draws():
         NodesByTime(np.array([0.5]))
     with pytest.raises(ValueError, match="overflow int64"):
         EdgeSet([2**40], [0], 2**30)
+
+
+def test_seed_edges_of_the_wrong_kind_are_refused():
+    indptr, indices = np.array([0, 1, 2, 3]), np.array([1, 2, 0])
+    sampler = NeighborSampler(indptr, indices, [1])
+
+    def sample(row, col, label=None, time=None):
+        inputs = EdgeSamplerInput(
+            np.asarray(row), np.asarray(col), np.arange(len(row)), 0, label, time
+        )
+        return sample_from_edges(sampler, inputs, 3)
+
+    with pytest.raises(TypeError, match=r"seed edges' 'row' must hold integer ids \(got float64"):
+        sample([1.7], [0])
+    with pytest.raises(TypeError, match=r"seed edges' 'col' must hold integer ids \(got float64"):
+        sample([1], [0.5])
+    with pytest.raises(ValueError, match=r"seed edges' 'row' must be 1-D \(got shape \(1, 1\)\)"):
+        sample([[1]], [0])
+    with pytest.raises(ValueError, match=r"'col' must hold one id per seed edge \(1\) \(got 2\)"):
+        sample([1], [0, 2])
+    with pytest.raises(ValueError, match=r"'label' must hold one entry per seed edge \(2\)"):
+        sample([1, 2], [0, 1], label=np.ones(3, dtype=np.float32))
+    with pytest.raises(ValueError, match=r"'time' must hold one entry per seed edge \(2\)"):
+        sample([1, 2], [0, 1], time=np.ones(1, dtype=np.int64))
+    out = sample([1, 2], [0, 1], label=np.array([3.0, 4.0], dtype=np.float32))
+    assert out.edge_label.tolist() == [3.0, 4.0]
+
+
+def test_edge_sets_refuse_ids_outside_their_range():
+    with pytest.raises(ValueError, match=r"'row' holds node id -1, below 0"):
+        EdgeSet([-1, 0], [0, 1], 3)
+    with pytest.raises(ValueError, match=r"'col' holds node id 3, outside \[0, 3\)"):
+        EdgeSet([0], [3], 3)
+    with pytest.raises(ValueError, match=r"'col' holds node id -1, outside \[0, 3\)"):
+        EdgeSet([1], [-1], 3)
+    with pytest.raises(TypeError, match=r"'row' must hold integer ids \(got float64"):
+        EdgeSet([0.5], [1], 3)
+    with pytest.raises(ValueError, match=r"'row' and 'col' must be 1-D and of one length"):
+        EdgeSet([0, 1], [1], 3)
+    edges = EdgeSet([2, 0], [1, 2], 3)
+    assert edges.contains(np.array([2, 0, 1]), np.array([1, 2, 0])).tolist() == [True, True, False]
 
 
 @pytest.mark.parametrize("disjoint", [False, True], ids=["shared", "disjoint"])
