@@ -9,7 +9,9 @@ import pytest
 
 from graphengine.data.graph_store import Graph
 from graphengine.data.partition import (
+    METHODS,
     PartitionBook,
+    assign_parts,
     load_partition,
     open_part,
     partition_dataset,
@@ -195,6 +197,34 @@ def test_book_owner_with_an_empty_part():
         PartitionBook(np.array([5]), np.arange(5), np.arange(5))
     with pytest.raises(ValueError, match=r"'orig_to_new' must have shape \[5\] \(got \(4,\)\)"):
         PartitionBook(np.array([0, 5]), np.arange(5), np.arange(4))
+
+
+def test_book_refuses_ids_that_are_not_node_ids():
+    book = PartitionBook(np.array([0, 2, 5]), np.array([4, 3, 2, 1, 0]), np.array([4, 3, 2, 1, 0]))
+    assert book.to_new([0, 4]).tolist() == [4, 0]
+    assert book.to_orig(np.array([[1], [3]], dtype=np.int32)).tolist() == [[3], [1]]
+    with pytest.raises(ValueError, match=r"'orig_ids' must be in \[0, 5\) \(got -1\)"):
+        book.to_new([-1])
+    with pytest.raises(ValueError, match=r"'new_ids' must be in \[0, 5\) \(got 5\)"):
+        book.to_orig([0, 5])
+    with pytest.raises(TypeError, match=r"'new_ids' must be integer ids \(got float64"):
+        book.to_orig([1.7])
+    with pytest.raises(TypeError, match=r"'orig_ids' must be integer ids \(got float64"):
+        book.to_new(np.array([1.0]))
+    with pytest.raises(TypeError, match=r"'new_ids' must be integer ids \(got float64"):
+        book.owner([1.7])
+    assert book.to_new([]).tolist() == []
+
+
+@pytest.mark.parametrize("method", METHODS)
+def test_assign_parts_refuses_training_ids_outside_the_graph(multigraph, method):
+    graph = multigraph.graph
+    with pytest.raises(ValueError, match=r"'train_idx' must be in \[0, 300\) \(got -1\)"):
+        assign_parts(graph, 2, method, train_idx=np.array([-1]))
+    with pytest.raises(ValueError, match=r"'train_idx' must be in \[0, 300\) \(got 300\)"):
+        assign_parts(graph, 2, method, train_idx=[0, 300])
+    with pytest.raises(TypeError, match=r"'train_idx' must be integer ids \(got float64"):
+        assign_parts(graph, 2, method, train_idx=np.array([0.5]))
 
 
 def test_symmetric_adjacency_matches_dense(multigraph):

@@ -59,17 +59,33 @@ class PartitionBook:
         return int(self.bounds[part]), int(self.bounds[part + 1])
 
     def owner(self, new_ids) -> np.ndarray:
-        """The part owning each new id: int64, the shape of ``new_ids``."""
-        ids = np.asarray(new_ids)
-        if ids.size and (ids.min() < 0 or ids.max() >= self.num_nodes):
-            bad = int(ids.min()) if ids.min() < 0 else int(ids.max())
-            raise ValueError(f"'new_ids' must be in [0, {self.num_nodes}) (got {bad})")
+        """The part owning each new id (integer ids in ``[0, num_nodes)``): int64, the shape
+        of ``new_ids``."""
+        ids = node_ids(new_ids, self.num_nodes, "new_ids")
         return np.searchsorted(self.bounds, ids, side="right").astype(np.int64) - 1
 
     def to_orig(self, new_ids) -> np.ndarray:
-        """Original ids of new ids: int64, the shape of ``new_ids``."""
-        return np.asarray(self.new_to_orig)[np.asarray(new_ids, dtype=np.int64)]
+        """Original ids of new ids (integer ids in ``[0, num_nodes)``): int64, the shape of
+        ``new_ids``."""
+        return np.asarray(self.new_to_orig)[node_ids(new_ids, self.num_nodes, "new_ids")]
 
     def to_new(self, orig_ids) -> np.ndarray:
-        """New ids of original ids: int64, the shape of ``orig_ids``."""
-        return np.asarray(self.orig_to_new)[np.asarray(orig_ids, dtype=np.int64)]
+        """New ids of original ids (integer ids in ``[0, num_nodes)``): int64, the shape of
+        ``orig_ids``."""
+        return np.asarray(self.orig_to_new)[node_ids(orig_ids, self.num_nodes, "orig_ids")]
+
+
+def node_ids(ids, num_nodes: int, name: str) -> np.ndarray:
+    """``ids`` as int64, any shape; ``TypeError`` for non-integers (a cast would truncate
+    them), ``ValueError`` naming an id outside ``[0, num_nodes)`` (NumPy would wrap a
+    negative one around)."""
+    array = np.asarray(ids)
+    if array.size == 0:
+        return array.astype(np.int64)
+    if not np.issubdtype(array.dtype, np.integer):
+        raise TypeError(f"'{name}' must be integer ids (got {array.dtype}: {array.ravel()[:5]})")
+    low, high = array.min(), array.max()
+    if low < 0 or high >= num_nodes:
+        bad = int(low) if low < 0 else int(high)
+        raise ValueError(f"'{name}' must be in [0, {num_nodes}) (got {bad})")
+    return array.astype(np.int64, copy=False)

@@ -18,6 +18,7 @@ import numpy as np
 import scipy.sparse as sp
 
 from graphengine.data.graph_store import Graph
+from graphengine.data.partition.book import node_ids
 
 METHODS = ("metis", "random")
 _WEIGHT_SCALE = 16  # integer resolution of the combined METIS vertex weight
@@ -38,10 +39,14 @@ def assign_parts(
     to balance nodes, in-edges and the training nodes ``train_idx`` (int64 ids) together.
 
     Raises:
-        ValueError: ``num_parts`` outside ``[1, num_nodes]`` or an unknown ``method``.
+        ValueError: ``num_parts`` outside ``[1, num_nodes]``, an unknown ``method`` or a
+            ``train_idx`` id outside ``[0, num_nodes)``.
+        TypeError: ``train_idx`` not integers.
     """
     num_nodes = graph.num_nodes
     check_num_parts(num_parts, num_nodes)
+    if train_idx is not None:
+        train_idx = node_ids(train_idx, num_nodes, "train_idx")
     if method not in METHODS:
         raise ValueError(f"'method' must be one of {METHODS} (got {method!r})")
     if method == "random":
