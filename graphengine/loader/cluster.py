@@ -123,6 +123,9 @@ class ClusterData:
         return self.num_parts
 
     def __getitem__(self, idx: int) -> Data:
+        """Cluster ``idx`` (an int in ``[0, num_parts)``) alone."""
+        if isinstance(idx, bool) or not isinstance(idx, (int, np.integer)):
+            raise TypeError(f"'idx' must be an integer cluster id (got {idx!r})")
         if not 0 <= idx < self.num_parts:
             raise IndexError(f"cluster {idx} out of range [0, {self.num_parts})")
         p = self.partition
@@ -211,13 +214,26 @@ class ClusterLoader(StagedLoader):
         return self._seed_batches.batch_size
 
     def __call__(self, clusters) -> Data:
-        """One batch of the given cluster ids, built in this thread."""
-        clusters = np.asarray(clusters, dtype=np.int64)
-        if clusters.ndim != 1 or (
-            clusters.size and (clusters.min() < 0 or clusters.max() >= self.cluster_data.num_parts)
+        """One batch of the given cluster ids (distinct integers ``[k]``, ``k >= 1``: a list,
+        array or tensor), built in this thread."""
+        num_parts = self.cluster_data.num_parts
+        clusters = as_numpy(clusters)
+        if clusters.size and not np.issubdtype(clusters.dtype, np.integer):
+            # A cast would truncate them: [1.7] would be cluster 1.
+            raise TypeError(
+                f"cluster ids must be integers (got {clusters.dtype}: {clusters.ravel()[:5]})"
+            )
+        clusters = clusters.astype(np.int64, copy=False)
+        if (
+            clusters.ndim != 1
+            or not clusters.size
+            or clusters.min() < 0
+            or clusters.max() >= num_parts
+            # A repeated cluster's edges would all end in its last copy.
+            or np.bincount(clusters, minlength=num_parts).max() > 1
         ):
             raise ValueError(
-                f"cluster ids must be a 1-D list in [0, {self.cluster_data.num_parts}) "
+                f"cluster ids must be a non-empty 1-D list of distinct ids in [0, {num_parts}) "
                 f"(got {clusters.tolist()})"
             )
         return self._collate(BatchRequest(index=clusters, seed=0))

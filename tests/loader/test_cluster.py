@@ -152,6 +152,28 @@ def test_loader_order_threads_and_bad_arguments():
         ClusterData(data, num_parts=2, sparse_format="coo")
 
 
+def test_cluster_ids_must_be_integers():
+    clusters = ClusterData(communities(seed=4), num_parts=6, log=False)
+    loader = ClusterLoader(clusters, batch_size=2)
+    with pytest.raises(TypeError, match=r"cluster ids must be integers \(got float64: \[1.7\]\)"):
+        loader([1.7])
+    with pytest.raises(TypeError, match=r"cluster ids must be integers \(got float32"):
+        loader(torch.tensor([1.0]))
+    with pytest.raises(TypeError, match=r"'idx' must be an integer cluster id \(got 1.5\)"):
+        clusters[1.5]
+    with pytest.raises(TypeError, match=r"'idx' must be an integer cluster id \(got True\)"):
+        clusters[True]
+    assert torch.equal(clusters[np.int64(2)].x, clusters[2].x)
+    assert torch.equal(loader(np.array([2], dtype=np.int32)).x, clusters[2].x)
+    assert torch.equal(loader(torch.tensor([2])).x, clusters[2].x)
+    with pytest.raises(
+        ValueError, match=r"non-empty 1-D list of distinct ids in \[0, 6\) \(got \[\]\)"
+    ):
+        loader([])
+    with pytest.raises(ValueError, match=r"distinct ids in \[0, 6\) \(got \[2, 2\]\)"):
+        loader([2, 2])
+
+
 @pytest.mark.parametrize("sparse_format", ["csr", "csc"])
 @pytest.mark.parametrize("keep", [False, True], ids=["inner", "keep-inter"])
 def test_batches_equal_pygs_for_the_same_clusters(sparse_format, keep):
