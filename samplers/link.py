@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import dataclasses
 import math
+import numbers
 from collections.abc import Mapping
 from dataclasses import dataclass
 
@@ -61,8 +62,7 @@ class NegativeSampling:
                 f"negative sampling 'mode' must be one of {NEGATIVE_MODES} (got {mode!r})"
             )
         object.__setattr__(self, "mode", mode)
-        if not self.amount > 0:
-            raise ValueError(f"negative sampling 'amount' must be positive (got {self.amount})")
+        check_amount(self.amount, "negative sampling 'amount'")
         if mode == "triplet":
             if self.amount != math.ceil(self.amount):
                 raise ValueError(
@@ -78,6 +78,11 @@ class NegativeSampling:
             return value
         if isinstance(value, str):
             return cls(value)
+        if not hasattr(value, "mode") or not hasattr(value, "amount"):
+            raise TypeError(
+                "'neg_sampling' must be None, 'binary', 'triplet' or a NegativeSampling (got "
+                f"{value!r})"
+            )
         if (
             getattr(value, "src_weight", None) is not None
             or getattr(value, "dst_weight", None) is not None
@@ -87,6 +92,15 @@ class NegativeSampling:
                 "negatives are drawn uniformly"
             )
         return cls(value.mode, value.amount)
+
+
+def check_amount(value, name: str, least: str = "positive") -> None:
+    """``TypeError`` unless ``value`` is a real number (not a bool), ``ValueError`` unless it
+    is finite and positive (``least='>= 0'``: or zero); both name it as ``name``."""
+    if isinstance(value, bool) or not isinstance(value, numbers.Real):
+        raise TypeError(f"{name} must be a real number (got {value!r})")
+    if not math.isfinite(value) or not (value >= 0 if least == ">= 0" else value > 0):
+        raise ValueError(f"{name} must be finite and {least} (got {value})")
 
 
 @dataclass(frozen=True)

@@ -50,6 +50,7 @@ from samplers.link import (
     LinkSamplerOutput,
     NegativeSampling,
     NodesByTime,
+    check_amount,
     sample_from_edges,
 )
 
@@ -466,8 +467,15 @@ class LinkNeighborLoader(StagedLoader):
                 "PyG): the seed edges, an edge type, or (edge type or None, ids or None) for "
                 "all edges (of a type)"
             )
-        if neg_sampling_ratio is not None and neg_sampling_ratio != 0:
-            neg_sampling = NegativeSampling("binary", neg_sampling_ratio)
+        if "input_nodes" in kwargs:  # PyG's LinkLoader has no such argument either
+            raise TypeError(
+                "'input_nodes' is NeighborLoader's: LinkNeighborLoader seeds edges, given by "
+                "'edge_label_index'"
+            )
+        if neg_sampling_ratio is not None:
+            check_amount(neg_sampling_ratio, "'neg_sampling_ratio'", ">= 0")
+            if neg_sampling_ratio != 0:
+                neg_sampling = NegativeSampling("binary", neg_sampling_ratio)
         neg_sampling = _cast_negative(neg_sampling)
         self._pyg_negative = None
         if is_pyg_sampler(neighbor_sampler):
@@ -573,6 +581,8 @@ class LinkNeighborLoader(StagedLoader):
                 f"'edge_label' must have one entry per seed edge ({num_seeds}) "
                 f"(got shape {tuple(label.shape)})"
             )
+        if label.dtype.kind not in "biuf":
+            raise TypeError(f"'edge_label' must hold numbers (got {label.dtype} {label[:3]})")
         if self._triplet:
             raise ValueError(
                 "'edge_label' must be None for 'triplet' negative sampling: the batch's "
@@ -777,6 +787,12 @@ def _cast_negative(neg_sampling):
     if isinstance(neg_sampling, dict) and "exclude_edges" in neg_sampling:
         return NegativeSampling(**neg_sampling)
     if isinstance(neg_sampling, (tuple, dict)):
+        # PyG's own check of 'amount' fails on a str and lets inf through.
+        if isinstance(neg_sampling, tuple):
+            amount = neg_sampling[1] if len(neg_sampling) > 1 else 1
+        else:
+            amount = neg_sampling.get("amount", 1)
+        check_amount(amount, "negative sampling 'amount'")
         return PyGNegativeSampling.cast(neg_sampling)
     return neg_sampling
 

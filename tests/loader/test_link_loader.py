@@ -187,6 +187,40 @@ def test_bad_link_arguments():
         LinkNeighborLoader(data, [2], edge_label_index=torch.zeros(3, 4, dtype=torch.long))
 
 
+def test_bad_negative_sampling_and_link_arguments_are_named():
+    data = id_graph()
+    with pytest.raises(TypeError, match=r"'input_nodes' is NeighborLoader's.*'edge_label_index'"):
+        LinkNeighborLoader(data, [2], input_nodes=torch.arange(3))
+    with pytest.raises(
+        TypeError, match=r"'neg_sampling' must be None, 'binary', 'triplet'.*\(got 3\)"
+    ):
+        LinkNeighborLoader(data, [2], neg_sampling=3)
+    with pytest.raises(
+        TypeError, match=r"negative sampling 'amount' must be a real number \(got 'x'\)"
+    ):
+        LinkNeighborLoader(data, [2], neg_sampling=("binary", "x"))
+    with pytest.raises(TypeError, match=r"'amount' must be a real number \(got 'x'\)"):
+        LinkNeighborLoader(data, [2], neg_sampling={"mode": "binary", "amount": "x"})
+    with pytest.raises(ValueError, match=r"'amount' must be finite and positive \(got inf\)"):
+        LinkNeighborLoader(data, [2], neg_sampling=("binary", float("inf")))
+    with pytest.raises(ValueError, match=r"'amount' must be finite and positive \(got inf\)"):
+        LinkNeighborLoader(data, [2], neg_sampling=PyGNegativeSampling("binary", float("inf")))
+    with pytest.raises(TypeError, match=r"'neg_sampling_ratio' must be a real number \(got 'x'\)"):
+        LinkNeighborLoader(data, [2], neg_sampling_ratio="x")
+    with pytest.raises(
+        ValueError, match=r"'neg_sampling_ratio' must be finite and >= 0 \(got inf\)"
+    ):
+        LinkNeighborLoader(data, [2], neg_sampling_ratio=float("inf"))
+    with pytest.raises(TypeError, match=r"'amount' must be a real number \(got True\)"):
+        NegativeSampling("binary", True)
+    with pytest.raises(TypeError, match=r"'edge_label' must hold numbers \(got <U1"):
+        LinkNeighborLoader(data, [2], edge_label=np.array(["a"] * data.num_edges))
+    with pytest.raises(ValueError, match=r"'edge_label' must have one entry per seed edge"):
+        LinkNeighborLoader(data, [2], edge_label="abc")
+    batch = next(iter(LinkNeighborLoader(data, [2], batch_size=4, neg_sampling_ratio=0.5)))
+    assert batch.edge_label.tolist() == [1.0] * 4 + [0.0] * 2
+
+
 def test_negative_pairs_are_uniform_over_each_side():
     src, dst = draw_negative_pairs(60_000, 7, 13, seed=3)
     assert src.min() >= 0 and src.max() < 7 and dst.min() >= 0 and dst.max() < 13
