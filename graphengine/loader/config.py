@@ -13,6 +13,7 @@ from typing import Any
 import torch
 from torch_geometric.sampler.base import NumNeighbors
 
+from graphengine.loader.seeds import check_seed
 from samplers import check_fanouts
 from samplers.neighbor import SUBGRAPH_TYPES, TEMPORAL_STRATEGIES
 
@@ -107,10 +108,11 @@ class LoadingConfig:
         batch_size: seeds per batch.
         shuffle: reshuffle the seeds every epoch.
         drop_last: drop the last, incomplete batch.
-        seed: base random seed; ``None`` draws one per epoch from torch's global generator.
+        seed: base random seed, an int (NumPy's included); ``None`` draws one per epoch from
+            torch's global generator.
         num_workers: sampling threads; 0 loads every batch in the caller's thread.
         prefetch: batches in flight per sampling thread.
-        device: where batches go, or ``None``.
+        device: where batches go, or ``None``; a CUDA device needs CUDA.
         pin_memory: gather features into pinned memory.
         rank, world_size: this rank's share of each epoch's seeds (data-parallel training).
         filter_per_worker: gather in the sampling threads (else in one thread of its own).
@@ -135,8 +137,9 @@ class LoadingConfig:
         _int_at_least("batch_size", self.batch_size, 1, "a positive int")
         _int_at_least("num_workers", self.num_workers, 0, "an int >= 0")
         _int_at_least("prefetch", self.prefetch, 1, "an int >= 1")
+        object.__setattr__(self, "seed", check_seed(self.seed))
         if self.device is not None:
-            object.__setattr__(self, "device", torch.device(self.device))
+            object.__setattr__(self, "device", _reachable_device(self.device))
 
     @property
     def threads(self) -> int:
@@ -207,6 +210,20 @@ def dataloader_options(kwargs: dict, prefetch: int, loader: str) -> int:
 def _one_of(name: str, value, allowed: tuple[str, ...]) -> None:
     if value not in allowed:
         raise ValueError(f"'{name}' must be one of {allowed} (got {value!r})")
+
+
+def _reachable_device(device) -> torch.device:
+    """``device`` as a ``torch.device``, refused here rather than deep inside torch when it
+    is not a device or is a CUDA one without CUDA."""
+    try:
+        device = torch.device(device)
+    except (RuntimeError, TypeError):
+        raise ValueError(f"'device' must be a torch device or its name (got {device!r})") from None
+    if device.type == "cuda" and not torch.cuda.is_available():
+        raise ValueError(
+            f"device={str(device)!r} needs CUDA, and torch.cuda.is_available() is False"
+        )
+    return device
 
 
 def _int_at_least(name: str, value, low: int, description: str) -> None:

@@ -19,6 +19,16 @@ class BatchRequest:
     seed: int
 
 
+def check_seed(seed) -> int | None:
+    """``seed`` as a Python int (NumPy integers included: the mixing needs Python ints), or
+    ``None`` (draw one per epoch); ``TypeError`` naming it otherwise."""
+    if seed is None:
+        return None
+    if isinstance(seed, bool) or not isinstance(seed, (int, np.integer)):
+        raise TypeError(f"'seed' must be an int or None (got {seed!r})")
+    return int(seed)
+
+
 def derive_seed(*parts: int) -> int:
     """A 63-bit non-negative seed mixed from integers (e.g. base seed, epoch, batch number),
     by :func:`samplers.seeds.mix_seed` (numpy's ``SeedSequence``); once per batch."""
@@ -70,7 +80,7 @@ class SeedBatches:
         self.batch_size = batch_size
         self.shuffle = shuffle
         self.drop_last = drop_last
-        self.seed = seed
+        self.seed = check_seed(seed)
         self.rank = rank
         self.world_size = world_size
         self.epoch = 0

@@ -3,6 +3,7 @@ naming it and its value, and every loader is built from them."""
 
 import dataclasses
 
+import numpy as np
 import pytest
 import torch
 from torch_geometric.data import Data
@@ -77,3 +78,36 @@ def test_loaders_are_built_from_the_configs():
     assert not isinstance(link, NeighborLoader)
     with pytest.raises(TypeError, match=r"LinkNeighborLoader got arguments it does not support"):
         LinkNeighborLoader(data, [2], sampler="x")
+
+
+def test_loader_seeds_are_ints_or_none():
+    data = small_data()
+    for seed in (1.5, "a", True):
+        with pytest.raises(TypeError, match=rf"'seed' must be an int or None \(got {seed!r}\)"):
+            NeighborLoader(data, [2], batch_size=2, seed=seed)
+    with pytest.raises(TypeError, match=r"'seed' must be an int or None \(got 1.5\)"):
+        LinkNeighborLoader(data, [2], batch_size=2, seed=1.5)
+    plain = [b.n_id for b in NeighborLoader(data, [2], batch_size=2, shuffle=True, seed=3)]
+    numpy = NeighborLoader(data, [2], batch_size=2, shuffle=True, seed=np.int64(3))
+    assert type(numpy.loading.seed) is int
+    assert all(torch.equal(a, b.n_id) for a, b in zip(plain, numpy, strict=True))
+    torch.manual_seed(0)
+    loader = NeighborLoader(data, [2], batch_size=2, shuffle=True, seed=None)
+    seeds = torch.cat([b.n_id[: b.batch_size] for b in loader])
+    assert sorted(seeds.tolist()) == list(range(5))
+
+
+@pytest.mark.skipif(torch.cuda.is_available(), reason="checks a CPU-only torch")
+def test_a_cuda_device_without_cuda_is_refused_at_construction():
+    data = small_data()
+    message = r"device='cuda' needs CUDA, and torch.cuda.is_available\(\) is False"
+    with pytest.raises(ValueError, match=message):
+        NeighborLoader(data, [2], batch_size=2, device="cuda")
+    with pytest.raises(ValueError, match=message):
+        LinkNeighborLoader(data, [2], batch_size=2, device="cuda")
+    with pytest.raises(ValueError, match=r"device='cuda:1' needs CUDA"):
+        LoadingConfig(device=torch.device("cuda:1"))
+    with pytest.raises(
+        ValueError, match=r"'device' must be a torch device or its name \(got 'gpu'\)"
+    ):
+        NeighborLoader(data, [2], batch_size=2, device="gpu")
