@@ -130,6 +130,8 @@ def hetero_seed_nodes(input_nodes, graph: HeteroGraph) -> tuple[str, np.ndarray,
             "'input_nodes' of a HeteroData must be a node type or a (node type, ids or mask) "
             f"pair (got {type(input_nodes).__name__})"
         )
+    if not isinstance(node_type, str):
+        raise TypeError(f"'input_nodes' node type must be a str (got {node_type!r})")
     if node_type not in graph.num_nodes:
         raise ValueError(
             f"'input_nodes' names node type {node_type!r}; the data has {graph.node_types}"

@@ -230,6 +230,7 @@ def seed_nodes(input_nodes, num_nodes: int) -> tuple[np.ndarray, np.ndarray]:
     if input_nodes is None:
         nodes = np.arange(num_nodes, dtype=np.int64)
         return nodes, nodes
+    _refuse_node_types(input_nodes)
     if isinstance(input_nodes, torch.Tensor):
         input_nodes = input_nodes.detach().cpu().numpy()
     array = np.asarray(input_nodes)
@@ -242,6 +243,25 @@ def seed_nodes(input_nodes, num_nodes: int) -> tuple[np.ndarray, np.ndarray]:
         return nodes, nodes
     nodes = check_node_ids(array, num_nodes, "input_nodes")
     return nodes, np.arange(nodes.shape[0], dtype=np.int64)
+
+
+def _refuse_node_types(input_nodes) -> None:
+    """A node type or a ``(node type, ids)`` pair, given for homogeneous data, named as such
+    rather than failing as ids."""
+    if isinstance(input_nodes, str):
+        raise ValueError(
+            "'input_nodes' must be ids, a mask or None for homogeneous data; a node type is for "
+            f"HeteroData (got {input_nodes!r})"
+        )
+    if (
+        isinstance(input_nodes, (tuple, list))
+        and len(input_nodes) == 2
+        and (input_nodes[0] is None or isinstance(input_nodes[0], str))
+    ):
+        raise ValueError(
+            "'input_nodes' must be ids, a mask or None for homogeneous data; a (node type, ids) "
+            f"pair is for HeteroData (got {input_nodes!r})"
+        )
 
 
 def sampling_attributes(data, graph: Graph, time_attr: str | None, weight_attr: str | None) -> dict:

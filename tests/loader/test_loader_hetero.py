@@ -174,3 +174,30 @@ def test_hetero_batches_keep_type_and_graph_level_attributes():
     assert batch["paper"].label_names == ["a", "b", "c"]
     assert batch["paper", "cites", "paper"].relation_weight == 0.5
     assert batch.title == "graph"
+
+
+def test_input_nodes_of_the_wrong_kind_for_the_data_are_named():
+    hetero = id_hetero()
+    with pytest.raises(
+        TypeError, match=r"'input_nodes' node type must be a str \(got \['paper'\]\)"
+    ):
+        NeighborLoader(hetero, [2], input_nodes=(["paper"], torch.tensor([1])))
+    with pytest.raises(
+        TypeError, match=r"'input_nodes' node type must be a str \(got \['paper'\]\)"
+    ):
+        NeighborLoader(hetero, [2], input_nodes=[["paper"], None])
+    batch = next(iter(NeighborLoader(hetero, [2], input_nodes=["paper", torch.tensor([4])])))
+    assert batch["paper"].n_id[:1].tolist() == [4]
+    data = Data(x=torch.arange(6.0).view(-1, 1), edge_index=torch.tensor([[0, 1], [1, 2]]))
+    expected = (
+        r"'input_nodes' must be ids, a mask or None for homogeneous data; a \(node type, ids\) "
+        r"pair is for HeteroData \(got \(None, tensor\(\[0, 1\]\)\)\)"
+    )
+    with pytest.raises(ValueError, match=expected):
+        NeighborLoader(data, [2], input_nodes=(None, torch.tensor([0, 1])))
+    with pytest.raises(ValueError, match=r"a \(node type, ids\) pair is for HeteroData"):
+        NeighborLoader(data, [2], input_nodes=("paper", None))
+    with pytest.raises(ValueError, match=r"a node type is for HeteroData \(got 'paper'\)"):
+        NeighborLoader(data, [2], input_nodes="paper")
+    pair = NeighborLoader(data, [2], input_nodes=(2, 3), batch_size=2)
+    assert next(iter(pair)).n_id[:2].tolist() == [2, 3]
