@@ -17,10 +17,13 @@ wrong weights. :func:`trained_on` describes what a checkpoint was trained on and
 
 from __future__ import annotations
 
+import glob
 import hashlib
 import io
 import logging
+import os
 import pickle
+import re
 from pathlib import Path
 
 import torch
@@ -29,6 +32,8 @@ log = logging.getLogger(__name__)
 
 MAGIC = b"GRAPHENGINE-CHECKPOINT"
 VERSION = 1
+# What follows a checkpoint's name in its temporary files: ".<pid>.tmp", or ".tmp" (older).
+_TEMPORARY = re.compile(r"\.(?:(\d+)\.)?tmp")
 # The header is short; anything longer than this without a newline is not ours.
 _MAX_HEADER = 256
 
@@ -43,11 +48,42 @@ def write_state(path: str | Path, state: dict) -> None:
     payload = buffer.getvalue()
     digest = hashlib.sha256(payload).hexdigest()
     header = b"%s %d sha256=%s length=%d\n" % (MAGIC, VERSION, digest.encode(), len(payload))
-    temporary = path.with_suffix(path.suffix + ".tmp")
-    with temporary.open("wb") as f:
-        f.write(header)
-        f.write(payload)
-    temporary.replace(path)
+    remove_stale_temporaries(path)
+    temporary = path.with_name(f"{path.name}.{os.getpid()}.tmp")
+    try:
+        with temporary.open("wb") as f:
+            f.write(header)
+            f.write(payload)
+        temporary.replace(path)
+    finally:
+        temporary.unlink(missing_ok=True)
+
+
+def remove_stale_temporaries(path: str | Path) -> list[Path]:
+    """Delete the temporary files that writes of checkpoint ``path`` killed mid-way left
+    beside it (``<name>.<pid>.tmp`` of a process no longer running, and the ``<name>.tmp`` of
+    older versions); returns them. A kill that :func:`write_state`'s cleanup cannot catch
+    (SIGKILL) leaves one the size of a checkpoint."""
+    path = Path(path)
+    removed = []
+    for candidate in path.parent.glob(f"{glob.escape(path.name)}.*tmp"):
+        match = _TEMPORARY.fullmatch(candidate.name[len(path.name) :])
+        if match is None or (match[1] is not None and _running(int(match[1]))):
+            continue  # another file's, or a write in progress
+        candidate.unlink(missing_ok=True)
+        removed.append(candidate)
+    return removed
+
+
+def _running(pid: int) -> bool:
+    """Whether a process ``pid`` exists (this one included)."""
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:  # someone else's
+        return True
+    return True
 
 
 def read_state(path: str | Path) -> dict:

@@ -289,6 +289,10 @@ class Trainer:
     def load_checkpoint(self, path: str | Path) -> None:
         """Restore what :meth:`save_checkpoint` saved.
 
+        The optimizer's state (Adam's moments and step counts) comes from the checkpoint,
+        its settings from this Trainer's config: a run resumed with another ``lr`` or
+        ``weight_decay`` trains on with the new ones, and the log says which changed.
+
         Raises:
             ValueError: ``path`` is not a graphengine checkpoint, is corrupt, or was
                 trained on another model or dataset (the message says what differs).
@@ -298,10 +302,27 @@ class Trainer:
         self.model.load_state_dict(state["model"])
         self.strategy.reshard_model(self.batches.train_module)
         self.optimizer.load_state_dict(self._own_optimizer_state(state["optimizer"], path))
+        self._apply_optimizer_settings(path)
         self.epoch = int(state["epoch"])
         rng_states = state["torch_rng"]
         torch.set_rng_state(rng_states[self.rank % len(rng_states)])
         log.info("resumed from %s at epoch %d", path, self.epoch)
+
+    def _apply_optimizer_settings(self, path: str | Path) -> None:
+        """Put this run's ``lr`` and ``weight_decay`` back into the optimizer after a
+        checkpoint's state replaced them, saying which differed."""
+        wanted = {"lr": self.config.lr, "weight_decay": self.config.weight_decay}
+        for group in self.optimizer.param_groups:
+            for name, value in wanted.items():
+                if group[name] != value:
+                    log.warning(
+                        "resuming %s with %s=%g (the checkpoint was trained with %g)",
+                        path,
+                        name,
+                        value,
+                        group[name],
+                    )
+                    group[name] = value
 
     def _own_optimizer_state(self, saved, path: str | Path) -> dict:
         """This worker's optimizer state in a checkpoint: the one state, or, when each worker

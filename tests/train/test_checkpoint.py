@@ -2,6 +2,9 @@
 
 import hashlib
 import os
+import subprocess
+import sys
+from pathlib import Path
 
 import pytest
 import torch
@@ -30,7 +33,7 @@ def test_round_trip(tmp_path):
     assert loaded["epoch"] == 3 and loaded["names"] == ["a", "b"]
     for key in ("weight", "bias"):
         assert torch.equal(loaded["model"][key], expected["model"][key])
-    assert not path.with_suffix(".pt.tmp").exists()
+    assert [p.name for p in path.parent.iterdir()] == ["ckpt.pt"]
 
 
 def test_header_holds_the_payloads_sha256_and_length(tmp_path):
@@ -94,7 +97,7 @@ def dataset(tmp_path_factory):
     return load_dataset("synthetic-small", root=tmp_path_factory.mktemp("data"))
 
 
-def trainer(dataset, checkpoint, hidden=16):
+def trainer(dataset, checkpoint, hidden=16, **options):
     torch.manual_seed(0)
     model = build_model("sage", dataset.num_features, hidden, dataset.num_classes, 2)
     return Trainer(
@@ -106,6 +109,7 @@ def trainer(dataset, checkpoint, hidden=16):
         checkpoint=checkpoint,
         eval_mode="full",
         num_workers=0,
+        **options,
     )
 
 
@@ -194,3 +198,48 @@ def test_fit_refuses_negative_counts(dataset, tmp_path):
         run.fit(-1)
     with pytest.raises(ValueError, match=r"'eval_every' must be >= 0, 0 for never \(got -2\)"):
         run.fit(1, eval_every=-2)
+
+
+def test_a_killed_writes_temporary_file_is_removed_by_the_next_write(tmp_path):
+    path = tmp_path / "ckpt.pt"
+    dead = subprocess.run(
+        [sys.executable, "-c", "import os; print(os.getpid())"],
+        text=True,
+        capture_output=True,
+        check=True,
+    )
+    stale = [tmp_path / f"ckpt.pt.{int(dead.stdout)}.tmp", tmp_path / "ckpt.pt.tmp"]
+    for leftover in stale:
+        leftover.write_bytes(b"half a checkpoint")
+    running = tmp_path / f"ckpt.pt.{os.getppid()}.tmp"  # a live process: a write in progress
+    running.write_bytes(b"being written")
+    others = [tmp_path / "other.pt.1.tmp", tmp_path / "ckpt.pt5.tmp", tmp_path / "ckpt.pt.x.tmp"]
+    for other in others:
+        other.write_bytes(b"not this checkpoint's")
+    write_state(path, state())
+    assert not any(leftover.exists() for leftover in stale)
+    assert running.exists() and all(other.exists() for other in others)
+    assert read_state(path)["epoch"] == 3
+
+
+def test_a_failed_write_leaves_no_temporary_file(tmp_path, monkeypatch):
+    path = tmp_path / "ckpt.pt"
+
+    def no_room(*args):
+        raise OSError(28, "No space left on device")
+
+    monkeypatch.setattr(Path, "replace", no_room)
+    with pytest.raises(OSError, match="No space left"):
+        write_state(path, state())
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_resuming_with_another_lr_and_weight_decay_uses_them_and_says_so(dataset, tmp_path, caplog):
+    path = tmp_path / "ckpt.pt"
+    trainer(dataset, path).fit(1, eval_every=0)
+    resumed = trainer(dataset, path, lr=0.01, weight_decay=0.001)
+    groups = resumed.optimizer.param_groups
+    assert all(g["lr"] == 0.01 and g["weight_decay"] == 0.001 for g in groups)
+    assert resumed.optimizer.state  # Adam's moments still come from the checkpoint
+    assert "lr=0.01 (the checkpoint was trained with 0.003)" in caplog.text
+    assert "weight_decay=0.001 (the checkpoint was trained with 0)" in caplog.text
