@@ -1,5 +1,6 @@
 """Small conversions every loader shares: tensors, arrays and lists as NumPy arrays, PyG's
-``input_id`` checked, rows of an attribute selected."""
+``input_id`` checked, a ``Data``'s per-node and per-edge attributes checked, rows of an
+attribute selected."""
 
 from __future__ import annotations
 
@@ -23,6 +24,37 @@ def check_input_ids(input_id, num_seeds: int) -> np.ndarray:
             f"(got {ids.dtype} of shape {ids.shape})"
         )
     return ids.astype(np.int64)
+
+
+# Attributes that PyG's datasets and models hold one row per node or per edge. PyG takes an
+# attribute whose row count matches neither for a graph-level one and copies it whole into
+# every batch; for these names that is a malformed Data, refused instead. ``y`` may also be a
+# graph's one label.
+NODE_KEYS = ("x", "pos", "y", "train_mask", "val_mask", "test_mask")
+EDGE_KEYS = ("edge_attr", "edge_weight")
+
+
+def check_attribute_rows(data) -> None:
+    """Refuse a PyG ``Data`` whose per-node (:data:`NODE_KEYS`) or per-edge
+    (:data:`EDGE_KEYS`) attribute has a row count other than its ``num_nodes`` or
+    ``num_edges``.
+
+    Raises:
+        ValueError: naming the attribute, its rows and the count expected.
+    """
+    for keys, count, level in (
+        (NODE_KEYS, data.num_nodes, "node"),
+        (EDGE_KEYS, data.num_edges, "edge"),
+    ):
+        for key in keys:
+            value = getattr(data, key, None)
+            rows = getattr(value, "shape", (count,))[:1] or (count,)
+            if rows[0] == count or (key == "y" and rows[0] == 1):
+                continue
+            raise ValueError(
+                f"'data.{key}' has {rows[0]} rows, but the data has {count} {level}s: a "
+                f"{level}-level attribute needs one row per {level}"
+            )
 
 
 def select_rows(value, dim: int, index: torch.Tensor):

@@ -14,7 +14,7 @@ from torch_geometric.data import Data
 
 from graphengine.data.graph_store import Graph
 from graphengine.data.partition.partitioner import check_num_parts, metis_parts, renumber
-from graphengine.loader.adapters import as_numpy, select_rows
+from graphengine.loader.adapters import as_numpy, check_attribute_rows, select_rows
 from graphengine.loader.config import loading_config
 from graphengine.loader.pipeline import Stage, StagedLoader, copy_stages
 from graphengine.loader.seeds import BatchRequest, SeedBatches
@@ -93,6 +93,7 @@ class ClusterData:
                 f"'sparse_format' must be one of {SPARSE_FORMATS} (got {sparse_format!r})"
             )
         graph = Graph.from_data(data)
+        check_attribute_rows(data)
         check_num_parts(num_parts, graph.num_nodes)
         self.num_parts = int(num_parts)
         self.recursive = bool(recursive)

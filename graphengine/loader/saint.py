@@ -12,7 +12,7 @@ import torch
 from torch_geometric.data import Data
 from tqdm import tqdm
 
-from graphengine.loader.adapters import as_numpy
+from graphengine.loader.adapters import as_numpy, check_attribute_rows
 from graphengine.loader.config import loading_config
 from graphengine.loader.pipeline import Stage, StagedLoader, copy_stages
 from graphengine.loader.seeds import BatchRequest, SeedBatches
@@ -73,6 +73,7 @@ class GraphSAINTSampler(StagedLoader):
                 f"'data' must be a torch_geometric Data with an 'edge_index' "
                 f"(got {type(data).__name__})"
             )
+        check_attribute_rows(data)
         for name in ("node_norm", "edge_norm"):
             if name in data:
                 raise ValueError(f"'data' already has '{name}', which GraphSAINT writes")

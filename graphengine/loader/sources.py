@@ -23,7 +23,7 @@ from graphengine.data.arrays import as_tensor
 from graphengine.data.feature_store import FeatureStore
 from graphengine.data.graph_store import Graph
 from graphengine.datasets.dataset import GraphDataset
-from graphengine.loader.adapters import as_numpy, check_input_ids
+from graphengine.loader.adapters import as_numpy, check_attribute_rows, check_input_ids
 from graphengine.loader.config import SamplingConfig
 from graphengine.loader.device_sampling import TorchDeviceMemory
 from graphengine.loader.hetero import (
@@ -191,6 +191,7 @@ def graph_and_gather(
             "remote stores are not supported yet"
         )
     graph = Graph.from_data(data)
+    check_attribute_rows(data)
     tables = {"node": {}, "edge": {}}
     other_attrs, odd_attrs = {}, {}
     for key, value in data.items():
