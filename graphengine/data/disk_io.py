@@ -88,6 +88,11 @@ def advise(array, access: str) -> bool:
     return True
 
 
+def is_mapped(array) -> bool:
+    """Whether ``array`` (an array or a view of one) reads a memory-mapped file."""
+    return _mapping(array) is not None
+
+
 def _mapping(array) -> mmap.mmap | None:
     while isinstance(array, np.ndarray):
         if isinstance(getattr(array, "_mmap", None), mmap.mmap):

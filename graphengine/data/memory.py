@@ -1,6 +1,7 @@
-"""How much memory this process can still take: what the system has available, within the
-memory limit of the process's cgroup (a container's, or one set with cgroup v1's
-``memory.limit_in_bytes`` or v2's ``memory.max``), which ``/proc/meminfo`` does not show.
+"""How much memory this process may use (:func:`memory_limit`) and can still take
+(:func:`available_memory`): the machine's, within the memory limit of the process's cgroup (a
+container's, or one set with cgroup v1's ``memory.limit_in_bytes`` or v2's ``memory.max``),
+which ``/proc/meminfo`` does not show.
 """
 
 from __future__ import annotations
@@ -27,22 +28,53 @@ def available_memory() -> int | None:
     return min(limits) if limits else None
 
 
+def memory_limit() -> int | None:
+    """The most memory this process may use, in bytes: its cgroup's memory limit where one
+    is set, else (and at most) the machine's ``MemTotal``; ``None`` where neither is known."""
+    kib = proc_field("/proc/meminfo", "MemTotal")
+    try:
+        membership = Path("/proc/self/cgroup").read_text()
+    except OSError:
+        membership = ""
+    found = [kib * 1024 if kib is not None else None, cgroup_limit(membership, CGROUP_ROOT)]
+    limits = [limit for limit in found if limit is not None]
+    return min(limits) if limits else None
+
+
 def cgroup_headroom(membership: str, root: Path) -> int | None:
     """The bytes left under the memory limits of the cgroup that ``membership`` (the text
     of ``/proc/self/cgroup``) names, with the hierarchies mounted under ``root``; ``None``
     without a limit or where the files are missing. Page cache that the kernel can drop
     (``inactive_file``) counts as free, as it does for ``MemAvailable``."""
+    headrooms = [
+        max(0, limit - usage + inactive)
+        for limit, usage, inactive in _limited_groups(membership, root)
+        if usage is not None
+    ]
+    return min(headrooms) if headrooms else None
+
+
+def cgroup_limit(membership: str, root: Path) -> int | None:
+    """The least memory limit on the cgroup path that ``membership`` names (as
+    :func:`cgroup_headroom`), in bytes; ``None`` without one."""
+    limits = [limit for limit, _, _ in _limited_groups(membership, root)]
+    return min(limits) if limits else None
+
+
+def _limited_groups(membership: str, root: Path) -> list[tuple[int, int | None, int]]:
+    """``(limit, usage, inactive_file)`` of each cgroup on the process's path that has a
+    memory limit: cgroup v1's one hierarchical limit, or each ``memory.max`` up v2's tree."""
     groups = {}  # "memory" (cgroup v1's controller) or "" (the v2 hierarchy) -> path
     for line in membership.splitlines():
         _, controllers, path = line.split(":", 2)
         for controller in controllers.split(",") if controllers else [""]:
             groups.setdefault(controller, path)
     if "memory" in groups:
-        return _v1_headroom(_cgroup_dir(root / "memory", groups["memory"]))
+        return _v1_limits(_cgroup_dir(root / "memory", groups["memory"]))
     for mount in (root, root / "unified"):
         if "" in groups and (mount / "cgroup.controllers").exists():
-            return _v2_headroom(_cgroup_dir(mount, groups[""]), mount)
-    return None
+            return _v2_limits(_cgroup_dir(mount, groups[""]), mount)
+    return []
 
 
 def _cgroup_dir(mount: Path, path: str) -> Path:
@@ -52,27 +84,25 @@ def _cgroup_dir(mount: Path, path: str) -> Path:
     return directory if directory.is_dir() else mount
 
 
-def _v1_headroom(directory: Path) -> int | None:
+def _v1_limits(directory: Path) -> list[tuple[int, int | None, int]]:
     stat = _stat(directory / "memory.stat")
     limit = stat.get("hierarchical_memory_limit")
+    if limit is None or limit >= _NO_LIMIT:
+        return []
     usage = _number(directory / "memory.usage_in_bytes")
-    if limit is None or usage is None or limit >= _NO_LIMIT:
-        return None
-    return max(0, limit - usage + stat.get("total_inactive_file", 0))
+    return [(limit, usage, stat.get("total_inactive_file", 0))]
 
 
-def _v2_headroom(directory: Path, root: Path) -> int | None:
-    """The least headroom under ``memory.max`` from ``directory`` up to the hierarchy's root."""
-    least = None
+def _v2_limits(directory: Path, root: Path) -> list[tuple[int, int | None, int]]:
+    """Each ``memory.max`` from ``directory`` up to the hierarchy's root."""
+    found = []
     while True:
         limit = _number(directory / "memory.max")
-        usage = _number(directory / "memory.current")
-        if limit is not None and usage is not None:
+        if limit is not None:
             inactive = _stat(directory / "memory.stat").get("inactive_file", 0)
-            headroom = max(0, limit - usage + inactive)
-            least = headroom if least is None else min(least, headroom)
+            found.append((limit, _number(directory / "memory.current"), inactive))
         if directory == root or root not in directory.parents:
-            return least
+            return found
         directory = directory.parent
 
 

@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from graphengine.data.disk_io import proc_field
-from graphengine.data.memory import available_memory, cgroup_headroom
+from graphengine.data.memory import available_memory, cgroup_headroom, cgroup_limit, memory_limit
 
 NO_LIMIT_V1 = 9223372036854771712  # what cgroup v1 writes for "no limit"
 
@@ -61,6 +61,26 @@ def test_cgroup_v2_under_a_hybrid_mount_and_no_files(tmp_path):
     assert cgroup_headroom("", tmp_path) is None
 
 
+def test_cgroup_limit_is_the_least_limit_on_the_path(tmp_path):
+    v1_group(tmp_path, "jobs/one", limit=8_000, usage=9_000, inactive=0)
+    assert cgroup_limit("4:memory:/jobs/one\n", tmp_path) == 8_000
+    v1_group(tmp_path, "jobs/one", limit=NO_LIMIT_V1, usage=5_000, inactive=0)
+    assert cgroup_limit("4:memory:/jobs/one\n", tmp_path) is None
+    v2 = tmp_path / "v2"
+    write(v2, {"cgroup.controllers": "memory\n"})
+    write(v2 / "a", {"memory.max": "10000\n"})  # no memory.current: the limit still counts
+    write(v2 / "a" / "b", {"memory.max": "30000\n", "memory.current": "100\n"})
+    assert cgroup_limit("0::/a/b\n", v2) == 10_000
+    assert cgroup_headroom("0::/a/b\n", v2) == 29_900  # the parent's usage is unknown
+
+
+def test_memory_limit_is_at_most_the_machines():
+    total = proc_field("/proc/meminfo", "MemTotal")
+    if total is None:
+        pytest.skip("no /proc/meminfo here")
+    assert 0 < memory_limit() <= total * 1024
+
+
 def test_available_memory_is_at_most_what_the_system_has():
     system = proc_field("/proc/meminfo", "MemAvailable")
     available = available_memory()
@@ -81,10 +101,15 @@ def test_a_cgroup_v1_limit_caps_available_memory():
     try:
         group.mkdir()
         (group / "memory.limit_in_bytes").write_text(str(1 << 30))
-        code = "from graphengine.data.memory import available_memory; print(available_memory())"
+        code = (
+            "from graphengine.data.memory import available_memory, memory_limit; "
+            "print(available_memory(), memory_limit())"
+        )
         shell = f"echo $$ > {group}/cgroup.procs && exec {sys.executable} -c '{code}'"
         result = subprocess.run(["sh", "-c", shell], capture_output=True, text=True, check=True)
-        assert 0 < int(result.stdout) <= 1 << 30
+        available, limit = (int(word) for word in result.stdout.split())
+        assert 0 < available <= 1 << 30
+        assert limit == 1 << 30
     finally:
         if group.exists():
             group.rmdir()
