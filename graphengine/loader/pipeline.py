@@ -332,6 +332,13 @@ class StagedLoader:
     def __len__(self) -> int:
         return len(self._seed_batches)
 
+    @property
+    def dataset(self) -> range:
+        """The positions the loader batches (its input nodes, seed edges, clusters or steps),
+        as the ``dataset`` of PyG's loaders, which are torch ``DataLoader``s over them:
+        ``len(loader.dataset)`` counts them (progress bars read it)."""
+        return range(self._seed_batches.num_seeds)
+
     def __iter__(self) -> Iterator[Any]:
         return self._iterate()
 

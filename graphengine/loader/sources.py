@@ -8,6 +8,7 @@ its own stages (:func:`pyg_node_stages`)."""
 from __future__ import annotations
 
 import copy
+import threading
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
@@ -107,9 +108,7 @@ def _homogeneous(
 ) -> GraphSource:
     graph, gather = graph_and_gather(data, pin_memory, device)
     if sample_device is not None and device is not None and device.type == "cuda":
-        for store in (gather.nodes, gather.edges):
-            if store is not None:
-                store.pin_memory_()
+        gather.pin_tables()
     if sampler is not None:
         if getattr(sampler, "num_nodes", graph.num_nodes) != graph.num_nodes:
             raise ValueError(
@@ -191,29 +190,68 @@ def graph_and_gather(
             "remote stores are not supported yet"
         )
     graph = Graph.from_data(data)
-    check_attribute_rows(data)
-    tables = {"node": {}, "edge": {}}
-    other_attrs, odd_attrs = {}, {}
-    for key, value in data.items():
-        if key in ("edge_index", "num_nodes"):
-            continue
-        if data.is_node_attr(key):
-            level = "node"
-        elif data.is_edge_attr(key):
-            level = "edge"
-        else:
-            other_attrs[key] = value
-            continue
-        dim = data.__cat_dim__(key, value)
-        if dim == 0 and _row_table(value):
-            tables[level][key] = value
-        else:
-            odd_attrs[key] = (value, dim, level)
-    nodes, edges = (FeatureStore(t) if t else None for t in (tables["node"], tables["edge"]))
-    gather = GatherFeatures(
-        nodes, edges, other_attrs, graph.edge_ids, odd_attrs, pin_memory, device=device
-    )
-    return graph, gather
+    return graph, GatherDataFeatures(data, graph, pin_memory, device)
+
+
+class GatherDataFeatures(GatherFeatures):
+    """:class:`GatherFeatures` over a PyG ``Data``'s attributes, read again when they change
+    after the loader is built: PyG's loaders read ``loader.data`` at every batch, and its
+    examples delete ``x`` and ``y`` from an inference loader's data (or add ``n_id``) once
+    the loader exists.
+
+    Args:
+        data: the ``Data`` (its ``edge_index`` is ``graph``'s).
+        graph: its graph store (for the original edge ids).
+        pin_memory, device: as :class:`GatherFeatures`.
+    """
+
+    def __init__(self, data: Data, graph: Graph, pin_memory: bool, device=None):
+        super().__init__(None, edge_ids=graph.edge_ids, pin_memory=pin_memory, device=device)
+        self.data = data
+        self._lock = threading.Lock()
+        self._read_attributes()
+
+    def __call__(self, out):
+        if _attribute_version(self.data) != self._version:
+            with self._lock:
+                if _attribute_version(self.data) != self._version:
+                    self._read_attributes()
+        return super().__call__(out)
+
+    def _read_attributes(self) -> None:
+        """Sort the data's attributes into row tables, odd ones and others."""
+        data = self.data
+        check_attribute_rows(data)
+        version = _attribute_version(data)
+        tables = {"node": {}, "edge": {}}
+        other_attrs, odd_attrs = {}, {}
+        for key, value in data.items():
+            if key in ("edge_index", "num_nodes"):
+                continue
+            if data.is_node_attr(key):
+                level = "node"
+            elif data.is_edge_attr(key):
+                level = "edge"
+            else:
+                other_attrs[key] = value
+                continue
+            dim = data.__cat_dim__(key, value)
+            if dim == 0 and _row_table(value):
+                tables[level][key] = value
+            else:
+                odd_attrs[key] = (value, dim, level)
+        self.nodes, self.edges = (
+            FeatureStore(t) if t else None for t in (tables["node"], tables["edge"])
+        )
+        self.other_attrs, self.odd_attrs = other_attrs, odd_attrs
+        if self.tables_pinned:
+            self.pin_tables()
+        self._version = version
+
+
+def _attribute_version(data: Data) -> tuple:
+    """What identifies a ``Data``'s attributes: their names and the objects they hold."""
+    return tuple((key, id(value)) for key, value in data.items())
 
 
 def _row_table(value) -> bool:

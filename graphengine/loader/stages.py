@@ -181,6 +181,15 @@ class GatherFeatures:
         self.odd_attrs = odd_attrs or {}
         self.pin_memory = pin_memory
         self.device = device
+        self.tables_pinned = False
+
+    def pin_tables(self) -> None:
+        """Page-lock the node and edge tables (``FeatureStore.pin_memory_``), so that a GPU
+        gathers them by zero-copy with ids it holds (a loader sampling on the GPU does)."""
+        self.tables_pinned = True
+        for store in (self.nodes, self.edges):
+            if store is not None:
+                store.pin_memory_()
 
     @property
     def device(self) -> torch.device | None:
