@@ -49,11 +49,17 @@ class NegativeSampling:
         amount: negatives per positive edge (> 0).
         exclude_edges: never draw a pair that is an edge of the graph (graphengine's option;
             PyG draws uniformly over all pairs, true edges included).
+        src_weight, dst_weight: optional float ``[num nodes]`` of the source and destination
+            node type, finite, ``>= 0`` and not all 0: negative sources (binary) and
+            destinations are drawn in proportion to them, as PyG draws them with
+            ``torch.multinomial``; uniform where ``None``.
     """
 
     mode: str
     amount: float = 1
     exclude_edges: bool = False
+    src_weight: np.ndarray | None = dataclasses.field(default=None, compare=False, repr=False)
+    dst_weight: np.ndarray | None = dataclasses.field(default=None, compare=False, repr=False)
 
     def __post_init__(self):
         mode = getattr(self.mode, "value", self.mode)  # PyG's NegativeSamplingMode
@@ -69,11 +75,15 @@ class NegativeSampling:
                     f"'triplet' negative sampling takes an integer 'amount' (got {self.amount})"
                 )
             object.__setattr__(self, "amount", int(self.amount))
+        for name in ("src_weight", "dst_weight"):
+            object.__setattr__(self, name, _node_weights(getattr(self, name), name))
+        # Per side, its nodes' order and the running sums of its weights in that order.
+        object.__setattr__(self, "_running", {})
 
     @classmethod
     def cast(cls, value) -> NegativeSampling | None:
-        """``None``, a mode string, a ``NegativeSampling`` (graphengine's or PyG's, whose
-        node weights are refused: draws are uniform here)."""
+        """``None``, a mode string, a ``NegativeSampling`` (graphengine's, or PyG's with its
+        node weights)."""
         if value is None or isinstance(value, cls):
             return value
         if isinstance(value, str):
@@ -83,15 +93,49 @@ class NegativeSampling:
                 "'neg_sampling' must be None, 'binary', 'triplet' or a NegativeSampling (got "
                 f"{value!r})"
             )
-        if (
-            getattr(value, "src_weight", None) is not None
-            or getattr(value, "dst_weight", None) is not None
-        ):
-            raise NotImplementedError(
-                "negative sampling with node weights (src_weight / dst_weight) is not supported: "
-                "negatives are drawn uniformly"
+        weights = {name: getattr(value, name, None) for name in ("src_weight", "dst_weight")}
+        return cls(value.mode, value.amount, **weights)
+
+    def running_weights(self, side: str, num_nodes: int, by_time: NodesByTime | None):
+        """The running sums (float64 ``[num_nodes]``) of ``side``'s (``"src"`` or ``"dst"``)
+        weights over its nodes in ``by_time``'s order (or by id), as the kernels draw by them;
+        an empty array without weights. Kept for the last order asked, so that the batches of
+        a loader do not sum them again.
+
+        Raises:
+            ValueError: the weights are not one per node of the side.
+        """
+        weights = self.src_weight if side == "src" else self.dst_weight
+        if weights is None:
+            return np.empty(0, dtype=np.float64)
+        if weights.shape[0] != num_nodes:
+            raise ValueError(
+                f"'{side}_weight' must hold one weight per node of its type ({num_nodes}) (got "
+                f"{weights.shape[0]})"
             )
-        return cls(value.mode, value.amount)
+        order = None if by_time is None else by_time.order
+        kept = self._running.get(side)
+        if kept is None or kept[0] is not order:
+            kept = (order, np.cumsum(weights if order is None else weights[order]))
+            self._running[side] = kept
+        return kept[1]
+
+
+def _node_weights(weights, name: str) -> np.ndarray | None:
+    """Node weights (array-like, a CPU tensor too) as float64 ``[n]``, or ``None``."""
+    if weights is None:
+        return None
+    array = np.asarray(weights)
+    if array.ndim != 1 or (array.size and not np.issubdtype(array.dtype, np.number)):
+        raise ValueError(
+            f"'{name}' must be a 1-D array of numbers (got {array.dtype} of shape {array.shape})"
+        )
+    array = array.astype(np.float64)
+    if not np.isfinite(array).all() or (array < 0).any():
+        raise ValueError(f"'{name}' must be finite and >= 0 (got {array[~(array >= 0)][:3]})")
+    if not (array > 0).any():
+        raise ValueError(f"'{name}' must give some node a positive weight (all are 0)")
+    return array
 
 
 def check_amount(value, name: str, least: str = "positive") -> None:
@@ -210,12 +254,15 @@ def draw_negative_pairs(
     src_by_time: NodesByTime | None = None,
     dst_by_time: NodesByTime | None = None,
     edges: EdgeSet | None = None,
+    weights: NegativeSampling | None = None,
 ) -> tuple[np.ndarray, np.ndarray]:
     """``count`` random (source, destination) pairs, in Numba: int64 ``([count], [count])``.
 
     A source is uniform over ``[0, num_src)``, a destination over ``[0, num_dst)``; a side
     given by time (``src_by_time``/``dst_by_time``, with ``times``: int64 ``[count]``) draws
-    pair ``i``'s node uniformly among its nodes no later than ``times[i]``. With ``edges``
+    pair ``i``'s node uniformly among its nodes no later than ``times[i]``. With ``weights``'
+    node weights (``src_weight``, ``dst_weight``), a side draws in proportion to them instead
+    (among the same nodes). With ``edges``
     (keys over ``num_dst`` destinations), a pair that is an edge is redrawn, up to
     :data:`MAX_DRAWS` draws: each pair is then uniform over the allowed pairs that are not
     edges. Pair ``i`` depends only on ``seed`` and ``i``, whatever the threads.
@@ -229,6 +276,8 @@ def draw_negative_pairs(
     num_dst = _check_side(num_dst, dst_by_time, "num_dst", count)
     limits = _check_limits(times, count, (src_by_time, dst_by_time))
     edge_keys = _edge_keys(edges, num_src, num_dst)
+    src_running = _running(weights, "src", num_src, src_by_time)
+    dst_running = _running(weights, "dst", num_dst, dst_by_time)
     out_src = np.empty(count, dtype=np.int64)
     out_dst = np.empty(count, dtype=np.int64)
     if count == 0:
@@ -237,8 +286,10 @@ def draw_negative_pairs(
         kernels.draw_pairs(
             num_src,
             *_sorted_side(src_by_time),
+            src_running,
             num_dst,
             *_sorted_side(dst_by_time),
+            dst_running,
             limits,
             edge_keys,
             MAX_DRAWS,
@@ -250,7 +301,8 @@ def draw_negative_pairs(
     if failed:
         raise ValueError(
             f"no negative pair that is not an edge found for {failed} of {count} negatives in "
-            f"{MAX_DRAWS} draws each (nearly every allowed pair may be an edge)"
+            f"{MAX_DRAWS} draws each (nearly every allowed pair may be an edge, or the nodes "
+            "allowed by time weigh 0)"
         )
     return out_src, out_dst
 
@@ -262,10 +314,12 @@ def draw_negative_destinations(
     times: np.ndarray | None = None,
     dst_by_time: NodesByTime | None = None,
     edges: EdgeSet | None = None,
+    weights: NegativeSampling | None = None,
 ) -> np.ndarray:
     """A random destination for each of ``sources`` (int64 ``[count]``, ids ``>= 0``), in
     Numba: int64 ``[count]``, uniform over ``[0, num_dst)`` or, with ``dst_by_time`` and
-    ``times`` (int64 ``[count]``), over the nodes no later than ``times[i]``. With ``edges``
+    ``times`` (int64 ``[count]``), over the nodes no later than ``times[i]``; in proportion to
+    ``weights.dst_weight`` where given. With ``edges``
     (keys over ``num_dst`` destinations), a destination that makes ``(source, destination)``
     an edge is redrawn, up to :data:`MAX_DRAWS` draws. Entry ``i`` depends only on ``seed``
     and ``i``, whatever the threads.
@@ -284,6 +338,7 @@ def draw_negative_destinations(
     limits = _check_limits(times, count, (None, dst_by_time))
     num_src = int(sources.max()) + 1 if sources.size else 0
     edge_keys = _edge_keys(edges, num_src, num_dst)
+    dst_running = _running(weights, "dst", num_dst, dst_by_time)
     out = np.empty(count, dtype=np.int64)
     if count == 0:
         return out
@@ -292,6 +347,7 @@ def draw_negative_destinations(
             sources,
             num_dst,
             *_sorted_side(dst_by_time),
+            dst_running,
             limits,
             edge_keys,
             MAX_DRAWS,
@@ -320,8 +376,9 @@ def sample_from_edges(
     """The subgraph around ``inputs``' edges, as PyG's ``edge_sample``.
 
     Binary negatives: ``ceil(num_pos * amount)`` pairs, sources and destinations uniform over
-    the nodes (heterogeneous: of the edge type's source and destination types); labels are the
-    input's (or ones) then zeros. Triplet: ``amount`` uniform destinations per positive edge.
+    the nodes (heterogeneous: of the edge type's source and destination types), or in
+    proportion to ``negative``'s node weights; labels are the input's (or ones) then zeros.
+    Triplet: ``amount`` destinations per positive edge, drawn alike.
     With ``nodes_by_time`` (heterogeneous: per node type; types it lacks draw over all their
     nodes, as PyG) and seed times (``inputs.time``), a negative node is drawn uniformly among
     those no later than its edge's time. With ``negative.exclude_edges``, never a pair in
@@ -375,7 +432,15 @@ def sample_from_edges(
         repeats = 1 + math.ceil(negative.amount)
         pair_time = None if time is None else np.tile(time, repeats)[num_pos : num_pos + num_neg]
         src_neg, dst_neg = draw_negative_pairs(
-            num_neg, num_src, num_dst, inputs.seed, pair_time, src_by_time, dst_by_time, edges
+            num_neg,
+            num_src,
+            num_dst,
+            inputs.seed,
+            pair_time,
+            src_by_time,
+            dst_by_time,
+            edges,
+            negative,
         )
         src, dst = np.concatenate([src, src_neg]), np.concatenate([dst, dst_neg])
         label = np.ones(num_pos, dtype=np.float32) if label is None else np.asarray(label)
@@ -386,7 +451,7 @@ def sample_from_edges(
         sources = np.tile(src, negative.amount)
         neg_time = None if time is None else np.tile(time, negative.amount)
         dst_neg = draw_negative_destinations(
-            sources, num_dst, inputs.seed, neg_time, dst_by_time, edges
+            sources, num_dst, inputs.seed, neg_time, dst_by_time, edges, negative
         )
         dst = np.concatenate([dst, dst_neg])
         if time is not None:
@@ -525,6 +590,15 @@ def _edge_keys(edges: EdgeSet | None, num_src: int, num_dst: int) -> np.ndarray:
             f"overflows int64 for {num_src} sources"
         )
     return edges.keys
+
+
+def _running(
+    weights: NegativeSampling | None, side: str, num_nodes: int, by_time: NodesByTime | None
+) -> np.ndarray:
+    """A side's running weights for the kernels (empty: uniform draws)."""
+    if weights is None:
+        return np.empty(0, dtype=np.float64)
+    return weights.running_weights(side, num_nodes, by_time)
 
 
 def _sorted_side(by_time: NodesByTime | None) -> tuple[np.ndarray, np.ndarray]:

@@ -806,7 +806,14 @@ def _pyg_negative(neg_sampling) -> PyGNegativeSampling | None:
                 "'exclude_edges' negatives are drawn by graphengine's sampling; PyG's samplers "
                 "draw true edges too: use graphengine's sampler (no 'neighbor_sampler')"
             )
-        return PyGNegativeSampling(neg_sampling.mode, neg_sampling.amount)
+        weights = {
+            name: None if value is None else torch.from_numpy(value)
+            for name, value in (
+                ("src_weight", neg_sampling.src_weight),
+                ("dst_weight", neg_sampling.dst_weight),
+            )
+        }
+        return PyGNegativeSampling(neg_sampling.mode, neg_sampling.amount, **weights)
     return PyGNegativeSampling.cast(neg_sampling)
 
 

@@ -5,16 +5,19 @@ under ``key`` (:mod:`samplers._kernels.random`), so the draws do not depend on t
 A node is uniform over a side's ``num_nodes`` nodes or, when the side's ``order`` is not empty,
 over the nodes no later than the entry's time limit: ``order`` (int64) lists the side's nodes by
 ascending time and ``sorted_times`` (int64) their times, so the nodes allowed are a prefix of
-``order``, found by binary search. A pair whose key ``source * num_dst + destination`` is in
-``edge_keys`` (sorted int64, empty for none) is redrawn, at most ``max_draws`` draws in all;
-an entry that finds no allowed pair gets ``-1``. Rejection keeps each draw exactly uniform over
-the allowed pairs that are not edges.
+``order``, found by binary search. A side with node weights (``cumulative``: float64 running
+sums of the weights over ``order``, or over the ids when ``order`` is empty; empty for none)
+draws a node in proportion to its weight, by inverse transform over the allowed prefix. A
+pair whose key ``source * num_dst + destination`` is in ``edge_keys`` (sorted int64, empty for
+none) is redrawn, at most ``max_draws`` draws in all; an entry that finds no allowed pair gets
+``-1``. Rejection keeps each draw's law over the allowed pairs that are not edges, renormalized.
 """
 
 import numpy as np
 from numba import njit, prange
 
 from samplers._kernels.random import stream_state, uniform_below
+from samplers._kernels.weighted import _unit
 
 
 @njit(inline="always")
@@ -40,13 +43,33 @@ def _allowed(num_nodes, sorted_times, limits, i):
 
 
 @njit(inline="always")
-def _node(state, allowed, order):
-    """A node uniform over the ``allowed`` first of ``order`` (over ``[0, allowed)`` when
-    ``order`` is empty) and the advanced state."""
-    t, state = uniform_below(state, np.uint64(allowed))
+def _node(state, allowed, order, cumulative):
+    """A node of the ``allowed`` first of ``order`` (of ``[0, allowed)`` when ``order`` is
+    empty): uniform, or with ``cumulative`` in proportion to its weight; and the advanced
+    state. ``-1`` when the allowed nodes weigh nothing."""
+    if cumulative.shape[0] == 0:
+        t, state = uniform_below(state, np.uint64(allowed))
+        position = np.int64(t)
+    else:
+        if allowed == 0 or cumulative[allowed - 1] <= 0.0:
+            return np.int64(-1), state
+        u, state = _unit(state)
+        target = u * cumulative[allowed - 1]
+        lo = 0
+        hi = allowed - 1
+        while lo < hi:  # the first position whose running sum passes the target
+            mid = (lo + hi) >> 1
+            if cumulative[mid] > target:
+                hi = mid
+            else:
+                lo = mid + 1
+        # A target rounded up onto the total lands past the last node of positive weight.
+        while lo > 0 and cumulative[lo] == cumulative[lo - 1]:
+            lo -= 1
+        position = lo
     if order.shape[0] == 0:
-        return np.int64(t), state
-    return order[np.int64(t)], state
+        return position, state
+    return order[position], state
 
 
 @njit(inline="always")
@@ -68,9 +91,11 @@ def draw_pairs(
     num_src,
     src_order,
     src_times,
+    src_cumulative,
     num_dst,
     dst_order,
     dst_times,
+    dst_cumulative,
     limits,
     edge_keys,
     max_draws,
@@ -78,10 +103,10 @@ def draw_pairs(
     out_src,
     out_dst,
 ):
-    """Fill ``out_src``/``out_dst`` (int64 ``[count]``) with pairs, both ends uniform over
-    their side's allowed nodes (``limits``: int64 ``[count]`` time limits, read for a side
-    with times), pairs in ``edge_keys`` redrawn; ``-1`` in both where ``max_draws`` draws
-    found none."""
+    """Fill ``out_src``/``out_dst`` (int64 ``[count]``) with pairs, each end drawn among its
+    side's allowed nodes (``limits``: int64 ``[count]`` time limits, read for a side with
+    times), uniformly or by weight, pairs in ``edge_keys`` redrawn; ``-1`` in both where
+    ``max_draws`` draws found none."""
     for i in prange(out_src.shape[0]):
         state = stream_state(key, np.uint64(i))
         src_allowed = _allowed(num_src, src_times, limits, i)
@@ -89,8 +114,10 @@ def draw_pairs(
         out_src[i] = -1
         out_dst[i] = -1
         for _ in range(max_draws):
-            src, state = _node(state, src_allowed, src_order)
-            dst, state = _node(state, dst_allowed, dst_order)
+            src, state = _node(state, src_allowed, src_order, src_cumulative)
+            dst, state = _node(state, dst_allowed, dst_order, dst_cumulative)
+            if src < 0 or dst < 0:
+                break
             if not _is_edge(edge_keys, src * num_dst + dst):
                 out_src[i] = src
                 out_dst[i] = dst
@@ -99,19 +126,21 @@ def draw_pairs(
 
 @njit(parallel=True, nogil=True, cache=True)
 def draw_destinations(
-    sources, num_dst, dst_order, dst_times, limits, edge_keys, max_draws, key, out
+    sources, num_dst, dst_order, dst_times, dst_cumulative, limits, edge_keys, max_draws, key, out
 ):
     """Fill ``out`` (int64 ``[len(sources)]``) with a destination for each of ``sources``
-    (int64), uniform over the allowed nodes (``limits`` as in :func:`draw_pairs`), a
-    destination that makes a pair in ``edge_keys`` redrawn; ``-1`` where ``max_draws`` draws
-    found none."""
+    (int64), drawn among the allowed nodes (``limits`` as in :func:`draw_pairs`), uniformly
+    or by weight, a destination that makes a pair in ``edge_keys`` redrawn; ``-1`` where
+    ``max_draws`` draws found none."""
     for i in prange(sources.shape[0]):
         state = stream_state(key, np.uint64(i))
         allowed = _allowed(num_dst, dst_times, limits, i)
         base = sources[i] * num_dst
         out[i] = -1
         for _ in range(max_draws):
-            dst, state = _node(state, allowed, dst_order)
+            dst, state = _node(state, allowed, dst_order, dst_cumulative)
+            if dst < 0:
+                break
             if not _is_edge(edge_keys, base + dst):
                 out[i] = dst
                 break

@@ -270,6 +270,71 @@ def test_excluded_negatives_are_uniform_over_the_pairs_that_are_not_edges():
             assert chisquare(counts).pvalue > 1e-4
 
 
+def test_weighted_negatives_follow_the_node_weights():
+    """PyG's ``src_weight``/``dst_weight``: each end in proportion to its node's weight (the
+    law of ``torch.multinomial(weight, n, replacement=True)``), never a node of weight 0."""
+    src_weight = np.array([0.0, 1.0, 3.0, 0.0, 6.0, 2.0, 0.0])
+    dst_weight = np.arange(13, dtype=np.float64) % 4
+    weights = NegativeSampling("binary", 1, src_weight=src_weight, dst_weight=dst_weight)
+    src, dst = draw_negative_pairs(60_000, 7, 13, seed=3, weights=weights)
+    for drawn, weight in ((src, src_weight), (dst, dst_weight)):
+        counts = np.bincount(drawn, minlength=weight.shape[0])
+        assert counts[weight == 0].sum() == 0
+        expected = weight[weight > 0] / weight.sum() * drawn.shape[0]
+        assert chisquare(counts[weight > 0], expected).pvalue > 1e-4
+    only_dst = NegativeSampling("triplet", 1, dst_weight=dst_weight)
+    drawn = draw_negative_destinations(np.zeros(60_000, np.int64), 13, 4, weights=only_dst)
+    counts = np.bincount(drawn, minlength=13)
+    assert counts[dst_weight == 0].sum() == 0
+    expected = dst_weight[dst_weight > 0] / dst_weight.sum() * drawn.shape[0]
+    assert chisquare(counts[dst_weight > 0], expected).pvalue > 1e-4
+
+
+def test_weighted_negatives_with_times_and_excluded_edges():
+    """By weight among the nodes no later than each edge's time, true edges redrawn."""
+    generator = np.random.default_rng(4)
+    node_time = generator.integers(0, 5, 20)
+    weight = generator.integers(0, 4, 20).astype(np.float64)
+    weight[np.argmin(node_time)] = 1.0  # every limit allows a node of positive weight
+    by_time = NodesByTime(node_time)
+    limits = generator.integers(node_time.min(), 5, 40_000)
+    edges = EdgeSet(np.zeros(20, np.int64), np.arange(20) * (np.arange(20) % 3 == 0), 20)
+    weights = NegativeSampling("triplet", 1, dst_weight=weight)
+    sources = np.ones(40_000, np.int64)
+    drawn = draw_negative_destinations(sources, 20, 9, limits, by_time, edges, weights)
+    assert (node_time[drawn] <= limits).all() and (weight[drawn] > 0).all()
+    for limit in np.unique(limits):
+        allowed = np.flatnonzero((node_time <= limit) & (weight > 0))
+        counts = np.bincount(drawn[limits == limit], minlength=20)[allowed]
+        expected = weight[allowed] / weight[allowed].sum() * counts.sum()
+        if allowed.size > 1:
+            assert chisquare(counts, expected).pvalue > 1e-4
+    sources[:] = 0  # source 0 links to 0, 3, 6, ...: those are redrawn
+    drawn = draw_negative_destinations(sources, 20, 9, limits, by_time, edges, weights)
+    assert (drawn % 3 != 0).all() and (weight[drawn] > 0).all()
+
+
+@pytest.mark.parametrize(
+    ("weight", "match"),
+    [
+        (np.array([1.0, -1.0, 2.0]), "'src_weight' must be finite and >= 0"),
+        (np.array([1.0, np.nan, 2.0]), "'src_weight' must be finite and >= 0"),
+        (np.zeros(3), "'src_weight' must give some node a positive weight"),
+        (np.ones((3, 1)), "'src_weight' must be a 1-D array of numbers"),
+        (np.array(["a", "b", "c"]), "'src_weight' must be a 1-D array of numbers"),
+    ],
+)
+def test_bad_node_weights_are_refused(weight, match):
+    with pytest.raises(ValueError, match=match):
+        NegativeSampling("binary", 1, src_weight=weight)
+
+
+def test_node_weights_of_the_wrong_length_are_refused():
+    weights = NegativeSampling("binary", 1, src_weight=np.ones(5))
+    with pytest.raises(ValueError, match=r"'src_weight' must hold one weight per node .* \(7\)"):
+        draw_negative_pairs(10, 7, 7, seed=0, weights=weights)
+
+
 def test_negatives_do_not_depend_on_the_threads():
     if numba.config.NUMBA_NUM_THREADS < 2:
         pytest.skip("needs 2 Numba threads")
@@ -480,9 +545,11 @@ def test_pygs_tuple_and_dict_negatives_are_cast_as_pyg_casts_them():
     )
     true = set(map(tuple, data.edge_index.t().tolist()))
     assert not any(tuple(p) in true for p in negatives.reshape(2, -1).t().tolist())
-    with pytest.raises(NotImplementedError, match="node weights"):
-        weighted = ("binary", 1, torch.ones(data.num_nodes))
-        LinkNeighborLoader(data, [2], neg_sampling=weighted)
+    weight = (torch.arange(data.num_nodes) % 10 == 3).float()  # nodes 3, 13, 23, ... only
+    weighted = LinkNeighborLoader(data, [2], neg_sampling=("binary", 2, weight, weight), **options)
+    batch = weighted(torch.arange(20))
+    negatives = batch.n_id[batch.edge_label_index[:, 20:]]
+    assert negatives.shape == (2, 40) and (negatives % 10 == 3).all()
 
 
 def sorted_data_and_stores(seed=0, num_nodes=200, num_edges=1500):
