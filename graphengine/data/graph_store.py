@@ -188,9 +188,14 @@ class Graph(GraphStore):
 
     @classmethod
     def from_data(cls, data) -> Graph:
-        """Build from a PyG ``Data`` with ``edge_index`` (its ``num_nodes`` is kept)."""
+        """Build from a PyG ``Data``'s ``edge_index`` (its ``num_nodes`` is kept); a ``Data``
+        without one is a graph of ``num_nodes`` nodes and no edges, as PyG's samplers take it
+        (link prediction over node pairs that are not yet edges starts from one)."""
         if getattr(data, "edge_index", None) is None:
-            raise ValueError("'data' has no 'edge_index'")
+            if data.num_nodes is None:
+                raise ValueError("'data' has neither an 'edge_index' nor a 'num_nodes'")
+            num_nodes = data.num_nodes
+            return cls.from_edge_index(torch.empty(2, 0, dtype=torch.int64), num_nodes)
         return cls.from_edge_index(data.edge_index, data.num_nodes)
 
     def to_edge_index(self) -> torch.Tensor:

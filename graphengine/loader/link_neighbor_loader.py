@@ -662,8 +662,11 @@ class GraphEdges:
         self.kind = "a HeteroData" if self.is_hetero else "a Data"
 
     def edge_index(self, edge_type: EdgeType | None) -> np.ndarray:
-        """int64 ``[2, num_edges]``, every edge of ``edge_type`` in the order of its id."""
+        """int64 ``[2, num_edges]``, every edge of ``edge_type`` in the order of its id (none
+        for a ``Data`` without ``edge_index``)."""
         store = self.data if edge_type is None else self.data[edge_type]
+        if store.edge_index is None:
+            return np.empty((2, 0), dtype=np.int64)
         return _edge_pairs(store.edge_index, "edge_index")
 
     def edge_set(self, edge_type: EdgeType | None) -> EdgeSet:
@@ -687,6 +690,11 @@ class GraphEdges:
         ):
             edge_label_index = edge_label_index[1]
         if edge_label_index is None:
+            if self.data.edge_index is None:
+                raise ValueError(
+                    "'edge_label_index' is needed: the data has no 'edge_index' whose edges "
+                    "would be the seed edges"
+                )
             return None, self.edge_index(None)
         return None, _edge_pairs(edge_label_index, "edge_label_index")
 

@@ -3,7 +3,9 @@ attributes deleted from or added to ``loader.data`` after the loader is built.""
 
 import copy
 
+import pytest
 import torch
+from torch_geometric.data import Data
 
 from graphengine.loader import ClusterData, ClusterLoader, LinkNeighborLoader, NeighborLoader
 from tests.helpers.graphs import id_graph
@@ -32,3 +34,21 @@ def test_attributes_deleted_or_added_after_building_are_honoured():
         torch.testing.assert_close(batch.z, batch.n_id * 10)
         torch.testing.assert_close(batch.edge_attr, batch.e_id.float())
     assert "x" in data  # the original data keeps them
+
+
+def test_link_loading_over_a_data_without_edges():
+    """PyG's samplers take a Data without ``edge_index`` as a graph without edges (its
+    ``to_csc``): the batch holds the seed edges' ends and their negatives, nothing sampled."""
+    data = Data(x=torch.arange(10.0).view(-1, 1), num_nodes=10)
+    seeds = torch.tensor([[0, 1, 5], [2, 3, 9]])
+    loader = LinkNeighborLoader(
+        data, [2, 2], edge_label_index=seeds, batch_size=3, neg_sampling="binary", seed=0
+    )
+    batch = next(iter(loader))
+    assert batch.edge_index.shape == (2, 0) and batch.e_id.numel() == 0
+    pairs = batch.n_id[batch.edge_label_index]
+    assert torch.equal(pairs[:, :3], seeds) and batch.edge_label.tolist() == [1, 1, 1, 0, 0, 0]
+    torch.testing.assert_close(batch.x.view(-1), batch.n_id.float())
+    assert next(iter(NeighborLoader(data, [2], batch_size=4))).edge_index.shape == (2, 0)
+    with pytest.raises(ValueError, match="'edge_label_index' is needed: the data has no"):
+        LinkNeighborLoader(data, [2], batch_size=3)
