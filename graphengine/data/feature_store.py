@@ -290,6 +290,10 @@ class FeatureStore(PyGFeatureStore):
                 f"table {_name(key)} must be a tensor or numpy array (got {_kind(value)})"
             )
         tensor = as_tensor(value)
+        if tensor.numel() == 0:
+            # NumPy may give an empty array any strides (0 included), which the row gather
+            # would refuse as rows that are not contiguous: no data, so a fresh one.
+            tensor = torch.empty(tensor.shape, dtype=tensor.dtype, device=tensor.device)
         if tensor.dim() not in (1, 2):
             raise ValueError(
                 f"table {_name(key)} must be 1-D or 2-D (got shape {tuple(tensor.shape)})"
