@@ -233,17 +233,26 @@ class Graph(GraphStore):
 
         Raises:
             FileNotFoundError: no such directory or a missing file.
-            ValueError: a manifest of another format or version, or a truncated or
-                mismatched array file.
+            ValueError: a manifest of another format or version or with a malformed entry,
+                or a truncated or mismatched array file.
         """
         path = Path(path)
         keys = ("num_nodes", "num_edges", "arrays")
         manifest = read_manifest(path, _MANIFEST, FORMAT, FORMAT_VERSION, "graph", keys)
         num_nodes, num_edges = (manifest_count(manifest, key, path / _MANIFEST) for key in keys[:2])
         lengths = {"indptr": num_nodes + 1, "indices": num_edges, "edge_ids": num_edges}
+        listed = manifest["arrays"]
+        if (
+            not isinstance(listed, dict)
+            or not {"indptr", "indices"} <= listed.keys() <= lengths.keys()
+        ):
+            raise ValueError(
+                f"corrupt manifest '{path / _MANIFEST}': 'arrays' must map 'indptr', 'indices' "
+                f"and optionally 'edge_ids' to their dtypes (got {listed!r})"
+            )
         arrays = {
             name: load_array(path / f"{name}.npy", dtype, (lengths[name],), mmap)
-            for name, dtype in manifest["arrays"].items()
+            for name, dtype in listed.items()
         }
         graph = cls(arrays["indptr"], arrays["indices"], arrays.get("edge_ids"), validate=validate)
         graph._path = path
