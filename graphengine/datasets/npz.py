@@ -74,6 +74,8 @@ def load_npz(path: str | Path, name: str | None = None, split_seed: int = 0) -> 
     # scipy builds these matrices unchecked and densifies them by writing at their indices:
     # a bad index or pointer would write outside the array.
     num_nodes, _ = _check_csr(arrays, "attr", path)
+    if num_nodes == 0:
+        raise ValueError(f"'attr_shape' in '{path}' has no rows: a gnn-benchmark file holds nodes")
     if _check_csr(arrays, "adj", path) != (num_nodes, num_nodes):
         raise ValueError(
             f"'adj_shape' in '{path}' must be ({num_nodes}, {num_nodes}), as 'attr_shape' "
@@ -82,7 +84,10 @@ def load_npz(path: str | Path, name: str | None = None, split_seed: int = 0) -> 
     y = arrays["labels"]
     if y.shape != (num_nodes,):
         raise ValueError(f"'{path}': labels of shape {y.shape}, expected ({num_nodes},)")
-    if y.size and y.min() < 0:
+    if not np.issubdtype(y.dtype, np.integer):
+        # parse_npz would truncate them to int64 without a word.
+        raise ValueError(f"'labels' in '{path}' must be integer class ids (got {y.dtype})")
+    if y.min() < 0:
         raise ValueError(
             f"'labels' in '{path}' holds label {y.min()}, outside [0, {int(y.max()) + 1})"
         )
