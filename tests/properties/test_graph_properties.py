@@ -67,6 +67,9 @@ def assert_holds_edges(graph: Graph, row, col, num_nodes) -> None:
     st.booleans(),
 )
 def test_from_edge_index_holds_every_edge(edges, dtype, kind, extra_nodes, give_num_nodes):
+    """Any valid int32/int64 ``edge_index`` (array or tensor, ``num_nodes`` given or not) gives
+    a CSC graph with scipy's edge counts per column, ``edge_ids`` mapping back to the input
+    edges in input order, and ``to_edge_index`` giving the input back."""
     row, col, num_nodes = edges
     edge_index = np.stack([row, col]).astype(dtype)
     if kind == "torch":
@@ -84,6 +87,8 @@ def test_from_edge_index_holds_every_edge(edges, dtype, kind, extra_nodes, give_
 @SETTINGS
 @given(edge_lists(), st.data())
 def test_malformed_edge_index_is_refused_by_name(edges, data):
+    """Negative ids, ids ``>= num_nodes``, float or uint8 ids, a wrong shape and a bad
+    ``num_nodes`` raise ``ValueError``/``TypeError`` naming ``'edge_index'`` or ``'num_nodes'``."""
     row, col, num_nodes = edges
     edge_index = np.stack([row, col])
     num_nodes_arg = num_nodes
@@ -124,6 +129,9 @@ FROM_COORDS = {"coo": sp.coo_matrix, "coo_array": sp.coo_array, "lil": sp.lil_ma
 @SETTINGS
 @given(edge_lists(), st.sampled_from(sorted(FROM_ARRAYS) + sorted(FROM_COORDS)), st.booleans())
 def test_from_scipy_holds_every_entry(edges, fmt, zeros):
+    """A square matrix in any format gives a graph whose column ``j`` holds the sources ``i``
+    of the matrix's stored entries ``(i, j)`` (explicit zeros and repeated entries of a
+    non-canonical CSR/CSC included), as scipy counts them."""
     row, col, num_nodes = edges
     shape = (num_nodes, num_nodes)
     # Explicit zeros are edges too (LIL cannot hold them).
@@ -150,6 +158,8 @@ def test_from_scipy_holds_every_entry(edges, fmt, zeros):
 @SETTINGS
 @given(edge_lists(), st.data())
 def test_malformed_scipy_matrix_is_refused_by_name(edges, data):
+    """A dense array, a non-square matrix, or index arrays edited out of range or out of order
+    after construction raise ``ValueError``/``TypeError`` naming ``'matrix'``."""
     row, col, num_nodes = edges
     matrix = sp.csr_matrix((np.ones(row.shape[0]), (row, col)), shape=(num_nodes, num_nodes))
     damage = data.draw(st.sampled_from(["dense", "non-square", "index", "indptr", "coo-index"]))

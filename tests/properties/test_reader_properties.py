@@ -64,6 +64,8 @@ def dense(arrays, prefix) -> np.ndarray:
 @SETTINGS
 @given(npz_arrays())
 def test_npz_reader_matches_the_arrays(arrays):
+    """A valid file gives the binarized features, the labels and the undirected edges off the
+    diagonal that NumPy reads from its arrays, and a split covering every node once."""
     with tempfile.TemporaryDirectory() as tmp:
         path = Path(tmp) / "g.npz"
         np.savez(path, **arrays)
@@ -153,6 +155,8 @@ def damage_npz(arrays: dict, data) -> tuple[dict, str]:
 @SETTINGS
 @given(npz_arrays(), st.data())
 def test_damaged_npz_is_refused_naming_the_array(arrays, data):
+    """A damaged array, a missing one, a file that is not a zip or is truncated, or a file of no
+    nodes raises ``ValueError`` naming the file and the array."""
     with tempfile.TemporaryDirectory() as tmp:
         path = Path(tmp) / "damaged.npz"
         how = data.draw(st.sampled_from(["array", "missing", "not-zip", "truncated", "empty"]))
@@ -202,6 +206,7 @@ def assert_same_graph(got: Graph, expected: Graph) -> None:
 @SETTINGS
 @given(graphs(), st.booleans())
 def test_saved_graph_loads_as_saved(graph, mmap):
+    """A saved graph loads (memory-mapped or not) with the same arrays and edges."""
     with tempfile.TemporaryDirectory() as tmp:
         graph.save(tmp)
         loaded = Graph.load(tmp, mmap=mmap)
@@ -230,6 +235,8 @@ MANIFEST_DAMAGES = {
 @SETTINGS
 @given(graphs(), st.sampled_from([*sorted(MANIFEST_DAMAGES), "not-json", "json-list"]))
 def test_damaged_manifest_is_refused_naming_it(graph, damage):
+    """A manifest of another format or version, with a bad count, a bad ``arrays`` entry, or not
+    JSON or an object raises ``ValueError`` naming the manifest or the array file."""
     with tempfile.TemporaryDirectory() as tmp:
         graph.save(tmp)
         manifest_path = Path(tmp) / "graph.json"
@@ -247,6 +254,8 @@ def test_damaged_manifest_is_refused_naming_it(graph, damage):
 @SETTINGS
 @given(graphs(), st.data())
 def test_damaged_arrays_are_refused_naming_them(graph, data):
+    """A truncated array file, one of the wrong dtype or length, or one holding a bad value raises
+    ``ValueError`` naming it; a missing one ``FileNotFoundError``."""
     names = ["indptr", "indices"] + (["edge_ids"] if graph.edge_ids is not None else [])
     name = data.draw(st.sampled_from(names))
     damage = data.draw(st.sampled_from(["truncated", "dtype", "length", "value", "missing"]))
@@ -261,7 +270,7 @@ def test_damaged_arrays_are_refused_naming_them(graph, data):
         elif damage == "dtype":
             np.save(path, array.astype(np.float64))
         elif damage == "length":
-            np.save(path, np.append(array, array[-1:]))
+            np.save(path, np.append(array, np.zeros(1, array.dtype)))
         elif damage == "missing":
             path.unlink()
             errors = FileNotFoundError

@@ -56,7 +56,7 @@ def bad_ids(draw, num_rows):
         )
     )
     if kind in ("negative", "too-high"):
-        count = draw(st.integers(1, 6))
+        count = draw(st.integers(1, 6)) if num_rows else 1  # no row: any other id is bad too
         ids = draw(hnp.arrays(np.int64, count, elements=st.integers(0, max(num_rows - 1, 0))))
         bad = -draw(st.integers(1, 9)) if kind == "negative" else num_rows + draw(st.integers(0, 9))
         ids[draw(st.integers(0, count - 1))] = bad
@@ -84,6 +84,8 @@ def as_given(table: np.ndarray, tensor: bool):
 @SETTINGS
 @given(tables(), st.booleans(), st.data())
 def test_reads_return_the_rows_numpy_indexing_gives(table, tensor, data):
+    """``read`` and ``gather`` (with and without ``out``) of valid ids or a mask give
+    ``table[ids]`` as NumPy indexes it, and leave the table unchanged."""
     store = FeatureStore({"x": as_given(table.copy(), tensor)})
     ids, positions = data.draw(valid_ids(table.shape[0]))
     expected = table[positions]
@@ -100,6 +102,8 @@ def test_reads_return_the_rows_numpy_indexing_gives(table, tensor, data):
     st.integers(0, 15), st.lists(st.sampled_from(TABLE_DTYPES), min_size=1, max_size=3), st.data()
 )
 def test_multi_read_returns_each_tables_rows(num_rows, dtypes, data):
+    """``multi_read`` with one shared id array or one per key gives each table's rows as NumPy
+    indexes them."""
     tables_ = {
         f"t{i}": data.draw(hnp.arrays(dtype, (num_rows,) if i % 2 else (num_rows, 2)))
         for i, dtype in enumerate(dtypes)
@@ -119,6 +123,9 @@ def test_multi_read_returns_each_tables_rows(num_rows, dtypes, data):
 @SETTINGS
 @given(tables(), st.data())
 def test_bad_ids_are_refused_by_every_read(table, data):
+    """Out-of-range ids raise ``IndexError`` naming the id and the range (as documented); float,
+    int16 or 2-D ids, masks of the wrong length or rank and lists raise
+    ``ValueError``/``TypeError`` naming ``'ids'``, in every read."""
     store = FeatureStore({"x": table})
     ids, errors, message = data.draw(bad_ids(table.shape[0]))
     with pytest.raises(errors, match=message):
@@ -136,6 +143,8 @@ def test_bad_ids_are_refused_by_every_read(table, data):
 @SETTINGS
 @given(tables(), st.booleans(), st.data())
 def test_update_writes_the_rows_numpy_assignment_writes(table, tensor, data):
+    """``update`` with distinct valid ids or a mask writes what NumPy's ``table[ids] = value``
+    writes."""
     store = FeatureStore({"x": as_given(table.copy(), tensor)})
     ids, positions = data.draw(valid_ids(table.shape[0]))
     if np.unique(positions).shape[0] != positions.shape[0]:
@@ -153,6 +162,8 @@ def test_update_writes_the_rows_numpy_assignment_writes(table, tensor, data):
 @SETTINGS
 @given(tables(min_rows=1), st.data())
 def test_bad_updates_are_refused_and_change_nothing(table, data):
+    """Bad ids, a value of another dtype or shape, or a value that is not an array are refused by
+    name, and the table is left as it was."""
     store = FeatureStore({"x": table.copy()})
     damage = data.draw(st.sampled_from(["ids", "dtype", "shape", "value-type"]))
     if damage == "ids":
@@ -189,6 +200,9 @@ def books(draw, max_nodes=40):
 @SETTINGS
 @given(books(), st.data())
 def test_book_maps_are_inverse_and_agree_with_the_bounds(book_part, data):
+    """The book of a generated assignment holds inverse permutations whose ranges are the parts;
+    ``to_new``, ``to_orig`` and ``owner`` of ids of any shape and integer dtype give what
+    indexing the maps and the parts' ranges gives."""
     book, part = book_part
     n = book.num_nodes
     # The maps are inverse permutations; each part owns one range, nodes in original order.
@@ -218,6 +232,8 @@ def test_book_maps_are_inverse_and_agree_with_the_bounds(book_part, data):
 @SETTINGS
 @given(books(), st.sampled_from(["to_new", "to_orig", "owner"]), st.data())
 def test_book_refuses_bad_ids_by_name(book_part, method, data):
+    """Ids outside ``[0, num_nodes)`` raise ``ValueError``, non-integer ids ``TypeError``, naming
+    the argument."""
     book, _ = book_part
     n = book.num_nodes
     kind = data.draw(st.sampled_from(["negative", "too-high", "float", "bool", "string"]))
@@ -236,6 +252,8 @@ def test_book_refuses_bad_ids_by_name(book_part, method, data):
 @settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(st.integers(1, 30), st.data())
 def test_assign_parts_with_train_idx(num_nodes, data):
+    """``assign_parts`` with a valid ``train_idx`` gives every node a part in ``[0, num_parts)``
+    (random parts balanced to one node); a bad ``train_idx`` is refused by name."""
     num_edges = data.draw(st.integers(0, 80))
     edges = data.draw(hnp.arrays(np.int64, (2, num_edges), elements=st.integers(0, num_nodes - 1)))
     graph = Graph.from_edge_index(edges, num_nodes)
