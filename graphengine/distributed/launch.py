@@ -40,17 +40,53 @@ def join(timeout_s: float) -> tuple[int, int]:
     Uses NCCL when CUDA is available (each worker on ``cuda:LOCAL_RANK``), else gloo.
     Collectives that wait longer than ``timeout_s`` seconds raise; the worker's heartbeat
     starts, so that :func:`~graphengine.distributed.liveness.lost_worker` can name a worker
-    that stopped answering.
+    that stopped answering. After torchrun restarted the workers, each attempt joins in
+    its own keys of torchrun's store (:func:`attempt_store`) and the log says which restart
+    it is.
     """
     backend = "nccl" if torch.cuda.is_available() else "gloo"
     if backend == "nccl":
         torch.cuda.set_device(int(os.environ["LOCAL_RANK"]))
-    dist.init_process_group(backend, timeout=datetime.timedelta(seconds=timeout_s))
+    timeout = datetime.timedelta(seconds=timeout_s)
+    store = attempt_store(timeout)
+    if store is None:
+        dist.init_process_group(backend, timeout=timeout)
+    else:
+        rank, world_size = int(os.environ["RANK"]), int(os.environ["WORLD_SIZE"])
+        dist.init_process_group(
+            backend, store=store, rank=rank, world_size=world_size, timeout=timeout
+        )
     _check_numba_threads()
     rank, world_size = dist.get_rank(), dist.get_world_size()
     start_heartbeat(rank, world_size, timeout_s)
-    log.info("rank %d of %d joined (%s)", rank, world_size, backend)
+    restart = int(os.environ.get("TORCHELASTIC_RESTART_COUNT", "0"))
+    again = f", restart {restart} of {os.environ.get('TORCHELASTIC_MAX_RESTARTS')}"
+    log.info("rank %d of %d joined (%s%s)", rank, world_size, backend, again if restart else "")
     return rank, world_size
+
+
+def attempt_store(timeout: datetime.timedelta) -> dist.Store | None:
+    """The store this attempt's process group rendezvouses in, where torchrun's agent serves
+    one (``TORCHELASTIC_USE_AGENT_STORE``): the agent's store, its keys under this restart's
+    prefix (``TORCHELASTIC_RESTART_COUNT``); ``None`` elsewhere (torch's own ``env://``).
+
+    The agent keeps one store for all of a run's restarts, and torch's ``env://`` gives the
+    workers it unprefixed, so after a restart the backend reads the addresses the previous
+    attempt's workers published: a restarted gloo worker connects to a dead worker's port
+    and fails ("Gloo connectFullMesh failed ... Connection refused"), and NCCL can read a
+    stale unique id (pytorch/pytorch#135712). Torch before 2.5 prefixed by restart too.
+    """
+    if os.environ.get("TORCHELASTIC_USE_AGENT_STORE") != str(True):
+        return None
+    store = dist.TCPStore(
+        os.environ["MASTER_ADDR"],
+        int(os.environ["MASTER_PORT"]),
+        int(os.environ["WORLD_SIZE"]),
+        is_master=False,
+        timeout=timeout,
+    )
+    restart = os.environ.get("TORCHELASTIC_RESTART_COUNT", "0")
+    return dist.PrefixStore(f"graphengine/attempt/{restart}", store)
 
 
 def host_cores() -> int:
