@@ -99,7 +99,7 @@ def add_parser(commands) -> None:
 
 def run(args: argparse.Namespace) -> int:
     """Start the workers, or plan as one of them; returns the exit code."""
-    from .train_node import without_nproc
+    from .train_node import for_workers
 
     fanouts = args.fanouts
     if args.layers is not None and args.layers != len(fanouts):
@@ -114,7 +114,7 @@ def run(args: argparse.Namespace) -> int:
             raise ValueError(
                 f"--batch-size {args.batch_size} must be a multiple of --nproc {args.nproc}"
             )
-        return distributed.launch(args.nproc, without_nproc(args.argv))
+        return distributed.launch(args.nproc, for_workers(args.argv))
     from graphengine.runtime import tune_host_allocator
 
     tune_host_allocator()  # the probes' steps allocate as training's do (train_node)

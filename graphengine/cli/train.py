@@ -46,7 +46,9 @@ Logs and the progress bar go to stderr. Ctrl-C stops after logging where the las
 checkpoint is (exit code 130). Exit code 2: bad options or input. Exit code 3: a worker
 of several stopped answering (stopped, killed, its host or link down): every other worker
 fails within --dist-timeout and a few seconds, naming the lost worker's rank, address and
-process id (torchrun's "Root Cause" quotes it)."""
+process id (torchrun's "Root Cause" quotes it). With --max-restarts K, torchrun restarts
+every worker when one fails, up to K times, and they resume from --checkpoint; the exit
+code is then the last attempt's."""
 
 
 def add_parser(commands) -> None:
@@ -217,6 +219,15 @@ def _add_evaluation_options(train: argparse.ArgumentParser) -> None:
 def _add_distributed_options(train: argparse.ArgumentParser) -> None:
     """The workers, how they share the model, and a partition to train on."""
     options.add_nproc(train, help="workers on this machine (torchrun)")
+    train.add_argument(
+        "--max-restarts",
+        type=values.at_least(0),
+        default=0,
+        help="with --nproc or --partitions: when a worker fails, stop the others and start "
+        "them all again, up to K times (torchrun's --max-restarts); with --checkpoint they "
+        "resume from the last epoch saved, else they start afresh",
+        metavar="K",
+    )
     options.add_parallel(
         train,
         help="data: every worker a whole model replica, gradients all-reduced; hybrid (P3, "

@@ -65,6 +65,7 @@ def _check_one_process(args: argparse.Namespace) -> None:
     what = "--task link" if args.task == "link" else f"--sampler {args.sampler}"
     for option, value in (
         ("--nproc", args.nproc > 1 or distributed.launched_by_torchrun()),
+        ("--max-restarts", args.max_restarts > 0),
         ("--partitions", args.partitions is not None),
         ("--parallel hybrid", args.parallel == "hybrid"),
         ("--plan auto", args.plan == "auto"),
@@ -80,6 +81,7 @@ def check_node_options(args: argparse.Namespace) -> None:
     group's size; else ``--nproc``), partition and dataset."""
     if args.partitions is not None:
         check_partition_workers(args.partitions, args.nproc)
+    _check_max_restarts(args)
     if args.remote_cache is not None and args.partitions is None:
         raise ValueError("--remote-cache needs --partitions")
     if args.feature_cache is not None and args.partitions is not None:
@@ -101,6 +103,24 @@ def check_node_options(args: argparse.Namespace) -> None:
     if args.parallel == "hybrid" and args.eval in ("full", "layerwise"):
         raise ValueError(
             f"--parallel hybrid evaluates sampled mini-batches, not --eval {args.eval}"
+        )
+
+
+def _check_max_restarts(args: argparse.Namespace) -> None:
+    """Refuse ``--max-restarts`` where ``graphengine train`` starts no torchrun to pass it
+    to: in one process, or in a worker of the user's own torchrun (whose launcher already
+    has the option)."""
+    if args.max_restarts == 0:
+        return
+    if distributed.launched_by_torchrun():
+        raise ValueError(
+            f"--max-restarts {args.max_restarts} is for the torchrun that --nproc starts; "
+            f"under your own torchrun, give it --max-restarts {args.max_restarts} instead"
+        )
+    if args.nproc == 1 and args.partitions is None:
+        raise ValueError(
+            f"--max-restarts {args.max_restarts} restarts the workers of --nproc N or "
+            "--partitions; one process (--nproc 1) has none to restart"
         )
 
 

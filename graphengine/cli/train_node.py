@@ -30,7 +30,9 @@ def train_node(args: argparse.Namespace) -> int:
     launch = args.nproc > 1 or args.partitions is not None  # parts talk through a group
     if launch and not distributed.launched_by_torchrun():
         split_batch(args.batch_size, args.worker_batch_size, args.nproc)  # before the workers
-        return distributed.launch(args.nproc, without_nproc(args.argv))
+        return distributed.launch(
+            args.nproc, for_workers(args.argv), max_restarts=args.max_restarts
+        )
     tune_host_allocator()
     rank, world_size = 0, 1
     device = torch.device("cpu")
@@ -195,14 +197,19 @@ def log_interrupted(checkpoint: str | None, epoch: int | None) -> None:
         log.error("interrupted before the first epoch ended: no checkpoint was saved")
 
 
-def without_nproc(argv: list[str]) -> list[str]:
-    """``argv`` without its ``--nproc`` option, for the workers torchrun starts."""
+# The options of the process that starts torchrun; its workers are not given them.
+LAUNCHER_OPTIONS = ("--nproc", "--max-restarts")
+
+
+def for_workers(argv: list[str]) -> list[str]:
+    """``argv`` without the launcher's options (:data:`LAUNCHER_OPTIONS`), for the workers
+    torchrun starts."""
     out, skip = [], False
     for arg in argv:
         if skip:
             skip = False
-        elif arg == "--nproc":
+        elif arg in LAUNCHER_OPTIONS:
             skip = True
-        elif not arg.startswith("--nproc="):
+        elif not arg.startswith(tuple(f"{option}=" for option in LAUNCHER_OPTIONS)):
             out.append(arg)
     return out

@@ -183,14 +183,18 @@ def record_failure(error: BaseException) -> None:
         ErrorHandler().record_exception(error)
 
 
-def launch(nproc: int, argv: list[str]) -> int:
+def launch(nproc: int, argv: list[str], max_restarts: int = 0) -> int:
     """Run ``graphengine <argv>`` in ``nproc`` workers on this machine through torchrun,
-    each with its share of the cores for Numba (``NUMBA_NUM_THREADS``, unless set).
+    each with its share of the cores for Numba (``NUMBA_NUM_THREADS``, unless set). When a
+    worker fails, torchrun stops the others and starts them all again, up to
+    ``max_restarts`` times (its ``--max-restarts``); a training with a checkpoint resumes
+    from it.
 
-    Returns 0 when every worker succeeded; 130 when the launcher was interrupted (Ctrl-C
-    reaches the workers too, and rank 0 says where its last checkpoint is); otherwise logs
-    torchrun's error, which names the failed rank and its exit code, and returns that exit
-    code (1 when a signal ended the worker).
+    Returns 0 when every worker succeeded (after restarts, if any); 130 when the launcher
+    was interrupted (Ctrl-C reaches the workers too, and rank 0 says where its last
+    checkpoint is); otherwise, once no restart is left, logs torchrun's error, which names
+    the failed rank and its exit code, and returns that exit code (1 when a signal ended
+    the worker).
     """
     from torch.distributed.elastic.multiprocessing.api import SignalException
     from torch.distributed.elastic.multiprocessing.errors import ChildFailedError
@@ -198,7 +202,16 @@ def launch(nproc: int, argv: list[str]) -> int:
 
     try:
         with _environment(numba_threads_env(nproc)):  # torchrun's workers inherit it
-            torchrun(["--standalone", f"--nproc-per-node={nproc}", "-m", "graphengine", *argv])
+            torchrun(
+                [
+                    "--standalone",
+                    f"--nproc-per-node={nproc}",
+                    f"--max-restarts={max_restarts}",
+                    "-m",
+                    "graphengine",
+                    *argv,
+                ]
+            )
     except ChildFailedError as error:
         log.error("%s", error.format_msg())
         _, root_cause = error.get_first_failure()
