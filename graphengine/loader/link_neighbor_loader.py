@@ -669,6 +669,10 @@ class GraphEdges:
             return np.empty((2, 0), dtype=np.int64)
         return _edge_pairs(store.edge_index, "edge_index")
 
+    def has_edge_index(self) -> bool:
+        """Whether a homogeneous graph's edges are given (a ``Data`` may have none)."""
+        return self.data.edge_index is not None
+
     def edge_set(self, edge_type: EdgeType | None) -> EdgeSet:
         """The edges of ``edge_type``, for negatives that exclude them."""
         return EdgeSet(*self.edge_index(edge_type), self.count(edge_type, -1))
@@ -690,7 +694,7 @@ class GraphEdges:
         ):
             edge_label_index = edge_label_index[1]
         if edge_label_index is None:
-            if self.data.edge_index is None:
+            if not self.has_edge_index():
                 raise ValueError(
                     "'edge_label_index' is needed: the data has no 'edge_index' whose edges "
                     "would be the seed edges"
@@ -758,6 +762,9 @@ class StoreEdges(GraphEdges):
         csc = self.remote.csc(edge_type)
         pairs = np.stack([csc.indices, _csc_destinations(csc.indptr)])
         return pairs if csc.perm is None else pairs[:, np.argsort(csc.perm, kind="stable")]
+
+    def has_edge_index(self) -> bool:
+        return True  # a graph store's edges, read as CSC
 
     def edge_set(self, edge_type: EdgeType | None) -> EdgeSet:
         csc = self.remote.csc(edge_type)
