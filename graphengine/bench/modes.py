@@ -175,7 +175,7 @@ def _dgl_samplers(typed: dict, graph, weights: np.ndarray, fanouts: list[int]) -
     num_edges = graph.num_edges
     csc = (
         as_tensor(graph.indptr),
-        torch.from_numpy(np.asarray(graph.indices, dtype=np.int64)),
+        as_tensor(np.asarray(graph.indices, dtype=np.int64)),
         torch.arange(num_edges),
     )
     g = dgl.graph(("csc", csc), num_nodes=graph.num_nodes)

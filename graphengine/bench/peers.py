@@ -138,7 +138,7 @@ def dgl_graph(dgl, graph: Graph, node_data: dict[str, Any]):
     ...]`` array or tensor) as its ``ndata``."""
     csc = (
         as_tensor(graph.indptr),
-        torch.from_numpy(np.asarray(graph.indices, dtype=np.int64)),
+        as_tensor(np.asarray(graph.indices, dtype=np.int64)),
         torch.arange(graph.num_edges),
     )
     g = dgl.graph(("csc", csc), num_nodes=graph.num_nodes)

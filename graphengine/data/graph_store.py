@@ -47,7 +47,10 @@ class Graph(GraphStore):
         validated: whether the arrays are known to be a valid CSC graph (checked by the
             constructor, or valid by construction as from :meth:`from_edge_index`);
             ``False`` after ``Graph(..., validate=False)`` or ``load(validate=False)``.
-            Samplers may skip their own checks when it is ``True``.
+            Samplers may skip their own checks when it is ``True``. Once it is ``True`` the
+            arrays are read-only views (the caller's own arrays keep their flags), so that an
+            in-place write such as ``graph.indices[5] = 10**9`` raises at once instead of
+            reaching a sampler that trusts them; assign a new array to change one.
 
     As a PyG ``GraphStore``: one edge attribute, ``EdgeAttr(None, 'csc', is_sorted=True,
     size=(num_nodes, num_nodes))``, whose edge index is ``(row, colptr) = (indices,
@@ -69,7 +72,7 @@ class Graph(GraphStore):
     ):
         super().__init__(edge_attr_cls=_EdgeAttr)
         self._indptr, self._indices, self._edge_ids = indptr, indices, edge_ids
-        self.validated = False
+        self._validated = False
         self._path: Path | None = None
         self._shared: dict[str, torch.Tensor] = {}  # name -> the shared tensor under it
         if validate:
@@ -98,6 +101,25 @@ class Graph(GraphStore):
     @edge_ids.setter
     def edge_ids(self, value: np.ndarray | None) -> None:
         self._edge_ids, self.validated = value, False
+
+    @property
+    def validated(self) -> bool:
+        return self._validated
+
+    @validated.setter
+    def validated(self, value: bool) -> None:
+        self._validated = value
+        if value:
+            self._freeze()
+
+    def _freeze(self) -> None:
+        """Swap each writable array for a read-only view of it: the values samplers trust
+        cannot change in place behind ``validated``."""
+        for name, array in self._arrays().items():
+            if array.flags.writeable:
+                view = array.view()
+                view.setflags(write=False)
+                setattr(self, f"_{name}", view)
 
     def validate(self) -> Graph:
         """Check the arrays once (one pass over them); later calls return at once. Raises
@@ -200,7 +222,13 @@ class Graph(GraphStore):
 
     def to_edge_index(self) -> torch.Tensor:
         """All edges as an int64 ``[2, num_edges]`` tensor (row = source, col = destination),
-        in the original edge order."""
+        in the original edge order.
+
+        Raises:
+            TypeError, ValueError: a graph built with ``validate=False`` whose arrays are
+                malformed (checked first: a bad ``edge_ids`` would index past ``order``).
+        """
+        self.validate()
         col = np.repeat(np.arange(self.num_nodes, dtype=np.int64), self.in_degree())
         row = np.asarray(self.indices, dtype=np.int64)
         if self.edge_ids is not None:
@@ -271,6 +299,8 @@ class Graph(GraphStore):
             tensor = as_tensor(array).share_memory_()
             self._shared[name] = tensor
             setattr(self, f"_{name}", tensor.numpy())  # the same values: still validated
+        if self.validated:
+            self._freeze()
         return self
 
     def _is_shared(self, name: str, array: np.ndarray) -> bool:

@@ -20,6 +20,7 @@ from torch_geometric.sampler import HeteroSamplerOutput as PyGHeteroSamplerOutpu
 from torch_geometric.sampler import NegativeSampling as PyGNegativeSampling
 from torch_geometric.sampler import SamplerOutput as PyGSamplerOutput
 
+from graphengine.data.arrays import as_tensor
 from graphengine.loader.adapters import as_numpy, check_input_ids
 from graphengine.loader.config import SamplingConfig, loading_config, subgraph_type_of
 from graphengine.loader.pipeline import StagedLoader
@@ -839,8 +840,8 @@ def _edge_permutation(graph):
         return graph.edge_permutation
     edge_ids = graph.edge_ids
     if isinstance(edge_ids, dict):
-        return {t: None if p is None else torch.from_numpy(p) for t, p in edge_ids.items()}
-    return None if edge_ids is None else torch.from_numpy(edge_ids)
+        return {t: None if p is None else as_tensor(p) for t, p in edge_ids.items()}
+    return None if edge_ids is None else as_tensor(edge_ids)
 
 
 def _edge_pairs(edge_index, name: str) -> np.ndarray:

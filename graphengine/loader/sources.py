@@ -487,7 +487,7 @@ def gather_through_pyg(
         )
     if isinstance(source.graph, HeteroGraph):
         permutation = {
-            edge_type: None if perm is None else torch.from_numpy(perm)
+            edge_type: None if perm is None else as_tensor(perm)
             for edge_type, perm in source.graph.edge_ids.items()
         }
     elif not isinstance(data, Data):
@@ -497,7 +497,7 @@ def gather_through_pyg(
         )
     else:
         edge_ids = source.graph.edge_ids
-        permutation = None if edge_ids is None else torch.from_numpy(edge_ids)
+        permutation = None if edge_ids is None else as_tensor(edge_ids)
     gather = GatherPyGOutput(data, permutation, input_type, custom_cls, transform_sampler_output)
     return _ThroughPyG(gather)
 

@@ -341,3 +341,48 @@ def test_edge_ids_must_be_a_permutation(tmp_path, edge_ids, message):
     np.save(tmp_path / "g" / "edge_ids.npy", edge_ids)
     with pytest.raises(ValueError, match=message):
         Graph.load(tmp_path / "g")
+
+
+def test_validated_graph_arrays_are_read_only(tmp_path):
+    """A write into a validated graph's arrays would reach samplers that trust them (a source
+    id of 10**9 crashed a NeighborLoader): it raises at once, for every way to validate."""
+    edge_index = random_edge_index(20, 60, 8)
+    built = Graph.from_edge_index(edge_index)
+    indptr, indices = np.array(built.indptr), np.array(built.indices)
+    checked = Graph(indptr, indices, np.array(built.edge_ids))
+    built.save(tmp_path / "g")
+    graphs = {
+        "from_edge_index": built,
+        "constructor": checked,
+        "load(mmap=False)": Graph.load(tmp_path / "g", mmap=False),
+        "pickled": pickle.loads(pickle.dumps(built)),
+        "shared": Graph.from_edge_index(edge_index).share_memory_(),
+        "validate()": Graph(indptr, indices, validate=False).validate(),
+    }
+    for how, graph in graphs.items():
+        for name in ("indptr", "indices", "edge_ids"):
+            array = getattr(graph, name)
+            if array is None:
+                continue
+            with pytest.raises(ValueError, match="assignment destination is read-only"):
+                array[5] = 10**9
+            assert array.dtype.kind == "i", how
+    assert indices.flags.writeable and indptr.flags.writeable  # the caller's arrays keep theirs
+    assert np.array_equal(built.to_edge_index(), edge_index)
+    unchecked = Graph(indptr, indices, validate=False)
+    unchecked.indices[0] = 1  # not validated: writable, and checked when it is validated
+    unchecked.indices = np.array(indices)
+    assert not unchecked.validated and unchecked.indices.flags.writeable
+    store = FeatureStore({"x": torch.arange(20.0)})
+    assert sum(batch.num_nodes for batch in NeighborLoader((store, built), [2], batch_size=5)) > 0
+
+
+def test_to_edge_index_checks_edge_ids_first():
+    """``edge_ids`` index a scratch array: a bad one quoted an uninitialised value."""
+    indptr = np.array([0, 1, 3], dtype=np.int64)
+    indices = np.array([1, 0, 1], dtype=np.int32)
+    cases = (([0, 0, 1], r"'edge_ids' must be a permutation of 0..2"), ([0, 9, 1], r"holds 9"))
+    for edge_ids, message in cases:
+        graph = Graph(indptr, indices, np.array(edge_ids, dtype=np.int64), validate=False)
+        with pytest.raises(ValueError, match=message):
+            graph.to_edge_index()
