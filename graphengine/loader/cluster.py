@@ -4,6 +4,7 @@ drop-ins for PyG's classes of the same names."""
 
 from __future__ import annotations
 
+import hashlib
 import logging
 from dataclasses import dataclass
 from pathlib import Path
@@ -62,8 +63,10 @@ class ClusterData:
         num_parts: clusters, in ``[1, num_nodes]``.
         recursive: METIS recursive bisection instead of k-way.
         save_dir: a directory (one the user can write, never a read-only dataset's) where the
-            clusters are cached under ``part_{num_parts}[_recursive]/``; a later
-            ``ClusterData`` of the same graph reads them instead of running METIS.
+            clusters are cached under ``part_{num_parts}[_recursive]/{key}/``, ``key`` a
+            digest of the graph's CSC arrays, ``num_parts``, ``recursive`` and ``seed``: a
+            later ``ClusterData`` of the same graph and arguments reads them instead of
+            running METIS; another graph or other arguments never do.
         filename: the cache file's name (``metis.npz``).
         log: log the METIS run.
         keep_inter_cluster_edges: keep edges between clusters in ``cluster_data[c]``.
@@ -103,7 +106,9 @@ class ClusterData:
         path = None
         if save_dir is not None:
             suffix = "_recursive" if self.recursive else ""
-            path = Path(save_dir) / f"part_{self.num_parts}{suffix}" / (filename or "metis.npz")
+            key = _cache_key(graph, self.num_parts, self.recursive, seed)
+            folder = Path(save_dir) / f"part_{self.num_parts}{suffix}" / key
+            path = folder / (filename or "metis.npz")
         if path is not None and path.exists():
             cluster = _read_clusters(path, graph.num_nodes, self.num_parts)
         else:
@@ -306,6 +311,16 @@ def _sliced(data: Data, nodes: np.ndarray, edges: np.ndarray) -> Data:
             out[key] = value
     out.num_nodes = int(nodes.shape[0])
     return out
+
+
+def _cache_key(graph: Graph, num_parts: int, recursive: bool, seed: int) -> str:
+    """A hex digest of what METIS's clusters depend on: the graph's CSC arrays (int64, so
+    that the index dtype does not matter) and the arguments. One pass over the arrays."""
+    # The node count fixes where indptr ends and indices begin in the hashed bytes.
+    digest = hashlib.sha256(f"{graph.num_nodes},{num_parts},{recursive},{seed};".encode())
+    for array in (graph.indptr, graph.indices):
+        digest.update(np.ascontiguousarray(array, dtype=np.int64).data)
+    return digest.hexdigest()[:32]
 
 
 def _read_clusters(path: Path, num_nodes: int, num_parts: int) -> np.ndarray:

@@ -119,16 +119,31 @@ def test_metis_clusters_cut_fewer_edges_than_random_ones():
 def test_clusters_are_cached_under_save_dir(tmp_path):
     data = communities(seed=3)
     first = ClusterData(data, num_parts=5, save_dir=tmp_path, log=False)
-    cached = tmp_path / "part_5" / "metis.npz"
-    assert cached.exists()
+    (cached,) = (tmp_path / "part_5").glob("*/metis.npz")
     again = ClusterData(data, num_parts=5, save_dir=tmp_path, log=False)
     np.testing.assert_array_equal(first.partition.node_perm, again.partition.node_perm)
-    other = communities(num_nodes=120, seed=3)
-    with pytest.raises(ValueError, match="belong to a graph of 240 nodes"):
-        ClusterData(other, num_parts=5, save_dir=tmp_path, log=False)
     cached.write_bytes(b"not an npz")
     with pytest.raises(ValueError, match="unreadable"):
         ClusterData(data, num_parts=5, save_dir=tmp_path, log=False)
+
+
+def test_cluster_cache_is_keyed_by_the_graph_and_the_arguments(tmp_path):
+    """Another graph of the same node count, or other arguments, reused the first one's
+    clusters: each gets its own cache file and its own METIS clusters."""
+    data, other = communities(seed=3), communities(seed=4)
+    assert data.num_nodes == other.num_nodes
+    ClusterData(data, num_parts=5, save_dir=tmp_path, log=False)
+    fresh = ClusterData(other, num_parts=5, save_dir=tmp_path / "fresh", log=False)
+    reused = ClusterData(other, num_parts=5, save_dir=tmp_path, log=False)
+    np.testing.assert_array_equal(reused.partition.node_perm, fresh.partition.node_perm)
+    ClusterData(data, num_parts=5, save_dir=tmp_path, log=False, seed=1)
+    ClusterData(data, num_parts=5, save_dir=tmp_path, log=False, recursive=True)
+    ClusterData(data, num_parts=4, save_dir=tmp_path, log=False)
+    files = sorted(tmp_path.glob("part_*/*/metis.npz"))
+    assert len(files) == 5 and len({path.parent.name for path in files}) == 5
+    again = ClusterData(data, num_parts=5, save_dir=tmp_path, log=False, seed=1)
+    assert len(list(tmp_path.glob("part_*/*/metis.npz"))) == 5
+    assert again.num_parts == 5
 
 
 def test_loader_order_threads_and_bad_arguments():
