@@ -1,6 +1,7 @@
 """Partitioning: assignment, renumbering, the range partition book and the on-disk parts,
 checked against brute-force references built from the original CSC."""
 
+import hashlib
 import json
 import shutil
 
@@ -336,8 +337,9 @@ def test_corrupted_part_file(written):
     open_part(written, 0)  # another part's files are not hashed
     with pytest.raises(ValueError, match=r"corrupted partition file '.*part-1/indices\.npy'"):
         open_part(written, 1)
-    part = open_part(written, 1, verify=False)  # opt-out: the caller takes the risk
-    assert part.num_edges > 0
+    # Opting out of the hash still checks the part's CSC, which this byte broke.
+    with pytest.raises(ValueError, match=r"corrupt partition file '.*part-1/indices\.npy'"):
+        open_part(written, 1, verify=False)
 
 
 def test_corrupted_map(written):
@@ -391,3 +393,50 @@ def test_partition_command_writes_parts_and_prints_its_stats(tmp_path, capsys):
     again = ["partition", "--root", str(tmp_path / "data"), "--parts", "2", "--out", str(out)]
     assert main(again) == 2  # not empty, no --force
     assert main([*again, "--force"]) == 0
+
+
+def test_manifest_without_files_names_the_key(written):
+    manifest = json.loads((written / "partition.json").read_text())
+    del manifest["files"]
+    (written / "partition.json").write_text(json.dumps(manifest))
+    with pytest.raises(ValueError, match=r"partition\.json.*'files'"):
+        load_partition(written)
+
+
+def _edit_part_array(out, name, edit):
+    """Rewrite ``part-1/<name>.npy`` by ``edit`` and update its sha256 and size in the top-level
+    manifest, as someone editing a part on purpose would: only the part's own check sees it."""
+    path = out / "part-1" / f"{name}.npy"
+    array = np.load(path)
+    edit(array)
+    np.save(path, array)
+    manifest = json.loads((out / "partition.json").read_text())
+    entry = manifest["files"][f"part-1/{name}.npy"]
+    entry["bytes"] = path.stat().st_size
+    entry["sha256"] = hashlib.sha256(path.read_bytes()).hexdigest()
+    (out / "partition.json").write_text(json.dumps(manifest))
+
+
+def _set(at, value):
+    def edit(array):
+        array[at] = value
+
+    return edit
+
+
+@pytest.mark.parametrize(
+    ("name", "edit", "message"),
+    [
+        ("indices", _set(0, -5), r"indices\.npy'.*source -5, outside \[0, \d+\)"),
+        ("indices", _set(-1, 10**6), r"indices\.npy'.*source 1000000, outside \[0, \d+\)"),
+        ("indptr", _set(2, 10**6), r"indptr\.npy'.*must not decrease \(got 1000000 then"),
+        ("indptr", _set(-1, 3), r"indptr\.npy'.*must start at 0 and end at \d+.*got 0 and 3"),
+        ("edge_ids", _set(1, -2), r"edge_ids\.npy'.*edge id -2, outside \[0, \d+\)"),
+    ],
+    ids=["negative-source", "source-past-the-graph", "falling-indptr", "indptr-end", "edge-id"],
+)
+def test_an_edited_part_with_a_matching_sha256_is_refused_by_name(written, name, edit, message):
+    _edit_part_array(written, name, edit)
+    open_part(written, 0)  # another part is untouched
+    with pytest.raises(ValueError, match=rf"corrupt partition file '.*part-1/{message}"):
+        open_part(written, 1)

@@ -272,8 +272,9 @@ def open_part(path: str | Path, part: int, verify: bool = True) -> Part:
 
     Raises:
         FileNotFoundError: no partition at ``path``, or a missing file (named).
-        ValueError: ``part`` outside ``[0, num_parts)``, or a truncated, corrupted or
-            mismatched file (named).
+        ValueError: ``part`` outside ``[0, num_parts)``, a truncated, corrupted or
+            mismatched file, or a part whose CSC arrays are malformed (an ``indptr`` that
+            decreases, a source outside the graph: the file and the value named).
     """
     path = Path(path)
     book = load_partition(path, verify=verify)
@@ -295,7 +296,69 @@ def open_part(path: str | Path, part: int, verify: bool = True) -> Part:
         name: load_array(directory / f"{name}.npy", dtype, tuple(shape), mmap=True)
         for name, (dtype, shape) in manifest["arrays"].items()
     }
+    totals = (book.manifest["num_nodes"], book.manifest["num_edges"])
+    _check_part_csc(directory, arrays, stop - start, *totals)
     return Part(part=part, start=start, stop=stop, book=book, **arrays)
+
+
+def _check_part_csc(
+    directory: Path,
+    arrays: dict[str, np.ndarray],
+    num_local: int,
+    num_nodes: int,
+    total_edges: int,
+) -> None:
+    """Check a part's ``indptr``, ``indices`` (sources in ``[0, num_nodes)``) and ``edge_ids``
+    (in ``[0, total_edges)``, the whole graph's edges) in one pass over each: the samplers
+    index with them unchecked, and a file can be edited with its sha256 updated. Raises
+    ``ValueError`` naming the file, the bad value and what was expected."""
+    names = ("indptr", "indices", "edge_ids")
+    missing = [name for name in names if name not in arrays]
+    if missing:
+        raise ValueError(f"'{directory / _PART_MANIFEST}' lists no {missing} array")
+    indptr, indices, edge_ids = arrays["indptr"], arrays["indices"], arrays["edge_ids"]
+    where = {name: f"corrupt partition file '{directory / name}.npy'" for name in names}
+    for name, array in zip(names, (indptr, indices, edge_ids), strict=True):
+        if array.ndim != 1 or not np.issubdtype(array.dtype, np.integer):
+            raise ValueError(
+                f"{where[name]}: must be a 1-D integer array (got {array.dtype} {array.shape})"
+            )
+    num_edges = indices.shape[0]
+    if indptr.shape[0] != num_local + 1:
+        raise ValueError(
+            f"{where['indptr']}: must have {num_local + 1} entries, one more than the part's "
+            f"{num_local} nodes (got {indptr.shape[0]})"
+        )
+    if indptr[0] != 0 or indptr[-1] != num_edges:
+        raise ValueError(
+            f"{where['indptr']}: must start at 0 and end at {num_edges}, the length of "
+            f"indices.npy (got {indptr[0]} and {indptr[-1]})"
+        )
+    falls = np.flatnonzero(indptr[1:] < indptr[:-1])
+    if falls.size:
+        at = int(falls[0]) + 1
+        raise ValueError(
+            f"{where['indptr']}: must not decrease "
+            f"(got {indptr[at - 1]} then {indptr[at]} at position {at})"
+        )
+    if edge_ids.shape[0] != num_edges:
+        raise ValueError(
+            f"{where['edge_ids']}: must have one entry per edge ({num_edges}), "
+            f"got {edge_ids.shape[0]}"
+        )
+    if num_edges:
+        low, high = indices.min(), indices.max()
+        if low < 0 or high >= num_nodes:
+            raise ValueError(
+                f"{where['indices']}: holds source {low if low < 0 else high}, outside "
+                f"[0, {num_nodes}) for the partition's {num_nodes} nodes"
+            )
+        low, high = edge_ids.min(), edge_ids.max()
+        if low < 0 or high >= total_edges:
+            raise ValueError(
+                f"{where['edge_ids']}: holds edge id {low if low < 0 else high}, outside "
+                f"[0, {total_edges}) for the partition's {total_edges} edges"
+            )
 
 
 def peak_rss_bytes() -> int:
