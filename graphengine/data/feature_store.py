@@ -477,10 +477,12 @@ def _maybe_key(key) -> tuple[Group, str] | None:
 
 
 def _ids(ids, num_rows: int) -> torch.Tensor:
-    """Row ids as an int32 or int64 ``[n]`` tensor; a boolean mask, which must be
-    ``[num_rows]``, becomes its positions."""
+    """Row ids as a contiguous int32 or int64 ``[n]`` tensor; a boolean mask, which must be
+    ``[num_rows]``, becomes its positions. Strided ids (``ids[::2]``, a reversed array), which
+    the loaders accept, are copied contiguous: the gather kernel reads the ids as one run."""
     if isinstance(ids, np.ndarray):
-        ids = as_tensor(ids)
+        # torch.from_numpy refuses negative strides; a copy only when not contiguous already.
+        ids = as_tensor(np.ascontiguousarray(ids))
     if not isinstance(ids, torch.Tensor):
         raise TypeError(f"'ids' must be a tensor or numpy array (got {_kind(ids)})")
     if ids.dtype == torch.bool:
@@ -493,7 +495,7 @@ def _ids(ids, num_rows: int) -> torch.Tensor:
         raise TypeError(f"'ids' must be int32 or int64 (got {ids.dtype})")
     if ids.dim() != 1:
         raise ValueError(f"'ids' must be 1-D (got shape {tuple(ids.shape)})")
-    return ids
+    return ids.contiguous()
 
 
 def _label(key) -> str:

@@ -410,6 +410,21 @@ def test_gather_takes_the_ids_read_takes():
         store.gather("x", np.array([1.0]))
 
 
+def test_gather_and_read_take_strided_ids(tmp_path):
+    """The loaders take ``ids[::2]``; gather and read refused it ("'index' must be contiguous",
+    or torch's negative-stride error for a reversed numpy array)."""
+    x, _ = make_tables()
+    np.save(tmp_path / "x.npy", x)
+    for table in (x, np.load(tmp_path / "x.npy", mmap_mode="r")):
+        store = FeatureStore({"x": table})
+        ids = torch.arange(x.shape[0])
+        for strided in (ids[::2], ids.numpy()[::3], ids.numpy()[::-1], ids.int()[1::2]):
+            expected = torch.as_tensor(x)[[int(i) for i in strided]]
+            assert torch.equal(store.gather("x", strided), expected)
+            assert torch.equal(store.read("x", strided), expected)
+            assert torch.equal(store.multi_read(["x"], strided)[0], expected)
+
+
 def test_one_mask_for_tables_of_different_row_counts_is_refused():
     store = FeatureStore({("a", "x"): np.zeros(2), ("b", "x"): np.zeros(3)})
     with pytest.raises(ValueError, match=r"tables have \[2, 3\] rows; pass one mask per key"):
