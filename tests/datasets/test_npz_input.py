@@ -65,3 +65,33 @@ def test_npz_negative_labels_are_refused(tmp_path):
     path = write_npz(tmp_path / "neg.npz", labels=np.array([0, 1, -3, 1]))
     with pytest.raises(ValueError, match=r"'labels'.*neg\.npz.*label -3.*\[0, 2\)"):
         load_npz(path)
+
+
+def test_a_bad_npz_leaves_an_earlier_dataset_alone(tmp_path):
+    """An ``attr_indices`` of 10**7 loaded after a valid file once wrote a 1.0 into the earlier
+    dataset's ``x`` (scipy densified past its array); a too-narrow ``attr_shape`` read a wrong
+    ``x``. Both are refused before scipy sees them, and the earlier ``x`` is untouched."""
+    good = load_npz(write_npz(tmp_path / "good.npz"))
+    before = good.x.copy()
+    far = write_npz(tmp_path / "far.npz", attr_indices=np.array([0, 1, 2, 10**7]))
+    with pytest.raises(ValueError, match=r"'attr_indices'.*far\.npz.*10000000.*\[0, 3\)"):
+        load_npz(far)
+    narrow = write_npz(tmp_path / "narrow.npz", attr_shape=np.array([4, 2]))
+    with pytest.raises(ValueError, match=r"'attr_indices'.*narrow\.npz.*column 2.*\[0, 2\)"):
+        load_npz(narrow)
+    assert np.array_equal(good.x, before)
+
+
+@pytest.mark.parametrize(
+    ("changes", "message"),
+    [
+        ({"adj_indices": np.array([1.0, 2.0, 3.0])}, r"'adj_indices'.*integer.*float64"),
+        ({"adj_indices": np.array([1.5, 2.0, 3.0])}, r"'adj_indices'.*integer.*float64"),
+        ({"labels": np.array([0.0, 1.0, 0.0, 1.0])}, r"'labels'.*integer class ids.*float64"),
+        ({"labels": np.array([0.0, 1.7, 0.0, 1.0])}, r"'labels'.*integer class ids.*float64"),
+    ],
+    ids=["whole-float-indices", "fractional-indices", "whole-float-labels", "fractional-labels"],
+)
+def test_float_indices_or_labels_are_refused_not_truncated(tmp_path, changes, message):
+    with pytest.raises(ValueError, match=message):
+        load_npz(write_npz(tmp_path / "float.npz", **changes))
