@@ -3,15 +3,17 @@ store written to disk; logs go to stderr."""
 
 from __future__ import annotations
 
-import json
 import resource
 import sys
 from pathlib import Path
 
 
 def print_json(record: dict) -> None:
-    """``record`` as one JSON line on stdout, flushed so that a reader sees it at once."""
-    sys.stdout.write(json.dumps(record) + "\n")
+    """``record`` as one line of valid JSON (a non-finite float as ``null``) on stdout,
+    flushed so that a reader sees it at once."""
+    from graphengine.train.metrics import json_line  # imports torch: not for --help
+
+    sys.stdout.write(json_line(record) + "\n")
     sys.stdout.flush()
 
 

@@ -42,8 +42,12 @@ output (--task link): one JSON line per epoch (epoch, loss, epoch_s, edges_per_s
 and when evaluated val_auc, val_mrr, val_hits@1, @3, @10), then a final JSON line: task,
 dataset, model, decoder, epochs, train_edges, val_* and test_* metrics, first_epoch_s,
 epoch_s.
-Logs and the progress bar go to stderr. Ctrl-C stops after logging where the last
-checkpoint is (exit code 130). Exit code 2: bad options or input. Exit code 3: a worker
+Every line is valid JSON: a value that is not a finite number is null. Logs and the
+progress bar go to stderr. Ctrl-C stops after logging where the last checkpoint is (exit
+code 130). Exit code 2: bad options or input, checked before training where they can be,
+and a training loss that is not finite (NaN or inf features, too high --lr): training stops
+at that step, naming its epoch and step, without a metrics line or checkpoint for that
+epoch. Exit code 3: a worker
 of several stopped answering (stopped, killed, its host or link down): every other worker
 fails within --dist-timeout and a few seconds, naming the lost worker's rank, address and
 process id (torchrun's "Root Cause" quotes it). With --max-restarts K, torchrun restarts

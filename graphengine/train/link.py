@@ -4,7 +4,6 @@ MRR and Hits@K on held-out edges."""
 
 from __future__ import annotations
 
-import json
 import logging
 import time
 from collections.abc import Callable, Sequence
@@ -25,6 +24,7 @@ from graphengine.nn.inference import layerwise_inference
 from graphengine.train.evaluate import FULL_EVAL_MAX_EDGES
 from graphengine.train.link_metrics import ranking_metrics, roc_auc
 from graphengine.train.link_split import random_link_split
+from graphengine.train.metrics import check_finite_loss, json_line
 from graphengine.train.schedule import check_schedule, evaluation_due
 from samplers.link import EdgeSet, NegativeSampling, draw_negative_destinations
 from samplers.seeds import mix_seed
@@ -178,7 +178,7 @@ class LinkTrainer:
             log.info("%s", _summary(metrics))
             if self.metrics_path is not None:
                 with self.metrics_path.open("a") as f:
-                    f.write(json.dumps(metrics) + "\n")
+                    f.write(json_line(metrics) + "\n")
             if on_epoch is not None:
                 on_epoch(metrics)
         return history
@@ -196,8 +196,10 @@ class LinkTrainer:
             disable=not self.progress,
             leave=False,
         )
-        for batch in batches:
-            total_loss += self.step(batch) * batch.input_id.numel()
+        for step, batch in enumerate(batches, start=1):
+            loss = self.step(batch)
+            check_finite_loss(loss, self.epoch + 1, step)
+            total_loss += loss * batch.input_id.numel()
             seen += batch.input_id.numel()
         elapsed = time.perf_counter() - start
         self.epoch += 1

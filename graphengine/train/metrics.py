@@ -2,7 +2,42 @@
 
 from __future__ import annotations
 
+import json
+import math
+
 from graphengine.parallel.base import Strategy
+
+
+def json_line(record: dict) -> str:
+    """``record`` as one line of valid JSON: a float that is not finite (NaN, inf), which
+    ``json.dumps`` would write as the bare ``NaN`` or ``Infinity`` no JSON parser takes,
+    becomes ``null``."""
+    return json.dumps(_finite(record), allow_nan=False)
+
+
+def _finite(value):
+    """``value`` with its non-finite floats, at any depth of dicts and lists, as ``None``."""
+    if isinstance(value, float):
+        return value if math.isfinite(value) else None
+    if isinstance(value, dict):
+        return {key: _finite(item) for key, item in value.items()}
+    if isinstance(value, list | tuple):
+        return [_finite(item) for item in value]
+    return value
+
+
+def check_finite_loss(loss: float, epoch: int, step: int) -> None:
+    """Stop training at the first loss that is not finite: every later step would only
+    spread NaN through the weights and the epoch would end with ``loss`` NaN as if it had
+    trained. ``epoch`` and ``step`` count from 1.
+
+    Raises ``ValueError`` naming the epoch, the step and the likely causes.
+    """
+    if not math.isfinite(loss):
+        raise ValueError(
+            f"the training loss is {loss} at epoch {epoch}, step {step}: check the dataset's "
+            "features for NaN or inf values, or lower --lr"
+        )
 
 
 def traffic_metrics(strategy: Strategy, loader_stats: dict, feature_bytes: int) -> dict:

@@ -8,7 +8,6 @@ strategy itself.
 
 from __future__ import annotations
 
-import json
 import logging
 import time
 from collections.abc import Callable
@@ -25,7 +24,7 @@ from graphengine.train.batches import TrainingBatches, training_batches
 from graphengine.train.checkpoint import check_trained_on, read_state, trained_on, write_state
 from graphengine.train.config import TrainConfig
 from graphengine.train.evaluate import Evaluator
-from graphengine.train.metrics import summary, traffic_metrics
+from graphengine.train.metrics import check_finite_loss, json_line, summary, traffic_metrics
 from graphengine.train.planned import resolve_parallel
 from graphengine.train.precision import step_precision
 from graphengine.train.schedule import check_schedule, evaluation_due
@@ -215,9 +214,10 @@ class Trainer:
         )
         compute = 0.0
         io_start = IoCounters.now()
-        for batch in batches:
+        for step, batch in enumerate(batches, start=1):
             step_start = time.perf_counter()
             loss, right, size = self.step(batch)
+            check_finite_loss(loss, self.epoch + 1, step)
             total_loss += loss * size
             correct += right
             seen += size
@@ -363,6 +363,6 @@ class Trainer:
             log.info("%s", summary(metrics))
             if self.config.metrics_path is not None:
                 with self.config.metrics_path.open("a") as f:
-                    f.write(json.dumps(metrics) + "\n")
+                    f.write(json_line(metrics) + "\n")
         if self.config.checkpoint is not None:
             self.save_checkpoint(self.config.checkpoint)
