@@ -10,6 +10,8 @@ import os
 from graphengine import distributed
 from graphengine.datasets.catalog import is_heterogeneous
 
+from .paths import check_output_file
+
 # The options of one sampler only, by the sampler that takes them.
 SAMPLER_OPTIONS = {
     "cluster": ("num_parts", "cluster_dir", "clusters_per_batch"),
@@ -18,7 +20,12 @@ SAMPLER_OPTIONS = {
 
 
 def check_task_options(args: argparse.Namespace) -> None:
-    """Refuse options that the task or the sampler do not take."""
+    """Refuse options that the task or the sampler do not take, and output paths that
+    cannot be written (found only when the first epoch ended, before)."""
+    if args.checkpoint is not None:
+        check_output_file("--checkpoint", args.checkpoint, make_parents=True)
+    if args.metrics is not None:
+        check_output_file("--metrics", args.metrics)
     if args.task != "link" and args.decoder != "dot":
         raise ValueError("--decoder is an option of --task link")
     if args.task == "link":

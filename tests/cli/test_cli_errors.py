@@ -5,11 +5,13 @@ a one-line error with exit code 2 (the contract of :mod:`graphengine.cli.errors`
 import dataclasses
 import json
 import math
+import os
 
 import numpy as np
 import pytest
 
 from graphengine.cli import main
+from graphengine.cli.paths import check_output_file
 from graphengine.datasets import load_dataset
 from graphengine.train.metrics import json_line
 
@@ -39,3 +41,44 @@ def test_nan_features_stop_training_at_the_first_step_with_exit_2(small, tmp_pat
     assert "the training loss is nan at epoch 1, step 1" in caplog.text
     assert capsys.readouterr().out == ""  # no epoch line claims a loss
     assert not metrics.exists()
+
+
+def output_cases(tmp_path):
+    """(option, path, message) for output paths that cannot be written, as root too: a
+    directory given as the file, and a file's path under a regular file."""
+    (tmp_path / "plain").write_text("a file")
+    (tmp_path / "folder").mkdir()
+    under_file = tmp_path / "plain" / "out"
+    return [
+        ("--checkpoint", tmp_path / "folder", "is a directory: expected a file to write"),
+        ("--metrics", tmp_path / "folder", "is a directory: expected a file to write"),
+        ("--checkpoint", under_file / "run.ckpt", "is a file, not a directory"),
+        ("--metrics", under_file, "is a file, not a directory"),
+        ("--metrics", tmp_path / "missing" / "m.jsonl", "does not exist"),
+    ]
+
+
+def test_unwritable_output_paths_are_refused_before_the_dataset_is_opened(tmp_path, caplog):
+    root = tmp_path / "root"
+    root.mkdir()
+    for option, path, message in output_cases(tmp_path):
+        caplog.clear()
+        assert main(["train", "--root", str(root), option, str(path), *SMALL]) == 2
+        assert f"{option} '{path}'" in caplog.text and message in caplog.text
+    assert list(root.iterdir()) == []  # refused before synthetic-small was generated
+
+
+def test_a_read_only_directory_is_refused_unless_root_can_write_there(tmp_path):
+    """Writability is tried by creating a file: root writes in a read-only directory, so
+    there the check passes (the checkpoint would be written); anyone else is refused."""
+    read_only = tmp_path / "ro"
+    read_only.mkdir()
+    read_only.chmod(0o555)
+    try:
+        if os.geteuid() == 0:
+            check_output_file("--checkpoint", read_only / "run.ckpt", make_parents=True)
+        else:
+            with pytest.raises(ValueError, match=r"--checkpoint '.*': cannot write in '.*ro'"):
+                check_output_file("--checkpoint", read_only / "run.ckpt", make_parents=True)
+    finally:
+        read_only.chmod(0o755)

@@ -1,0 +1,58 @@
+"""Checks that a command's output paths can be written, made before any work so that a bad
+path costs no epoch or partition: each raises ``ValueError`` naming the option and the path
+(exit code 2).
+
+Writability is tried, not read from the mode bits: a temporary file is created and removed
+in the directory. Root writes in a read-only directory, so there the check passes, as the
+write later would; a read-only file system or a path under a regular file fails for root too.
+"""
+
+from __future__ import annotations
+
+import os
+import tempfile
+from pathlib import Path
+
+
+def check_output_file(option: str, path: str | Path, make_parents: bool = False) -> None:
+    """Refuse ``path`` as the file ``option`` writes: a directory, a file that cannot be
+    written, or one whose directory is missing (unless ``make_parents``: the writer creates
+    it), not a directory or not writable."""
+    target = Path(path)
+    if target.is_dir():
+        raise ValueError(f"{option} '{path}' is a directory: expected a file to write")
+    if target.exists() and not os.access(target, os.W_OK):
+        raise ValueError(f"{option} '{path}' is not writable")
+    directory = _existing_ancestor(target.parent) if make_parents else target.parent
+    _check_writable_directory(option, path, directory)
+
+
+def check_output_directory(option: str, path: str | Path) -> None:
+    """Refuse ``path`` as the directory ``option`` writes in (created if missing): an existing
+    file, or under a directory that cannot be written."""
+    target = Path(path)
+    if target.exists() and not target.is_dir():
+        raise ValueError(f"{option} '{path}' is a file: expected a directory to write in")
+    _check_writable_directory(option, path, _existing_ancestor(target))
+
+
+def _existing_ancestor(path: Path) -> Path:
+    """``path`` or its nearest ancestor that exists (as anything: a file stops the walk)."""
+    while not path.exists() and not path.is_symlink() and path != path.parent:
+        path = path.parent
+    return path
+
+
+def _check_writable_directory(option: str, path: str | Path, directory: Path) -> None:
+    """Refuse ``option``'s ``path`` unless a file can be created in ``directory``."""
+    if not directory.exists():
+        raise ValueError(f"{option} '{path}': the directory '{directory}' does not exist")
+    if not directory.is_dir():
+        raise ValueError(f"{option} '{path}': '{directory}' is a file, not a directory")
+    try:
+        with tempfile.TemporaryFile(dir=directory):
+            pass
+    except OSError as error:
+        raise ValueError(
+            f"{option} '{path}': cannot write in '{directory}' ({error.strerror})"
+        ) from None
