@@ -25,7 +25,7 @@ def add_parser(commands) -> None:
         help="metis: few cut edges, balanced nodes/training nodes/edges (needs ~3.3 GB for "
         "2^20 nodes, 24M edges); random: little memory beyond the graph, most edges cut",
     )
-    partition.add_argument("--seed", type=int, default=0, help="seed of the random method")
+    partition.add_argument("--seed", type=values.seed, default=0, help="seed of the random method")
     partition.add_argument(
         "--force", action="store_true", help="replace a partition already in --out"
     )

@@ -119,7 +119,9 @@ def _add_model_options(train: argparse.ArgumentParser) -> None:
         default=0.5,
         help="dropout probability, in [0, 1)",
     )
-    train.add_argument("--seed", type=int, default=0, help="seeds the weights and the batches")
+    train.add_argument(
+        "--seed", type=values.seed, default=0, help="seeds the weights and the batches"
+    )
 
 
 def _add_task_options(train: argparse.ArgumentParser) -> None:

@@ -26,6 +26,21 @@ def at_least(low: int):
     return parse
 
 
+# The seeds the RNGs all take: torch's up to 2^64 - 1, NumPy's and the samplers' int64.
+MAX_SEED = 2**63 - 1
+
+
+def seed(text: str) -> int:
+    """A random seed, an int in ``[0, MAX_SEED]``."""
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected an integer (got {text!r})") from None
+    if not 0 <= value <= MAX_SEED:
+        raise argparse.ArgumentTypeError(f"must be in [0, 2^63 - 1] (got {value})")
+    return value
+
+
 def ints(text: str) -> list[int]:
     """Comma-separated ints, as ``2,4,8``."""
     try:
@@ -94,9 +109,13 @@ def cache_size(text: str) -> int | str:
     from graphengine.distributed.features import cache_rows
 
     try:
-        cache_rows(text, 1, 1)  # checks the form
-    except ValueError as error:
-        raise argparse.ArgumentTypeError(str(error)) from None
+        cache_rows(text, 1, 1)  # checks the form and the sign
+    except ValueError:
+        # cache_rows names the Trainer's argument; argparse puts the option before this.
+        raise argparse.ArgumentTypeError(
+            f"expected rows (an integer >= 0: 100000), a share of the nodes (5%) or bytes "
+            f"(64MB, 1GiB) (got {text!r})"
+        ) from None
     return int(text) if text.strip().isdigit() else text
 
 

@@ -82,3 +82,21 @@ def test_a_read_only_directory_is_refused_unless_root_can_write_there(tmp_path):
                 check_output_file("--checkpoint", read_only / "run.ckpt", make_parents=True)
     finally:
         read_only.chmod(0o755)
+
+
+@pytest.mark.parametrize(
+    "argv, message",
+    [
+        (["train", "--feature-cache", "-5"], "argument --feature-cache: expected rows"),
+        (["train", "--remote-cache", "-5"], "argument --remote-cache: expected rows"),
+        (["train", "--seed", str(2**64)], r"argument --seed: must be in [0, 2^63 - 1]"),
+        (["train", "--seed", "-1"], r"argument --seed: must be in [0, 2^63 - 1] (got -1)"),
+        (["partition", "--seed", str(2**63)], r"argument --seed: must be in [0, 2^63 - 1]"),
+    ],
+)
+def test_out_of_range_sizes_and_seeds_name_their_option_and_range(argv, message, capsys):
+    with pytest.raises(SystemExit) as exit:
+        main(argv)
+    assert exit.value.code == 2
+    err = capsys.readouterr().err
+    assert message in err and "remote_cache" not in err and "Overflow" not in err

@@ -64,7 +64,7 @@ def test_partition_and_worker_counts_must_match(tmp_path):
     done = graphengine("train", "--dataset", "synthetic-small", "--remote-cache", "5%")
     assert done.returncode == 2 and "--remote-cache needs --partitions" in done.stderr
     done = graphengine("train", "--partitions", parts, "--nproc", 3, "--remote-cache", "5 apples")
-    assert done.returncode == 2 and "'remote_cache' must be rows" in done.stderr
+    assert done.returncode == 2 and "argument --remote-cache: expected rows" in done.stderr
 
 
 def test_killed_worker_stops_partitioned_training_naming_its_rank(tmp_path):
