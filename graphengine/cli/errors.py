@@ -10,6 +10,8 @@ import logging
 
 from graphengine import distributed
 
+from .paths import check_data_root
+
 log = logging.getLogger("graphengine")
 
 USAGE = 2
@@ -22,6 +24,8 @@ USER_ERRORS = (ValueError, FileNotFoundError, NotImplementedError)
 def run_command(args: argparse.Namespace) -> int:
     """Run the command ``args.run`` names on ``args``; returns its exit code."""
     try:
+        if getattr(args, "root", None) is not None:  # every command that opens a dataset
+            check_data_root(args.root)
         return args.run(args)
     except USER_ERRORS as error:
         log.error("%s", error)

@@ -36,6 +36,9 @@ def run(args) -> int:
     from graphengine.data.partition import partition_dataset
     from graphengine.datasets import load_dataset
 
+    from .paths import check_output_directory
+
+    check_output_directory("--out", args.out)  # before the dataset is opened and split
     stats = partition_dataset(
         load_dataset(args.dataset, root=args.root),
         args.parts,

@@ -36,6 +36,18 @@ def check_output_directory(option: str, path: str | Path) -> None:
     _check_writable_directory(option, path, _existing_ancestor(target))
 
 
+def check_data_root(path: str | Path) -> None:
+    """Refuse ``--root`` where no dataset can be kept: a file, a path under a file, or a
+    missing directory that cannot be created. A root that exists is not tried for writing:
+    a read-only one serves the datasets already in it."""
+    target = Path(path)
+    if target.exists():
+        if not target.is_dir():
+            raise ValueError(f"--root '{path}' is a file: expected the directory of the datasets")
+        return
+    _check_writable_directory("--root", path, _existing_ancestor(target))
+
+
 def _existing_ancestor(path: Path) -> Path:
     """``path`` or its nearest ancestor that exists (as anything: a file stops the walk)."""
     while not path.exists() and not path.is_symlink() and path != path.parent:

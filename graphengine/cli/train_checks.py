@@ -10,7 +10,7 @@ import os
 from graphengine import distributed
 from graphengine.datasets.catalog import is_heterogeneous
 
-from .paths import check_output_file
+from .paths import check_output_directory, check_output_file
 
 # The options of one sampler only, by the sampler that takes them.
 SAMPLER_OPTIONS = {
@@ -22,10 +22,6 @@ SAMPLER_OPTIONS = {
 def check_task_options(args: argparse.Namespace) -> None:
     """Refuse options that the task or the sampler do not take, and output paths that
     cannot be written (found only when the first epoch ended, before)."""
-    if args.checkpoint is not None:
-        check_output_file("--checkpoint", args.checkpoint, make_parents=True)
-    if args.metrics is not None:
-        check_output_file("--metrics", args.metrics)
     if args.task != "link" and args.decoder != "dot":
         raise ValueError("--decoder is an option of --task link")
     if args.task == "link":
@@ -53,6 +49,17 @@ def check_task_options(args: argparse.Namespace) -> None:
         if given and args.sampler != sampler:
             option = "--" + given[0].replace("_", "-")
             raise ValueError(f"{option} is an option of --sampler {sampler}")
+    _check_output_paths(args)
+
+
+def _check_output_paths(args: argparse.Namespace) -> None:
+    """Refuse the files and directories training writes where they cannot be written."""
+    if args.checkpoint is not None:
+        check_output_file("--checkpoint", args.checkpoint, make_parents=True)
+    if args.metrics is not None:
+        check_output_file("--metrics", args.metrics)
+    if args.cluster_dir is not None:
+        check_output_directory("--cluster-dir", args.cluster_dir)
 
 
 def _check_link_options(args: argparse.Namespace) -> None:

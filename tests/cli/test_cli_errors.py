@@ -19,9 +19,17 @@ SMALL = ["--fanouts", "4,4", "--batch-size", "400", "--hidden", "16", "--no-prog
 
 
 @pytest.fixture(scope="module")
-def small(tmp_path_factory):
-    """synthetic-small, generated once for the module."""
-    return load_dataset("synthetic-small", root=tmp_path_factory.mktemp("root"))
+def data_root(tmp_path_factory):
+    """A data root holding synthetic-small, generated once for the module."""
+    root = tmp_path_factory.mktemp("root")
+    load_dataset("synthetic-small", root=root)
+    return str(root)
+
+
+@pytest.fixture(scope="module")
+def small(data_root):
+    """synthetic-small, opened from :func:`data_root`."""
+    return load_dataset("synthetic-small", root=data_root)
 
 
 def test_json_lines_are_valid_json_with_non_finite_floats_as_null():
@@ -100,3 +108,27 @@ def test_out_of_range_sizes_and_seeds_name_their_option_and_range(argv, message,
     assert exit.value.code == 2
     err = capsys.readouterr().err
     assert message in err and "remote_cache" not in err and "Overflow" not in err
+
+
+def test_directories_that_are_files_are_refused_naming_the_option(data_root, tmp_path, caplog):
+    """A file where --root, partition's --out or --cluster-dir names a directory, or a path
+    under a file: exit 2 naming the option, before anything is read or written (root too:
+    no file can be created under a regular file)."""
+    plain = tmp_path / "plain"
+    plain.write_text("a file")
+    root = data_root
+    cases = [
+        (["train", "--root", str(plain)], f"--root '{plain}' is a file"),
+        (["train", "--root", str(plain / "sub")], f"--root '{plain / 'sub'}': '{plain}' is a file"),
+        (["partition", "--root", root, "--parts", "2", "--out", str(plain)], "--out '"),
+        (["partition", "--root", root, "--parts", "2", "--out", str(plain / "p")], "--out '"),
+        (
+            ["train", "--root", root, "--sampler", "cluster", "--cluster-dir", str(plain)],
+            "--cluster-dir '",
+        ),
+    ]
+    for argv, message in cases:
+        caplog.clear()
+        assert main([*argv, "--no-progress"] if argv[0] == "train" else argv) == 2, argv
+        assert message in caplog.text, argv
+        assert len(caplog.records) == 1  # one line, no traceback
