@@ -10,6 +10,7 @@ import torch
 import torch.distributed as dist
 
 from graphengine.data.partition import Part, open_part
+from graphengine.datasets.dataset import check_labels
 from graphengine.distributed.exchange import Exchange, new_exchange
 from graphengine.distributed.features import DistFeatures
 
@@ -49,7 +50,9 @@ class DistData:
 
         Raises:
             RuntimeError: no joined process group.
-            ValueError: the partition has another number of parts than there are workers.
+            ValueError: the partition has another number of parts than there are workers,
+                or this part holds a label outside ``[0, num_classes)`` of the manifest
+                (found here, not as an index error inside the loss).
         """
         if not (dist.is_available() and dist.is_initialized()):
             raise RuntimeError("a partitioned graph needs a joined torch.distributed group")
@@ -60,6 +63,10 @@ class DistData:
                 f"partition '{path}' has {part.book.num_parts} parts, but {world_size} workers "
                 f"joined: start one worker per part (e.g. --nproc {part.book.num_parts})"
             )
+        splits = {name: getattr(part, f"{name}_idx") - part.start for name in SPLITS}
+        check_labels(
+            f"{path} (part {rank})", part.y, int(part.book.manifest["num_classes"]), splits
+        )
         return cls(part, new_exchange(device), new_exchange(device))
 
     @property

@@ -6,9 +6,12 @@ import dataclasses
 import json
 import math
 import os
+import subprocess
+import sys
 
 import numpy as np
 import pytest
+import scipy.sparse as sp
 
 from graphengine.cli import main
 from graphengine.cli.paths import check_output_file
@@ -132,3 +135,59 @@ def test_directories_that_are_files_are_refused_naming_the_option(data_root, tmp
         assert main([*argv, "--no-progress"] if argv[0] == "train" else argv) == 2, argv
         assert message in caplog.text, argv
         assert len(caplog.records) == 1  # one line, no traceback
+
+
+def write_npz(path, labels: np.ndarray) -> None:
+    """A gnn-benchmark ``.npz`` of a ring of ``len(labels)`` nodes, one-hot features."""
+    n = len(labels)
+    ring = np.arange(n)
+    arrays = {}
+    for prefix, matrix in [
+        ("adj", sp.csr_matrix((np.ones(n), ((ring + 1) % n, ring)), shape=(n, n))),
+        ("attr", sp.csr_matrix(np.eye(n, dtype=np.float32))),
+    ]:
+        arrays[f"{prefix}_data"], arrays[f"{prefix}_indices"] = matrix.data, matrix.indices
+        arrays[f"{prefix}_indptr"], arrays[f"{prefix}_shape"] = matrix.indptr, matrix.shape
+    np.savez(path, labels=labels, **arrays)
+
+
+def test_out_of_range_labels_reaching_the_cli_exit_2(small, tmp_path, caplog):
+    """Labels are checked as a dataset is opened, the CLI maps that to one line and exit 2:
+    an edited num_classes in a store's manifest, a store's y.npy, an .npz's labels."""
+    edited = tmp_path / "edited"
+    small.save(edited)
+    manifest = json.loads((edited / "dataset.json").read_text())
+    (edited / "dataset.json").write_text(json.dumps({**manifest, "num_classes": 2}))
+    relabelled = tmp_path / "relabelled"
+    small.save(relabelled)
+    y = np.array(small.y)
+    y[0] = 99
+    np.save(relabelled / "y.npy", y)
+    write_npz(tmp_path / "bad.npz", np.array([0, 1, -5] * 20))
+    for store, message in [
+        (edited, "outside [0, 2)"),
+        (relabelled, "holds label 99, outside [0, 8)"),
+        (tmp_path / "bad.npz", "holds label -5"),
+    ]:
+        caplog.clear()
+        assert main(["train", "--dataset", str(store), "--epochs", "1", *SMALL]) == 2, store
+        assert message in caplog.text and "Traceback" not in caplog.text, caplog.text
+
+
+def test_a_partition_with_an_edited_num_classes_exits_2_naming_the_part(data_root, tmp_path):
+    """A worker checks its part's labels against the partition's num_classes as it opens the
+    part (an index error inside the loss before)."""
+    parts = tmp_path / "parts"
+    argv = ["--root", data_root, "--parts", "1", "--method", "random", "--out", str(parts)]
+    assert main(["partition", *argv]) == 0
+    manifest = json.loads((parts / "partition.json").read_text())
+    (parts / "partition.json").write_text(json.dumps({**manifest, "num_classes": 3}))
+    command = [sys.executable, "-m", "graphengine", "train", "--partitions", str(parts)]
+    done = subprocess.run(
+        [*command, "--epochs", "1", *SMALL, "--dist-timeout", "20"],
+        capture_output=True,
+        text=True,
+        timeout=240,
+    )
+    assert done.returncode == 2, done.stderr
+    assert f"dataset '{parts} (part 0)' holds label 7, outside [0, 3)" in done.stderr
