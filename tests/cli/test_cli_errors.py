@@ -41,13 +41,16 @@ def test_json_lines_are_valid_json_with_non_finite_floats_as_null():
     assert "NaN" not in line and "Infinity" not in line
 
 
-def test_nan_features_stop_training_at_the_first_step_with_exit_2(small, tmp_path, capsys, caplog):
+@pytest.mark.parametrize("task", ["node", "link"])
+def test_nan_features_stop_training_at_the_first_step_with_exit_2(
+    small, tmp_path, capsys, caplog, task
+):
     x = np.array(small.x)
     x[:] = np.nan
     store = tmp_path / "nan"
     dataclasses.replace(small, x=x).save(store)
     metrics = tmp_path / "metrics.jsonl"
-    argv = ["train", "--dataset", str(store), "--epochs", "2", *SMALL]
+    argv = ["train", "--task", task, "--dataset", str(store), "--epochs", "2", *SMALL]
     assert main([*argv, "--metrics", str(metrics)]) == 2
     assert "the training loss is nan at epoch 1, step 1" in caplog.text
     assert capsys.readouterr().out == ""  # no epoch line claims a loss
