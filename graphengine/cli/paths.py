@@ -14,16 +14,18 @@ import tempfile
 from pathlib import Path
 
 
-def check_output_file(option: str, path: str | Path, make_parents: bool = False) -> None:
-    """Refuse ``path`` as the file ``option`` writes: a directory, a file that cannot be
-    written, or one whose directory is missing (unless ``make_parents``: the writer creates
-    it), not a directory or not writable."""
+def check_output_file(option: str, path: str | Path, replaced: bool = False) -> None:
+    """Refuse ``path`` as the file ``option`` writes: a directory, or a file whose directory
+    is missing, not a directory or not writable. ``replaced``: the writer creates missing
+    directories and writes a temporary file that it renames over ``path`` (a checkpoint), so
+    only the directory needs to be writable; else the file is appended to in place and, if
+    it exists, must itself be writable."""
     target = Path(path)
     if target.is_dir():
         raise ValueError(f"{option} '{path}' is a directory: expected a file to write")
-    if target.exists() and not os.access(target, os.W_OK):
+    if not replaced and target.exists() and not os.access(target, os.W_OK):
         raise ValueError(f"{option} '{path}' is not writable")
-    directory = _existing_ancestor(target.parent) if make_parents else target.parent
+    directory = _existing_ancestor(target.parent) if replaced else target.parent
     _check_writable_directory(option, path, directory)
 
 

@@ -55,7 +55,7 @@ def check_task_options(args: argparse.Namespace) -> None:
 def _check_output_paths(args: argparse.Namespace) -> None:
     """Refuse the files and directories training writes where they cannot be written."""
     if args.checkpoint is not None:
-        check_output_file("--checkpoint", args.checkpoint, make_parents=True)
+        check_output_file("--checkpoint", args.checkpoint, replaced=True)
     if args.metrics is not None:
         check_output_file("--metrics", args.metrics)
     if args.cluster_dir is not None:

@@ -90,10 +90,10 @@ def test_a_read_only_directory_is_refused_unless_root_can_write_there(tmp_path):
     read_only.chmod(0o555)
     try:
         if os.geteuid() == 0:
-            check_output_file("--checkpoint", read_only / "run.ckpt", make_parents=True)
+            check_output_file("--checkpoint", read_only / "run.ckpt", replaced=True)
         else:
             with pytest.raises(ValueError, match=r"--checkpoint '.*': cannot write in '.*ro'"):
-                check_output_file("--checkpoint", read_only / "run.ckpt", make_parents=True)
+                check_output_file("--checkpoint", read_only / "run.ckpt", replaced=True)
     finally:
         read_only.chmod(0o755)
 
