@@ -17,8 +17,10 @@ log = logging.getLogger("graphengine")
 USAGE = 2
 LOST_WORKER = 3
 INTERRUPTED = distributed.INTERRUPTED
-# Exceptions that are the user's to fix: one log line and exit code USAGE, no traceback.
-USER_ERRORS = (ValueError, FileNotFoundError, NotImplementedError)
+# Exceptions that are the user's to fix: one log line and exit code USAGE, no traceback. A
+# PermissionError is a path the user may not write or read (a read-only --root a dataset
+# must be generated in), whatever the command; its message names the path.
+USER_ERRORS = (ValueError, FileNotFoundError, PermissionError, NotImplementedError)
 
 
 def run_command(args: argparse.Namespace) -> int:

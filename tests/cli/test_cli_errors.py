@@ -13,6 +13,7 @@ import numpy as np
 import pytest
 import scipy.sparse as sp
 
+from graphengine import cli
 from graphengine.cli import main
 from graphengine.cli.paths import check_output_file
 from graphengine.datasets import load_dataset
@@ -194,3 +195,21 @@ def test_a_partition_with_an_edited_num_classes_exits_2_naming_the_part(data_roo
     )
     assert done.returncode == 2, done.stderr
     assert f"dataset '{parts} (part 0)' holds label 7, outside [0, 3)" in done.stderr
+
+
+def test_a_permission_error_is_one_line_and_exit_2(monkeypatch, tmp_path, caplog):
+    """A path the user may not write (a read-only --root a dataset must be generated in)
+    ends in one line naming it. Root writes anywhere: there the error is raised by hand;
+    anyone else also trains on a read-only root for real."""
+
+    def denied(args):
+        raise PermissionError(13, "Permission denied", str(tmp_path / "ro"))
+
+    monkeypatch.setattr(cli.datasets, "run", denied)
+    assert main(["datasets"]) == 2
+    assert f"Permission denied: '{tmp_path / 'ro'}'" in caplog.text
+    assert len(caplog.records) == 1
+    if os.geteuid() != 0:
+        read_only = tmp_path / "ro"
+        read_only.mkdir(mode=0o555)
+        assert main(["train", "--root", str(read_only), "--epochs", "1", *SMALL]) == 2
