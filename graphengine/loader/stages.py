@@ -20,9 +20,14 @@ from torch_geometric.data import Data
 from graphengine import ops
 from graphengine.data.arrays import as_tensor
 from graphengine.data.feature_store import FeatureStore
+from graphengine.data.memory import available_memory
 from graphengine.loader.device_sampling import as_device_tensor
 from graphengine.loader.seeds import BatchRequest
 from samplers import BaseSampler, SamplerInput, SamplerOutput, as_edge_index
+
+# Batches whose host-gathered rows take less than this are gathered without asking how much
+# memory is left.
+CHECKED_BATCH_BYTES = 256 << 20
 
 
 class SampleNodes:
@@ -223,6 +228,7 @@ class GatherFeatures:
         else:
             edge_index = torch.from_numpy(as_edge_index(out.row, out.col))
         data = Data(edge_index=edge_index)
+        self._check_fits(out.batch_size, n_id.shape[0], e_id.shape[0])
         for store, index in ((self.nodes, n_id), (self.edges, e_id)):
             on_device = {index.device: index}  # index copied once per device
             for key in store.keys() if store is not None else ():
@@ -247,6 +253,29 @@ class GatherFeatures:
         data.e_id = e_id
         add_batch_fields(data, out)
         return data
+
+    def _check_fits(self, batch_size: int, num_nodes: int, num_edges: int) -> None:
+        """Refuse a batch whose host-gathered rows would take more memory than this process
+        can still take (:func:`graphengine.data.memory.available_memory`), naming its size,
+        instead of an allocation failing inside the gather (``std::bad_alloc``). Batches
+        under :data:`CHECKED_BATCH_BYTES` are not checked (the check reads ``/proc``)."""
+        needed = 0
+        for store, rows in ((self.nodes, num_nodes), (self.edges, num_edges)):
+            for key in store.keys() if store is not None else ():
+                if self.placement(store, key) is None:
+                    table = store[key]
+                    needed += rows * table[0:1].numel() * table.element_size()
+        if needed < CHECKED_BATCH_BYTES:
+            return
+        available = available_memory()
+        if available is not None and needed > available:
+            gib = 1 << 30
+            raise MemoryError(
+                f"a batch of {batch_size} seeds reached {num_nodes} nodes and {num_edges} "
+                f"edges, whose rows take {needed / gib:.1f} GiB, more than the "
+                f"{available / gib:.1f} GiB this process can still take: lower the fanouts "
+                "(-1 takes every neighbor) or the batch size"
+            )
 
     def _edge_ids_on(self, device: torch.device) -> torch.Tensor:
         """``edge_ids`` on ``device``, copied there once."""

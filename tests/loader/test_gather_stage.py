@@ -5,8 +5,10 @@ import pytest
 import torch
 
 from graphengine import FeatureStore
+from graphengine.loader import NeighborLoader, stages
 from graphengine.loader.stages import CopyToDevice, GatherFeatures
 from samplers import SamplerOutput
+from tests.helpers.graphs import id_graph
 
 
 class PinnedLooking:
@@ -76,3 +78,16 @@ def test_cpu_cache_takes_the_host_path_with_the_right_rows():
 def test_copy_to_device_needs_a_cuda_device():
     with pytest.raises(ValueError, match=r"'device' must be a CUDA device \(got cpu\)"):
         CopyToDevice(torch.device("cpu"))
+
+
+def test_a_batch_larger_than_the_memory_left_is_refused_naming_its_size(monkeypatch):
+    """PyG-style fanouts of -1 over a dense graph can reach more rows than fit: the gather
+    refuses the batch by its size before allocating, instead of ``std::bad_alloc``."""
+    data = id_graph(num_nodes=300, num_edges=3000)
+    loader = NeighborLoader(data, [-1, -1], batch_size=8, disjoint=True, num_workers=0)
+    monkeypatch.setattr(stages, "CHECKED_BATCH_BYTES", 0)
+    monkeypatch.setattr(stages, "available_memory", lambda: 100)
+    with pytest.raises(MemoryError, match=r"a batch of 8 seeds reached \d+ nodes and \d+ edges"):
+        next(iter(loader))
+    monkeypatch.setattr(stages, "available_memory", lambda: 1 << 40)
+    assert next(iter(loader)).x.shape[1] == 3
