@@ -81,6 +81,33 @@ def _selection(state, degree, count, out, start):
             chosen += 1
 
 
+@njit(inline="always")
+def stream_id_state(key, stream_id):
+    """The start state of a frontier node's draws: its stream ``stream_id`` (int64) under
+    the hop's ``key`` (uint64)."""
+    return stream_state(key, np.uint64(stream_id) + GOLDEN)
+
+
+@njit(inline="always")
+def draw_positions(state, degree, count, fanout, replace, out, lo):
+    """One node's ``count`` positions among its ``degree`` candidates into
+    ``out[lo:lo + count]`` (int64), from ``state``: ``fanout`` independent draws with
+    replacement, all of them when ``count == degree``, else a uniform ``count``-subset (Floyd's
+    algorithm up to ``FLOYD_MAX_FANOUT``, selection sampling above). The CPU and the CUDA
+    kernels both draw through this, so that their batches are equal."""
+    if replace and fanout >= 0:
+        for j in range(count):
+            t, state = uniform_below(state, np.uint64(degree))
+            out[lo + j] = np.int64(t)
+    elif count == degree:
+        for j in range(count):
+            out[lo + j] = j
+    elif count <= FLOYD_MAX_FANOUT:
+        _floyd(state, degree, count, out, lo)
+    else:
+        _selection(state, degree, count, out, lo)
+
+
 @njit(parallel=True, nogil=True, cache=True)
 def hop_sample(
     indices,
@@ -118,18 +145,9 @@ def hop_sample(
         degree = degrees[i]
         lo = offsets[i]
         count = offsets[i + 1] - lo
-        state = stream_state(key, np.uint64(stream_ids[i]) + GOLDEN)
-        if replace and fanout >= 0:
-            for j in range(count):
-                t, state = uniform_below(state, np.uint64(degree))
-                out_edge[lo + j] = np.int64(t)
-        elif count == degree:
-            for j in range(count):
-                out_edge[lo + j] = j
-        elif count <= FLOYD_MAX_FANOUT:
-            _floyd(state, degree, count, out_edge, lo)
-        else:
-            _selection(state, degree, count, out_edge, lo)
+        draw_positions(
+            stream_id_state(key, stream_ids[i]), degree, count, fanout, replace, out_edge, lo
+        )
         for j in range(lo, lo + count):
             out_edge[j] += start
         if with_col:

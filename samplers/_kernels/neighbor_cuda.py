@@ -1,10 +1,10 @@
 """CUDA kernels of node-wise neighbor sampling over a CSC graph: the GPU's counterpart of
 :mod:`samplers._kernels.neighbor` and :mod:`samplers._kernels.ranges`, drawing the same edges.
 
-Frontier node ``i`` is sampled by thread ``i`` with the CPU kernels' own draw functions
-(``stream_state``, ``uniform_below``, Floyd's and Knuth's algorithms: ``@njit`` functions,
-which the CUDA target compiles as device functions), from the stream of its id under the hop's
-key, so that a batch drawn on the GPU equals the CPU's bit for bit. Arrays only, device
+Frontier node ``i`` is sampled by thread ``i`` with the CPU kernels' own draw function
+(``draw_positions``: ``@njit``, which the CUDA target compiles as a device function), from the
+stream of its id under the hop's key, so that a batch drawn on the GPU equals the CPU's bit for
+bit. Arrays only, device
 arrays all; callers validate. Batch nodes are keys: the node's id, with its disjoint tree in
 the bits above ``REPEAT_SHIFT``.
 
@@ -21,8 +21,8 @@ import numpy as np
 from numba import njit
 
 from samplers._kernels.cuda_target import cuda
-from samplers._kernels.neighbor import FLOYD_MAX_FANOUT, _floyd, _selection, _slot
-from samplers._kernels.random import GOLDEN, stream_state, uniform_below
+from samplers._kernels.neighbor import _slot, draw_positions, stream_id_state
+from samplers._kernels.ranges import first_after
 from samplers.hop import REPEAT_MASK, REPEAT_SHIFT
 
 EMPTY = -1
@@ -53,15 +53,7 @@ if cuda is not None:
         degree = indptr[v + 1] - start
         if times.shape[0] > 0:
             limit = tree_limits[keys[i] >> REPEAT_SHIFT]
-            lo = start
-            hi = start + degree
-            while lo < hi:  # the first position whose time passes the limit
-                mid = (lo + hi) >> 1
-                if times[mid] <= limit:
-                    lo = mid + 1
-                else:
-                    hi = mid
-            degree = lo - start
+            degree = first_after(times, start, start + degree, limit) - start
             if keep_last and fanout >= 0 and degree > fanout:
                 start += degree - fanout
                 degree = fanout
@@ -84,21 +76,10 @@ if cuda is not None:
         if i >= starts.shape[0]:
             return
         start = starts[i]
-        degree = degrees[i]
         lo = offsets[i]
         count = offsets[i + 1] - lo
-        state = stream_state(key, np.uint64(streams[i]) + GOLDEN)
-        if replace and fanout >= 0:
-            for j in range(count):
-                t, state = uniform_below(state, np.uint64(degree))
-                edges[lo + j] = np.int64(t)
-        elif count == degree:
-            for j in range(count):
-                edges[lo + j] = j
-        elif count <= FLOYD_MAX_FANOUT:
-            _floyd(state, degree, count, edges, lo)
-        else:
-            _selection(state, degree, count, edges, lo)
+        state = stream_id_state(key, streams[i])
+        draw_positions(state, degrees[i], count, fanout, replace, edges, lo)
         for j in range(lo, lo + count):
             edges[j] += start
             cols[j] = first_local + i

@@ -10,6 +10,19 @@ import numpy as np
 from numba import njit, prange
 
 
+@njit(inline="always")
+def first_after(times, lo, hi, limit):
+    """The first position of ``times[lo:hi]`` (ascending) whose time passes ``limit``, by
+    binary search (``hi`` when none does). The CPU and the CUDA kernels both call it."""
+    while lo < hi:
+        mid = (lo + hi) >> 1
+        if times[mid] <= limit:
+            lo = mid + 1
+        else:
+            hi = mid
+    return lo
+
+
 @njit(parallel=True, nogil=True, cache=True)
 def limit_to_time(times, starts, degrees, limits):
     """Shrink each range to its edges with ``times[e] <= limits[i]``.
@@ -19,16 +32,7 @@ def limit_to_time(times, starts, degrees, limits):
     ``[len(starts)]``; ``degrees`` (int64) is updated in place.
     """
     for i in prange(starts.shape[0]):
-        lo = starts[i]
-        hi = lo + degrees[i]
-        limit = limits[i]
-        while lo < hi:  # the first position whose time passes the limit
-            mid = (lo + hi) >> 1
-            if times[mid] <= limit:
-                lo = mid + 1
-            else:
-                hi = mid
-        degrees[i] = lo - starts[i]
+        degrees[i] = first_after(times, starts[i], starts[i] + degrees[i], limits[i]) - starts[i]
 
 
 @njit(parallel=True, nogil=True, cache=True)

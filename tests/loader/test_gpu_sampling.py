@@ -5,10 +5,6 @@ samples (:func:`graphengine.loader.device_sampling.sampling_device`)."""
 
 from __future__ import annotations
 
-import os
-import subprocess
-import sys
-from pathlib import Path
 from types import SimpleNamespace
 
 import numpy as np
@@ -19,25 +15,17 @@ from graphengine.loader import NeighborLoader
 from graphengine.loader.config import LoadingConfig, SamplingConfig
 from graphengine.loader.device_sampling import sampling_device
 from samplers._kernels import cuda_target
+from tests.helpers.cuda_simulator import simulated
 from tests.loader import gpu_loader_cases
 
-ROOT = Path(__file__).resolve().parents[2]
 CUDA = torch.cuda.is_available() and cuda_target.available()
 
 
 @pytest.fixture(scope="module")
 def simulated_batches(tmp_path_factory) -> dict[str, np.ndarray]:
-    out = tmp_path_factory.mktemp("gpu-loader") / "batches.npz"
-    env = {**os.environ, "NUMBA_ENABLE_CUDASIM": "1", "NUMBA_DISABLE_JIT": "1"}
-    subprocess.run(
-        [sys.executable, "-m", "tests.loader.gpu_loader_cases", str(out)],
-        cwd=ROOT,
-        env=env,
-        check=True,
-        timeout=600,
+    return simulated(
+        "tests.loader.gpu_loader_cases", tmp_path_factory.mktemp("gpu-loader") / "batches.npz"
     )
-    with np.load(out) as saved:
-        return dict(saved)
 
 
 @pytest.mark.skipif(cuda_target.cuda is None, reason="numba-cuda is not installed")

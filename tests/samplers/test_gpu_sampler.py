@@ -5,19 +5,14 @@ Numba's CUDA simulator (a process of its own); and the kernels compile for a rea
 
 from __future__ import annotations
 
-import os
-import subprocess
-import sys
-from pathlib import Path
-
 import numpy as np
 import pytest
 
 from samplers import NeighborSampler, SamplerInput
 from samplers._kernels import cuda_target
+from tests.helpers.cuda_simulator import simulated
 from tests.samplers import gpu_cases
 
-ROOT = Path(__file__).resolve().parents[2]
 needs_numba_cuda = pytest.mark.skipif(
     cuda_target.cuda is None, reason="numba-cuda is not installed"
 )
@@ -27,17 +22,7 @@ needs_numba_cuda = pytest.mark.skipif(
 def gpu_batches(tmp_path_factory) -> dict[str, np.ndarray]:
     if cuda_target.available():
         return {**gpu_cases.gpu_batches(), **gpu_cases.gpu_scans()}
-    out = tmp_path_factory.mktemp("gpu") / "batches.npz"
-    env = {**os.environ, "NUMBA_ENABLE_CUDASIM": "1", "NUMBA_DISABLE_JIT": "1"}
-    subprocess.run(
-        [sys.executable, "-m", "tests.samplers.gpu_cases", str(out)],
-        cwd=ROOT,
-        env=env,
-        check=True,
-        timeout=600,
-    )
-    with np.load(out) as saved:
-        return dict(saved)
+    return simulated("tests.samplers.gpu_cases", tmp_path_factory.mktemp("gpu") / "batches.npz")
 
 
 @needs_numba_cuda
