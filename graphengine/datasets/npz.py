@@ -18,6 +18,7 @@ import numpy as np
 from torch_geometric.io import parse_npz
 from torch_geometric.utils import sort_edge_index
 
+from graphengine.data.compressed import check_compressed
 from graphengine.data.graph_store import Graph
 from graphengine.datasets.dataset import GraphDataset
 
@@ -126,40 +127,12 @@ def _check_csr(arrays: dict[str, np.ndarray], prefix: str, path: Path) -> tuple[
             f"'{prefix}_shape' {where} must be two non-negative integers (got {shape.tolist()})"
         )
     rows, cols = (int(n) for n in shape)
-    for key, array in ((f"{prefix}_indptr", indptr), (f"{prefix}_indices", indices)):
-        if array.ndim != 1 or not np.issubdtype(array.dtype, np.integer):
-            raise ValueError(
-                f"'{key}' {where} must be a 1-D integer array (got {array.dtype} {array.shape})"
-            )
-    if indptr.shape[0] != rows + 1:
-        raise ValueError(
-            f"'{prefix}_indptr' {where} must have {rows + 1} entries, one more than "
-            f"'{prefix}_shape'[0] = {rows} (got {indptr.shape[0]})"
-        )
+    check_compressed(indptr, indices, rows, cols, lambda key: f"'{prefix}_{key}' {where}", "column")
     if data.shape != indices.shape:
         raise ValueError(
             f"'{prefix}_data' {where} must have {indices.shape[0]} entries, as "
             f"'{prefix}_indices' (got {data.shape[0] if data.ndim == 1 else data.shape})"
         )
-    if indptr[0] != 0 or indptr[-1] != indices.shape[0]:
-        raise ValueError(
-            f"'{prefix}_indptr' {where} must start at 0 and end at {indices.shape[0]}, the "
-            f"length of '{prefix}_indices' (got {indptr[0]} and {indptr[-1]})"
-        )
-    falls = np.flatnonzero(indptr[1:] < indptr[:-1])
-    if falls.size:
-        at = int(falls[0]) + 1
-        raise ValueError(
-            f"'{prefix}_indptr' {where} must not decrease "
-            f"(got {indptr[at - 1]} then {indptr[at]} at position {at})"
-        )
-    if indices.size:
-        low, high = indices.min(), indices.max()
-        if low < 0 or high >= cols:
-            raise ValueError(
-                f"'{prefix}_indices' {where} holds column {low if low < 0 else high}, "
-                f"outside [0, {cols}) for '{prefix}_shape' {[rows, cols]}"
-            )
     return rows, cols
 
 

@@ -34,6 +34,7 @@ from typing import Protocol
 
 import numpy as np
 
+from graphengine.data.compressed import check_compressed
 from graphengine.data.format import load_array, read_manifest, write_manifest
 from graphengine.data.graph_store import Graph
 from graphengine.data.partition.book import PartitionBook
@@ -317,46 +318,24 @@ def _check_part_csc(
     if missing:
         raise ValueError(f"'{directory / _PART_MANIFEST}' lists no {missing} array")
     indptr, indices, edge_ids = arrays["indptr"], arrays["indices"], arrays["edge_ids"]
-    where = {name: f"corrupt partition file '{directory / name}.npy'" for name in names}
-    for name, array in zip(names, (indptr, indices, edge_ids), strict=True):
-        if array.ndim != 1 or not np.issubdtype(array.dtype, np.integer):
-            raise ValueError(
-                f"{where[name]}: must be a 1-D integer array (got {array.dtype} {array.shape})"
-            )
+    where = {name: f"corrupt partition file '{directory / name}.npy':" for name in names}
+    check_compressed(indptr, indices, num_local, num_nodes, where.__getitem__, "source")
+    if edge_ids.ndim != 1 or not np.issubdtype(edge_ids.dtype, np.integer):
+        raise ValueError(
+            f"{where['edge_ids']} must be a 1-D integer array (got {edge_ids.dtype} "
+            f"{edge_ids.shape})"
+        )
     num_edges = indices.shape[0]
-    if indptr.shape[0] != num_local + 1:
-        raise ValueError(
-            f"{where['indptr']}: must have {num_local + 1} entries, one more than the part's "
-            f"{num_local} nodes (got {indptr.shape[0]})"
-        )
-    if indptr[0] != 0 or indptr[-1] != num_edges:
-        raise ValueError(
-            f"{where['indptr']}: must start at 0 and end at {num_edges}, the length of "
-            f"indices.npy (got {indptr[0]} and {indptr[-1]})"
-        )
-    falls = np.flatnonzero(indptr[1:] < indptr[:-1])
-    if falls.size:
-        at = int(falls[0]) + 1
-        raise ValueError(
-            f"{where['indptr']}: must not decrease "
-            f"(got {indptr[at - 1]} then {indptr[at]} at position {at})"
-        )
     if edge_ids.shape[0] != num_edges:
         raise ValueError(
-            f"{where['edge_ids']}: must have one entry per edge ({num_edges}), "
+            f"{where['edge_ids']} must have one entry per edge ({num_edges}), "
             f"got {edge_ids.shape[0]}"
         )
     if num_edges:
-        low, high = indices.min(), indices.max()
-        if low < 0 or high >= num_nodes:
-            raise ValueError(
-                f"{where['indices']}: holds source {low if low < 0 else high}, outside "
-                f"[0, {num_nodes}) for the partition's {num_nodes} nodes"
-            )
         low, high = edge_ids.min(), edge_ids.max()
         if low < 0 or high >= total_edges:
             raise ValueError(
-                f"{where['edge_ids']}: holds edge id {low if low < 0 else high}, outside "
+                f"{where['edge_ids']} holds edge id {low if low < 0 else high}, outside "
                 f"[0, {total_edges}) for the partition's {total_edges} edges"
             )
 
