@@ -17,21 +17,8 @@ import numpy as np
 from numba import njit, prange
 
 from samplers._kernels.random import stream_state, uniform_below
+from samplers._kernels.ranges import first_after
 from samplers._kernels.weighted import _unit
-
-
-@njit(inline="always")
-def _count_no_later(sorted_times, limit):
-    """How many entries of ``sorted_times`` (ascending) are ``<= limit``."""
-    lo = 0
-    hi = sorted_times.shape[0]
-    while lo < hi:
-        mid = (lo + hi) >> 1
-        if sorted_times[mid] <= limit:
-            lo = mid + 1
-        else:
-            hi = mid
-    return lo
 
 
 @njit(inline="always")
@@ -39,7 +26,7 @@ def _allowed(num_nodes, sorted_times, limits, i):
     """How many nodes of a side entry ``i`` may draw: all, or those no later than its limit."""
     if sorted_times.shape[0] == 0:
         return num_nodes
-    return _count_no_later(sorted_times, limits[i])
+    return first_after(sorted_times, 0, sorted_times.shape[0], limits[i])
 
 
 @njit(inline="always")

@@ -9,7 +9,6 @@ import json
 import os
 import signal
 import subprocess
-import sys
 import time
 
 import pytest
@@ -20,7 +19,7 @@ import torch.distributed.run
 from graphengine.cli import main
 from graphengine.distributed.launch import attempt_store
 from graphengine.train.checkpoint import read_state
-from tests.helpers.processes import REPO, descendants, environment
+from tests.helpers.processes import REPO, descendants, environment, train_command
 
 TIMEOUT = datetime.timedelta(seconds=10)
 
@@ -81,36 +80,15 @@ def test_a_worker_killed_mid_epoch_is_restarted_and_ends_as_an_uninterrupted_run
     at epoch 1, and the run ends as one never interrupted, bit for bit."""
 
     def command(name: str) -> list[str]:
-        # --batch-size 4 makes epochs of 400 steps (seconds, not tenths), so that the kill
-        # lands in epoch 2 well before its end, however late this process sees epoch 1's
-        # checkpoint appear.
-        return [
-            sys.executable,
-            "-m",
-            "graphengine",
-            "train",
-            "--nproc",
-            "2",
-            "--max-restarts",
-            "1",
-            "--root",
-            str(tmp_path / "data"),
-            "--epochs",
-            "3",
-            "--fanouts",
-            "5,5",
-            "--batch-size",
-            "4",
-            "--seed",
-            "7",
-            "--eval-every",
-            "0",
-            "--no-progress",
-            "--checkpoint",
-            str(tmp_path / f"{name}.pt"),
-            "--metrics",
-            str(tmp_path / f"{name}.jsonl"),
-        ]
+        # --batch-size 4 (after train_command's 256: the last one counts) makes epochs of 400
+        # steps (seconds, not tenths), so that the kill lands in epoch 2 well before its end,
+        # however late this process sees epoch 1's checkpoint appear.
+        return train_command(
+            tmp_path / "data",
+            3,
+            *("--max-restarts", 1, "--batch-size", 4, "--seed", 7, "--eval-every", 0),
+            *("--checkpoint", tmp_path / f"{name}.pt", "--metrics", tmp_path / f"{name}.jsonl"),
+        )
 
     straight = subprocess.run(
         command("straight"), capture_output=True, text=True, timeout=240, cwd=REPO
