@@ -10,6 +10,7 @@ relabelling (the new nodes); everything else stays on the GPU.
 
 from __future__ import annotations
 
+import logging
 from dataclasses import dataclass
 
 import numpy as np
@@ -27,6 +28,8 @@ from samplers._kernels.cuda_target import (
 )
 from samplers.base import SamplerOutput
 from samplers.hop import REPEAT_SHIFT, tag_repeats
+
+log = logging.getLogger(__name__)
 
 PLACEMENTS = ("auto", "device", "mapped")
 # "auto" puts the graph in GPU memory when it takes at most this share of the free memory,
@@ -122,13 +125,30 @@ def _mapped(array: np.ndarray):
     device array over the same host memory, kept pinned while the device array lives."""
     array = np.ascontiguousarray(array)
     if cuda_target.SIMULATOR:
-        out = cuda.mapped_array(array.shape, dtype=array.dtype)
-        out[:] = array
-        return out
+        return _mapped_copy(array)
     if array.nbytes == 0:  # nothing to map (a graph without edges)
         return cuda.device_array(array.shape, dtype=array.dtype)
-    pinned = cuda.current_context().mempin(array, array.ctypes.data, array.nbytes, mapped=True)
+    from numba.cuda.cudadrv.driver import CudaAPIError
+
+    try:
+        pinned = cuda.current_context().mempin(array, array.ctypes.data, array.nbytes, mapped=True)
+    except CudaAPIError as error:
+        # Numba registers memory without CU_MEMHOSTREGISTER_READ_ONLY, which a read-only
+        # memory map (a store opened from disk) needs.
+        log.warning(
+            "could not map a %.1f MiB graph array in place (%s): the GPU reads a mapped copy",
+            array.nbytes / (1 << 20),
+            error,
+        )
+        return _mapped_copy(array)
     return cuda.devicearray.from_array_like(array, gpu_data=pinned)
+
+
+def _mapped_copy(array: np.ndarray):
+    """A copy of ``array`` in page-locked host memory of its own, mapped into the GPU's."""
+    out = cuda.mapped_array(array.shape, dtype=array.dtype)
+    out[:] = array
+    return out
 
 
 class _BatchTable:
