@@ -18,7 +18,7 @@ from numba import njit, prange
 
 from samplers._kernels.random import stream_state, uniform_below
 from samplers._kernels.ranges import first_after
-from samplers._kernels.weighted import _unit
+from samplers._kernels.weighted import _unit, first_passing
 
 
 @njit(inline="always")
@@ -41,15 +41,7 @@ def _node(state, allowed, order, cumulative):
         if allowed == 0 or cumulative[allowed - 1] <= 0.0:
             return np.int64(-1), state
         u, state = _unit(state)
-        target = u * cumulative[allowed - 1]
-        lo = 0
-        hi = allowed - 1
-        while lo < hi:  # the first position whose running sum passes the target
-            mid = (lo + hi) >> 1
-            if cumulative[mid] > target:
-                hi = mid
-            else:
-                lo = mid + 1
+        lo = first_passing(cumulative, 0, allowed - 1, u * cumulative[allowed - 1])
         # A target rounded up onto the total lands past the last node of positive weight.
         while lo > 0 and cumulative[lo] == cumulative[lo - 1]:
             lo -= 1

@@ -58,19 +58,25 @@ def running_sums(indptr, weights):
 
 
 @njit(inline="always")
+def first_passing(cumulative, lo, last, target):
+    """The first position of ``cumulative[lo:last + 1]`` (running sums, ascending) that
+    passes ``target``, by binary search; ``last`` when none does. Weighted draws of edges and
+    of negative nodes both invert their running sums through it."""
+    while lo < last:
+        mid = (lo + last) >> 1
+        if cumulative[mid] > target:
+            last = mid
+        else:
+            lo = mid + 1
+    return lo
+
+
+@njit(inline="always")
 def _draw_one(weights, cumulative, before, total, first, degree, state):
     """One edge of ``first:first + degree``, edge ``e`` with probability ``w_e / total``
     (``cumulative[e] - before`` the range's running sums), and the advanced state."""
     u, state = _unit(state)
-    target = before + u * total
-    a = first
-    b = first + degree - 1
-    while a < b:  # the first position whose running sum passes the target
-        mid = (a + b) >> 1
-        if cumulative[mid] > target:
-            b = mid
-        else:
-            a = mid + 1
+    a = first_passing(cumulative, first, first + degree - 1, before + u * total)
     while weights[a] <= 0.0 and a > first:  # a target rounded up onto the range's end
         a -= 1
     return a, state
