@@ -6,6 +6,7 @@ groups it takes to its parser, passing the default or help that differ between c
 from __future__ import annotations
 
 import argparse
+from pathlib import Path
 
 from graphengine.data.disk_io import ACCESS
 from graphengine.datasets import CATALOG
@@ -104,6 +105,11 @@ def add_fanouts(parser: argparse.ArgumentParser, help: str = FANOUTS_HELP) -> No
 def add_peers(parser: argparse.ArgumentParser, help: str) -> None:
     """``--vs``: the other libraries a benchmark also times (a list, empty by default)."""
     parser.add_argument("--vs", nargs="+", choices=PEERS, default=[], help=help)
+
+
+def add_plot(parser: argparse.ArgumentParser, help: str) -> None:
+    """``--plot FILE.png``: also draw the benchmark's results to a file (needs matplotlib)."""
+    parser.add_argument("--plot", type=Path, metavar="FILE.png", help=help)
 
 
 def add_timed_batches(

@@ -1,0 +1,11 @@
+"""Figures of benchmark results and training runs, drawn with matplotlib (the optional
+``plot`` extra: ``pip install graphengine[plot]``).
+
+Each ``graphengine bench ... --plot FILE.png`` draws its results with a function of this package,
+and ``graphengine plot METRICS.jsonl`` draws a training run from the JSON lines
+``graphengine train`` prints. Nothing else in graphengine imports matplotlib.
+"""
+
+from graphengine.plot.figure import new_figure, pyplot, save_figure
+
+__all__ = ["new_figure", "pyplot", "save_figure"]
