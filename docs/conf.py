@@ -23,6 +23,7 @@ extensions = [
     "myst_parser",
     "sphinxarg.ext",
     "public_names",
+    "grouped_fields",
 ]
 
 source_suffix = {".rst": "restructuredtext", ".md": "markdown"}
@@ -32,9 +33,14 @@ myst_enable_extensions = ["colon_fence"]
 
 autodoc_member_order = "bysource"
 autodoc_typehints = "description"
+# Types only for the parameters a docstring describes: those it groups (``lo, hi: ...``) keep
+# their types in the signature.
+autodoc_typehints_description_target = "documented"
 autodoc_default_options = {"members": True, "show-inheritance": True}
 napoleon_google_docstring = True
 napoleon_numpy_docstring = False
+# Attributes sections as fields: autodoc documents the attributes themselves as well.
+napoleon_use_ivar = True
 
 html_theme = "furo"
 html_title = "graphengine"
@@ -44,5 +50,5 @@ html_static_path = ["_static"]
 # so they are shown as code. A reference into graphengine that resolves nowhere still fails.
 nitpick_ignore_regex = [
     ("py:.*", r"(numpy|np|torch|torch_geometric|scipy|numba|pathlib|collections|typing|os|io)\..*"),
-    ("py:.*", r"(Data|HeteroData|Tensor|Path|EdgeType|NodeType|Sequence|Iterable|Iterator)"),
+    ("py:.*", r"(Data|HeteroData|Tensor|Module|Path|EdgeType|NodeType|Sequence|Iterable|Iterator)"),
 ]

@@ -113,7 +113,7 @@ class HeteroNeighborSampler(BaseSampler):
         num_threads: Numba threads each call may use (``None``: Numba's default).
 
     Raises:
-        ValueError / TypeError: inconsistent types, sizes, fanouts or options, naming the
+        ValueError, TypeError: inconsistent types, sizes, fanouts or options, naming the
             offending type.
     """
 
@@ -315,7 +315,7 @@ class HeteroNeighborSampler(BaseSampler):
             the first type of ``node``.
 
         Raises:
-            ValueError / TypeError: no seed type, an unknown type, bad ids or times.
+            ValueError, TypeError: no seed type, an unknown type, bad ids or times.
         """
         if not isinstance(node, Mapping) or not node:
             raise ValueError(

@@ -17,8 +17,8 @@ from typing import NamedTuple
 
 import numpy as np
 
-# Node ids lie below 2**REPEAT_SHIFT; the bits above number the repeats of a seed, or the
-# tree of a node in disjoint sampling.
+#: Node ids lie below ``2**REPEAT_SHIFT``; the bits above number the repeats of a seed, or
+#: the tree of a node in disjoint sampling.
 REPEAT_SHIFT = 40
 REPEAT_MASK = (1 << REPEAT_SHIFT) - 1
 # Disjoint trees, and the repeats of a seed, are numbered in the bits above REPEAT_SHIFT:

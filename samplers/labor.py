@@ -38,7 +38,7 @@ class LaborSampler(MultiHopSampler):
       with the probability uniform sampling gives it, so ``s`` keeps ``min(k, d_s)`` edges on
       average (a random number, not exactly ``k``), and a node with a small ``r_t`` is kept
       by all the seeds it neighbors, which shrinks the batch.
-    - ``importance_sampling=i`` (LABOR-i, ``i >= 1``, or ``-1`` for LABOR-*, until the
+    - ``importance_sampling=i`` (LABOR-i, ``i >= 1``, or ``-1`` for ``LABOR-*``, until the
       expected number of sampled nodes stops falling by 0.01%, as in DGL):
       ``pi_ts = min(1, c_s * pi_t)`` with DGL's fixed-point iterations (see
       :func:`samplers._kernels.labor.importance_probabilities`): ``pi_t`` concentrates the
@@ -67,7 +67,7 @@ class LaborSampler(MultiHopSampler):
         validate: check that ``indptr``/``indices`` form a valid CSC graph.
         num_threads: as in :class:`MultiHopSampler`.
         importance_sampling: ``0`` (LABOR-0), the number of fixed-point iterations
-            (LABOR-i), or ``-1`` to iterate to convergence (LABOR-*).
+            (LABOR-i), or ``-1`` to iterate to convergence (``LABOR-*``).
         layer_dependency: use the same variates at every hop (the first hop's), as DGL's
             ``layer_dependency=True``: fewer distinct nodes, slightly more correlated layers.
 

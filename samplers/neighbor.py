@@ -453,7 +453,7 @@ class NeighborSampler(MultiHopSampler):
 
     @property
     def device(self) -> str:
-        """Where batches are sampled: ``"cpu"`` or ``"cuda:N"``."""
+        """Where batches are sampled (``"cpu"`` or ``"cuda:N"``)."""
         return "cpu" if self._device_graph is None else f"cuda:{self._device_graph.device}"
 
     @property

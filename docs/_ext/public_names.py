@@ -17,11 +17,14 @@ from __future__ import annotations
 import functools
 import importlib
 import inspect
+import sys
 
 from docutils import nodes
 from docutils.statemachine import StringList
 from sphinx.addnodes import pending_xref
 from sphinx.application import Sphinx
+from sphinx.pycode import ModuleAnalyzer
+from sphinx.util import logging
 from sphinx.util.docutils import SphinxDirective
 from sphinx.util.nodes import make_refnode, nested_parse_with_titles
 
@@ -43,6 +46,8 @@ PACKAGES = (
     "graphengine",
 )
 
+
+logger = logging.getLogger(__name__)
 
 PACKAGE_ROOTS = {"graphengine", "samplers"}
 
@@ -87,32 +92,53 @@ class PublicNames(SphinxDirective):
         if package not in PACKAGES:
             raise self.error(f"{package} is not in public_names.PACKAGES")
         self.env.note_dependency(__file__)
+        _documented_packages(self.env).add(package)
         canonical = _canonical()
         module = importlib.import_module(package)
         lines = [f".. automodule:: {package}", "   :no-members:", ""]
         for name in _public(package):
             obj = getattr(module, name)
             kind = _kind(obj)
-            full = f"{package}.{name}"
             home = canonical[id(obj)]
             if kind == "module":
-                lines += [f".. py:module:: {full}", "", f"   Module :mod:`{obj.__name__}`.", ""]
-            elif home == full:
-                auto = "exception" if kind == "exception" else kind
-                lines += [f".. auto{auto}:: {full}", ""]
+                body = [f"The module :mod:`{obj.__name__}`."]
+            elif home != f"{package}.{name}":
+                role = {"function": "func", "exception": "exc"}.get(kind, kind)
+                body = [f"The same object as :{role}:`{home}`."]
+            elif kind == "data":
+                body = _constant_doc(package, name)
+                if not body:
+                    raise self.error(f"{package}.{name} has no #: comment where it is defined")
             else:
-                role = "func" if kind == "function" else kind
-                role = "exc" if kind == "exception" else role
-                lines += [
-                    f".. py:{kind}:: {full}",
-                    "   :no-index-entry:",
-                    "",
-                    f"   The same object as :{role}:`{home}`.",
-                    "",
-                ]
+                lines += [f".. auto{kind}:: {package}.{name}", ""]
+                continue
+            directive = "py:data" if kind == "module" else f"py:{kind}"
+            # No index of its own: a reference to the alias resolves to the object's full entry
+            # (by identity, in _resolve), and an unqualified type hint is not ambiguous.
+            lines += [f".. {directive}:: {name}", f"   :module: {package}", "   :no-index:", ""]
+            lines += [f"   {line}" if line else "" for line in body] + [""]
         container = nodes.container()
         nested_parse_with_titles(self.state, StringList(lines, source=package), container)
         return container.children
+
+
+def _constant_doc(package: str, name: str) -> list[str]:
+    """The ``#:`` comment above ``name = ...`` in the module of ``package`` that defines it
+    (constants have no docstring of their own), and its value when short."""
+    obj = getattr(importlib.import_module(package), name)
+    prefix = package + "."
+    for module_name in sorted(sys.modules):
+        if module_name != package and not module_name.startswith(prefix):
+            continue
+        module = sys.modules[module_name]
+        if getattr(module, name, None) is not obj:
+            continue
+        docs = ModuleAnalyzer.for_module(module_name).find_attr_docs().get(("", name))
+        if docs:
+            value = repr(obj)
+            shown = [f"Value: ``{value}``", ""] if len(value) <= 80 else []
+            return [*shown, *(line for line in docs)]
+    return []
 
 
 def _import(path: str) -> object | None:
@@ -133,22 +159,26 @@ def _import(path: str) -> object | None:
 
 
 def _candidates(target: str, node: pending_xref) -> list[str]:
-    """The dotted paths a reference may mean: as written, then relative to the module and
-    class it was written in (as Sphinx's own lookup tries them)."""
+    """The dotted paths a reference may mean: as written, then relative to the object whose
+    docstring holds it (in the module that defines it: ``node.source`` names it, as
+    ``"...: docstring of graphengine.loader.stages.SampleNodes"``), then to the module and class
+    it is documented under, as Sphinx's own lookup tries them."""
+    relative = target.startswith(".")
+    target = target.lstrip(".")
+    scopes = []
+    _, _, owner = (node.source or "").partition("docstring of ")
+    while owner:
+        scopes.append(owner)
+        owner = owner.rpartition(".")[0]
     module = node.get("py:module") or ""
     klass = node.get("py:class") or ""
-    if target.startswith("."):
-        target = target.lstrip(".")
-        scopes = [f"{module}.{klass}" if klass else module, module]
-        package = module
-        while "." in package:
-            package = package.rsplit(".", 1)[0]
-            scopes.append(package)
-        return [f"{scope}.{target}" for scope in scopes if scope]
-    paths = [target]
-    if module:
-        paths += [f"{module}.{klass}.{target}" if klass else "", f"{module}.{target}"]
-    return [path for path in paths if path]
+    scopes += [f"{module}.{klass}" if klass else "", module]
+    documented_in = getattr(_import(f"{module}.{klass}"), "__module__", None) if klass else None
+    if isinstance(documented_in, str):
+        scopes.append(documented_in)  # a type hint in the signature of a class defined there
+    paths = [] if relative else [target]
+    paths += [f"{scope}.{target}" for scope in scopes if scope]
+    return paths
 
 
 def _documented_name(path: str, canonical: dict[int, str], documented) -> str | None:
@@ -179,18 +209,42 @@ def _resolve(app: Sphinx, env, node: pending_xref, contnode: nodes.Element):
         return None
     documented = env.get_domain("py").objects
     canonical = _canonical()
+    name = None
     for path in _candidates(target, node):
-        if _import(path) is None:
-            continue
-        name = _documented_name(path, canonical, documented)
-        if name is None:
-            return contnode
-        entry = documented[name]
-        return make_refnode(app.builder, node["refdoc"], entry.docname, entry.node_id, contnode)
-    return None
+        if _import(path) is not None:
+            name = _documented_name(path, canonical, documented)
+            if name is None:
+                return contnode
+            break
+    if name is None and "." not in target:
+        # A type hint imported only for type checking: the one public object of that name.
+        same = {home for home in canonical.values() if home.rpartition(".")[2] == target}
+        name = same.pop() if len(same) == 1 else None
+    if name is None or name not in documented:
+        return None
+    entry = documented[name]
+    return make_refnode(app.builder, node["refdoc"], entry.docname, entry.node_id, contnode)
+
+
+def _documented_packages(env) -> set[str]:
+    if not hasattr(env, "public_names_packages"):
+        env.public_names_packages = set()
+    return env.public_names_packages
+
+
+def _merge(app: Sphinx, env, docnames, other) -> None:
+    _documented_packages(env).update(_documented_packages(other))
+
+
+def _check_every_package(app: Sphinx, env) -> None:
+    """Warn (an error under ``-W``) for a package of :data:`PACKAGES` no page documents."""
+    for package in sorted(set(PACKAGES) - _documented_packages(env)):
+        logger.warning("no page has '.. public-names:: %s'", package)
 
 
 def setup(app: Sphinx) -> dict:
     app.add_directive("public-names", PublicNames)
+    app.connect("env-merge-info", _merge)
+    app.connect("env-check-consistency", _check_every_package)
     app.connect("missing-reference", _resolve)
     return {"parallel_read_safe": True, "parallel_write_safe": True}

@@ -26,7 +26,8 @@ from graphengine.distributed.liveness import start_heartbeat
 
 log = logging.getLogger(__name__)
 
-INTERRUPTED = 128 + 2  # the shell's exit status after SIGINT
+#: The exit status of a run stopped by Ctrl-C (SIGINT), as a shell reports it: 128 + 2.
+INTERRUPTED = 128 + 2
 
 
 def launched_by_torchrun() -> bool:

@@ -143,7 +143,7 @@ class LoadingConfig:
 
     @property
     def threads(self) -> int:
-        """Threads per stage of the pipeline: ``num_workers``, at least one."""
+        """Threads per stage of the pipeline (``num_workers``, at least one)."""
         return max(self.num_workers, 1)
 
     @property

@@ -399,7 +399,10 @@ class LinkNeighborLoader(StagedLoader):
     and their ends (:class:`SampleEdges`) -> gather with the link fields
     (:class:`GatherLinks`) -> copy.
 
-    Args (PyG's, with PyG's meaning; the rest as :class:`NeighborLoader`'s):
+    The arguments are PyG's, with PyG's meaning; those not listed here are
+    :class:`NeighborLoader`'s.
+
+    Args:
         data: a PyG ``Data`` or ``HeteroData``, or a PyG ``(FeatureStore, GraphStore)`` pair.
         edge_label_index: int ``[2, num_edges]`` seed edges; all of ``data``'s by default.
             Heterogeneous: an edge type (``(src, relation, dst)``, or ``(src, dst)`` when one

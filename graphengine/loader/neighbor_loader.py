@@ -50,7 +50,9 @@ class NeighborLoader(StagedLoader):
     caller's work on the previous batch; batches come in the same order, with the same
     contents, as without threads.
 
-    Args (PyG's, with PyG's meaning and order):
+    The arguments are PyG's, with PyG's meaning and order, and graphengine's own after them.
+
+    Args:
         data: a PyG ``Data`` or ``HeteroData``, a PyG ``(FeatureStore, GraphStore)`` pair
             (any implementation of PyG's abstract stores: its ``csc()`` is read once, node
             attributes fetched per batch with one ``multi_get_tensor``), a
@@ -290,7 +292,7 @@ class LaborLoader(NeighborLoader):
 
     Args:
         importance_sampling: 0 (LABOR-0), ``i >= 1`` fixed-point iterations (LABOR-i), or
-            -1 until they converge (LABOR-*); with any, batches carry ``sampling_weight``
+            -1 until they converge (``LABOR-*``); with any, batches carry ``sampling_weight``
             (float32 ``[num_edges]``), DGL's ``edge_weights`` for a weighted mean.
         layer_dependency: every hop reuses the first hop's variates (DGL's argument).
 

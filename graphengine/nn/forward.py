@@ -9,6 +9,9 @@ from graphengine.batch.blocks import to_blocks
 from graphengine.nn.aggregation import IndexedRows
 from graphengine.nn.blocks import block_forward, normalizes_by_degree, supports_blocks
 
+#: How :class:`SeedLogits` runs a model on a batch: ``"blocks"`` (each layer only for the
+#: nodes the next reads), ``"trim"`` (PyG's ``trim_to_layer``), ``"whole"`` (every layer on the
+#: whole batch), ``"auto"`` (blocks where the model supports them).
 FORWARDS = ("auto", "blocks", "trim", "whole")
 
 
@@ -20,7 +23,7 @@ class SeedLogits(torch.nn.Module):
     ``'auto'``: the first of these that gives ``model``'s results. A module, so that
     ``DistributedDataParallel`` can wrap it.
 
-    A batch without ``x`` reads its nodes' rows of :attr:`features` (``[num_nodes, width]``,
+    A batch without ``x`` reads its nodes' rows of ``self.features`` (``[num_nodes, width]``,
     set by the owner) by ``batch.n_id``: a fused GraphSAGE first layer on blocks reads them
     where they lie (:class:`~graphengine.nn.aggregation.IndexedRows`), other forwards gather
     them.

@@ -5,6 +5,8 @@ from __future__ import annotations
 import torch
 from torch_geometric.nn import GAT, GCN, GIN, GraphSAGE, to_hetero
 
+#: The models ``graphengine train --model`` builds, by name: PyG's ``GraphSAGE``, ``GCN``,
+#: ``GIN`` and ``GAT`` (:func:`build_model`).
 MODELS = {"sage": GraphSAGE, "gcn": GCN, "gin": GIN, "gat": GAT}
 
 # The models to_hetero cannot make heterogeneous here, and why.

@@ -26,6 +26,8 @@ import torch
 
 from graphengine.ops.build import INSTALL_HINT, build_error, build_extension, library_path
 
+#: The values of ``GRAPHENGINE_OPS_BACKEND``: ``"csrc"`` the C++/CUDA extension, ``"torch"``
+#: torch's own ops, ``"auto"`` the extension where it is built.
 BACKENDS = ("auto", "csrc", "torch")
 BACKEND_ENV = "GRAPHENGINE_OPS_BACKEND"
 # The dtypes the extension's CPU kernels compute in (rows summed in float32).

@@ -28,6 +28,7 @@ log = logging.getLogger(__name__)
 
 _NAME = "graphengine_ops"
 _CHECKOUT_CSRC = Path(__file__).resolve().parents[2] / "csrc"
+#: What to do when the extension cannot be built or loaded: the text errors and warnings end with.
 INSTALL_HINT = (
     "run `graphengine build --verbose` to see the compiler's output; building needs a C++ "
     "compiler, ninja (pip install ninja) and the package's C++ sources (reinstall graphengine "

@@ -35,6 +35,7 @@ def _hybrid(device: torch.device) -> Strategy:
 
 #: Each parallel mode's strategy for the joined process group, built for a device.
 STRATEGIES: dict[str, Callable[[torch.device], Strategy]] = {"data": _data, "hybrid": _hybrid}
+#: The names ``--parallel`` takes: ``"data"`` and ``"hybrid"``.
 PARALLEL_MODES = tuple(STRATEGIES)
 
 

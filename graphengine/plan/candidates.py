@@ -47,6 +47,9 @@ class Candidate:
         return f"graphengine train --parallel {self.parallel}{partitions}"
 
 
+#: The strategies the planner weighs, by name: ``"data"``, ``"hybrid"``, ``"partitioned"`` and
+#: ``"hybrid-partitioned"`` (each a :class:`Candidate`: its parallel mode and whether it
+#: trains from a partitioned graph).
 CANDIDATES = {
     c.name: c
     for c in (

@@ -145,7 +145,7 @@ class TrainConfig:
 
     @property
     def sampler_kind(self) -> str:
-        """The sampler's name: ``'neighbor'``, ``'labor'``, ``'cluster'`` or ``'saint'``."""
+        """The sampler's name (``'neighbor'``, ``'labor'``, ``'cluster'`` or ``'saint'``)."""
         return self.sampler if isinstance(self.sampler, str) else self.sampler.kind
 
     def replace(self, **changes) -> TrainConfig:

@@ -133,8 +133,8 @@ class Trainer:
 
     @property
     def sampler(self) -> str:
-        """The training batches' sampler: ``'neighbor'``, ``'labor'``, ``'cluster'`` or
-        ``'saint'``."""
+        """The training batches' sampler (``'neighbor'``, ``'labor'``, ``'cluster'`` or
+        ``'saint'``)."""
         return self.config.sampler_kind
 
     @property
@@ -151,12 +151,12 @@ class Trainer:
 
     @property
     def eval_mode(self) -> str:
-        """How evaluation runs: ``'full'``, ``'layerwise'`` or ``'sampled'``."""
+        """How evaluation runs (``'full'``, ``'layerwise'`` or ``'sampled'``)."""
         return self.evaluator.mode
 
     @property
     def forward_mode(self) -> str:
-        """How the model runs on a batch: ``'blocks'``, ``'trim'`` or ``'whole'``."""
+        """How the model runs on a batch (``'blocks'``, ``'trim'`` or ``'whole'``)."""
         return self.batches.eval_module.mode
 
     def fit(

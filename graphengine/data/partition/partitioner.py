@@ -20,6 +20,8 @@ import scipy.sparse as sp
 from graphengine.data.graph_store import Graph
 from graphengine.data.partition.book import node_ids
 
+#: How :func:`assign_parts` assigns nodes to parts: ``"metis"`` (pymetis, few cut edges)
+#: or ``"random"``.
 METHODS = ("metis", "random")
 _WEIGHT_SCALE = 16  # integer resolution of the combined METIS vertex weight
 
