@@ -86,8 +86,9 @@ class CatalogEntry:
         return root / npz.FILES[self.name]
 
 
-#: Every dataset :func:`load_dataset` knows, by name: a :class:`~graphengine.datasets.catalog.CatalogEntry` each (its kind and
-#: a one-line description); ``graphengine datasets`` lists them.
+#: Every dataset :func:`load_dataset` knows, by name: a
+#: :class:`~graphengine.datasets.catalog.CatalogEntry` each (its kind and a one-line
+#: description); ``graphengine datasets`` lists them.
 CATALOG = {
     "synthetic-small": CatalogEntry(
         "synthetic-small", "synthetic", "8,192 nodes, 8 classes: the quick default"
