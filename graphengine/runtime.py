@@ -4,8 +4,8 @@ glibc setting the CLI applies (never on import).
 glibc returns every freed block above its mmap threshold to the kernel and maps a fresh one on
 the next allocation, so each training step of a GNN on a large batch (activations of hundreds
 of MB) pays its page faults again, and on a large batch those faults take a large share of the
-step (docs/benchmarks.md has the measurements). PyTorch's CUDA allocator caches for the same
-reason.
+step (docs/benchmarks-archive.md, issue 15, has the measurements). PyTorch's CUDA allocator
+caches for the same reason.
 
 The library gets the reuse without a process-wide setting, in one place:
 :func:`host_memory_cache`, a span entered while one of its loaders is iterated or its Trainer

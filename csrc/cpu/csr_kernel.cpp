@@ -53,7 +53,7 @@ namespace {
 
 // How far ahead a row's sources are prefetched: far enough to cover a scattered row's memory
 // latency on a batch's first layer, where bfloat16 rows gain the most; twice as far gains
-// nothing and four times as far is slower (docs/benchmarks.md).
+// nothing and four times as far is slower (docs/benchmarks-archive.md, issue 15).
 constexpr int64_t kPrefetchEdges = 8;
 constexpr int64_t kCacheLine = 64;
 constexpr int64_t kRowBlock = 64;  // rows per parallel task (and per partial column sum)

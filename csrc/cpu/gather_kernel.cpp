@@ -14,7 +14,7 @@ namespace {
 
 // Rows prefetched ahead: enough to cover a scattered row's memory latency on a batch's
 // gather from a table far larger than the caches; a longer distance gains nothing more
-// (docs/benchmarks.md).
+// (docs/benchmarks-archive.md, issue 15).
 constexpr int64_t kPrefetchDistance = 8;
 constexpr int64_t kCacheLine = 64;
 constexpr int64_t kMaxPrefetchLines = 16;

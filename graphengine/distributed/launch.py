@@ -134,7 +134,7 @@ def _check_numba_threads() -> None:
     torchrun gives each of several workers on a host one torch thread (``OMP_NUM_THREADS``),
     but Numba reads only ``NUMBA_NUM_THREADS``, when it is imported: each worker's sampling
     kernels then use every core, and their idle OpenMP threads spin on the cores the other
-    workers compute on, which stalls those workers' training steps (docs/benchmarks.md,
+    workers compute on, which stalls those workers' training steps (docs/benchmarks-archive.md,
     issue 32). Only the environment can fix that, so :func:`launch` sets it, and a user's
     own torchrun is told how.
     """

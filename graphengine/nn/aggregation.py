@@ -5,8 +5,9 @@ of GraphSAGE (values ``1 / in-degree``) and GCN's normalized sum. On the CPU it 
 extension's ``csr_sum`` (``csrc/cpu/csr_kernel.cpp``): rows summed in float32 whatever
 ``x``'s dtype, the scattered sources prefetched, and low-precision rows converted inside the
 vectorized row loop, where torch's ``sparse.mm`` converts them element by element (the
-comparison is in docs/benchmarks.md). Where :func:`graphengine.ops.backend.uses_kernel` says
-no (float64, CUDA, the ``"torch"`` backend, no extension) it is ``torch.sparse.mm``.
+comparison is in docs/benchmarks-archive.md, issue 15). Where
+:func:`graphengine.ops.backend.uses_kernel` says no (float64, CUDA, the ``"torch"`` backend, no
+extension) it is ``torch.sparse.mm``.
 """
 
 from __future__ import annotations

@@ -6,9 +6,9 @@ lowers linear layers to (``torch.ops.mkldnn._linear_pointwise``). On the CPUs th
 (AVX-512) that op runs a GraphSAGE step's float32 products faster than MKL, and it adds the
 bias inside the product, where MKL's ``addmm`` first copies the bias into every output row. In
 bfloat16 it is as fast as torch's product without a bias and adds the bias too; it runs where
-oneDNN has bfloat16 kernels for this CPU. The measurements are in docs/benchmarks.md. Its
-fused ReLU is not used: it turns NaN into 0, where torch's ReLU keeps NaN, and that would hide
-a diverged model.
+oneDNN has bfloat16 kernels for this CPU. The measurements are in docs/benchmarks-archive.md
+(issue 15). Its fused ReLU is not used: it turns NaN into 0, where torch's ReLU keeps NaN, and
+that would hide a diverged model.
 
 The weights' gradient ``grad.t() @ x`` is a product over the batch's rows. oneDNN's inner
 product runs it as ``x.t() @ grad``, with ``x.t()``'s rows contiguous and ``grad.t()`` as the
@@ -129,7 +129,7 @@ class _OneDnnLinear(torch.autograd.Function):
 
 # Rows in a block of the weights' gradient: 1.6 MB of a first layer's 200 float32 inputs.
 # Blocks of 4096 rows (3.2 MB, more than the tuning CPU's L2 of 1 MB a core) ran as fast in
-# most processes but much slower in some (docs/benchmarks.md, issue 15).
+# most processes but much slower in some (docs/benchmarks-archive.md, issue 15).
 BLOCK_ROWS = 2048
 # Fewer rows stay on ``mm``: a partial block's transposes cost more than the blocked product
 # gains.

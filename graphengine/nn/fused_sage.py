@@ -151,7 +151,7 @@ class FusedSageMean(torch.autograd.Function):
     with both weights: ``[mean | x_dst] @ [W_l | W_r]^T`` forward, its weights' gradient
     ``grad^T @ [mean | x_dst]`` and its inputs' ``grad @ [W_l | W_r]`` backward: on the
     first layer's shapes one wider product runs faster than two narrower ones
-    (docs/benchmarks.md).
+    (docs/benchmarks-archive.md, issue 15).
     """
 
     @staticmethod

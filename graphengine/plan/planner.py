@@ -87,8 +87,8 @@ class Plan:
 
 #: Candidates predicted within this share of the fastest tie, and a tie goes to the first of
 #: them in :data:`~graphengine.plan.candidates.CANDIDATES`' order (data parallelism first):
-#: predictions this close differ by less than the probes' own error (docs/benchmarks.md), and
-#: were they right, the tie's choice would cost at most this share of an epoch.
+#: predictions this close differ by less than the probes' own error (docs/benchmarks-archive.md,
+#: issue 32), and were they right, the tie's choice would cost at most this share of an epoch.
 TIE_MARGIN = 0.05
 
 

@@ -92,7 +92,7 @@ class TrainConfig:
             batches carry no ``x``, and that layer reads its rows from the feature table
             itself, by the batch's node ids. Less memory for slower steps: the aggregation
             then reads its rows at random from the whole table instead of from the batch's
-            compact copy (see ``docs/benchmarks.md``).
+            compact copy (see ``docs/benchmarks-archive.md``, issue 15).
 
     Raises:
         ValueError, TypeError: a field out of its range or of the wrong type, naming it.

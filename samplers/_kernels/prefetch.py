@@ -2,7 +2,8 @@
 
 Random reads of a large graph are latency-bound; issuing the read of the row needed
 a few iterations ahead lets several misses overlap (the kernels read 16 nodes ahead, the
-distance that gave the fastest neighbor reads; the measurements are in docs/benchmarks.md).
+distance that gave the fastest neighbor reads; the measurements are in
+docs/benchmarks-archive.md, issue 3).
 """
 
 from llvmlite import ir
