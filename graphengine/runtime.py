@@ -83,8 +83,9 @@ def host_memory_cache_enabled() -> bool:
 @contextmanager
 def host_memory_cache() -> Iterator[bool]:
     """A span in which torch's large CPU blocks are reused instead of mapped afresh; yields
-    whether it caches. The one place where graphengine compiles its extension and changes
-    torch's CPU allocator on the library user's behalf.
+    whether it caches. Where graphengine's loaders compile its extension ahead of their first
+    batch (a gather or fused layer used outside any loader compiles it on first use), and the
+    one place it changes torch's CPU allocator on the library user's behalf.
 
     Who enters it: every graphengine loader, for exactly one pass, as its iterator starts
     (``StagedLoader._iterate`` in ``graphengine/loader/pipeline.py``, inline and pipelined

@@ -369,8 +369,8 @@ class NeighborSampler(MultiHopSampler):
             ``"auto"`` (the device when the graph takes at most half its free memory); see
             :class:`samplers.device.DeviceGraph`.
         device_memory: where GPU sampling calls get their stream and memory (Numba's by
-            default; ``graphengine.ops.TorchDeviceMemory()`` shares torch's caching
-            allocator, which the loaders use).
+            default; ``graphengine.loader.device_sampling.TorchDeviceMemory()`` shares
+            torch's caching allocator, which the loaders use).
 
     ``edge`` in its output is each edge's CSC position. Calls from several threads at once
     are safe: Numba runs on a thread-safe threading layer (``omp`` or ``tbb``), or, where

@@ -25,7 +25,12 @@ def run(args) -> int:
     if not ops.build_extension(verbose=args.verbose):
         log.error("the extension did not build: %s\n%s", ops.build_error(), ops.INSTALL_HINT)
         return 1
-    kernels = "CPU and CUDA" if ops.with_cuda() else "CPU only (this torch has no CUDA)"
+    if ops.with_cuda():
+        kernels = "CPU and CUDA"
+    elif torch.version.cuda is None:
+        kernels = "CPU only (this torch has no CUDA)"
+    else:
+        kernels = "CPU only (no CUDA toolkit found: set CUDA_HOME to build the CUDA kernels)"
     result = {
         "extension": "built",
         "kernels": kernels,

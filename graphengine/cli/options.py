@@ -63,7 +63,8 @@ def add_dataset(parser: argparse.ArgumentParser, default: str = "synthetic-small
     parser.add_argument(
         "--dataset",
         default=default,
-        help=f"a catalog name ({', '.join(CATALOG)}) or the path of a gnn-benchmark .npz file",
+        help=f"a catalog name ({', '.join(CATALOG)}), the folder of a store graphengine wrote "
+        "(generate, convert, reorder), or the path of a gnn-benchmark .npz file",
     )
     add_root(parser)
     add_scale(

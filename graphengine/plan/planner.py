@@ -159,8 +159,8 @@ def choose(
     else:
         runner = fitting[1]
         reason = (
-            f"fastest predicted epoch, {best['epoch_s']:.1f} s against {runner['name']}'s "
-            f"{runner['epoch_s']:.1f} s ({runner['epoch_s'] / best['epoch_s']:.2f}x); its "
+            f"fastest predicted epoch, {best['epoch_s']:.3g} s against {runner['name']}'s "
+            f"{runner['epoch_s']:.3g} s ({runner['epoch_s'] / best['epoch_s']:.2f}x); its "
             f"largest part is {bottleneck}"
         )
     return best["name"], reason, rows

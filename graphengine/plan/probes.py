@@ -33,6 +33,7 @@ import torch.distributed as dist
 import torch.nn.functional as F
 
 from graphengine.batch.hybrid import HybridBatch
+from graphengine.data.memory import available_memory
 from graphengine.distributed.launch import host_cores
 from graphengine.loader.threads import sampler_threads
 from graphengine.nn.column_layers import split_first_layer
@@ -156,11 +157,16 @@ def agree(rates: Rates) -> Rates:
 
 def machine(rates: Rates, device: torch.device) -> None:
     """Fill ``rates``' memory, cores and threads from this machine."""
-    import psutil
-
     local_workers = int(os.environ.get("LOCAL_WORLD_SIZE", 1))
     cores = host_cores()
-    rates.host_memory_bytes = int(psutil.virtual_memory().available // local_workers)
+    # Under a cgroup's limit, the headroom below it, not the machine's free memory: a mode
+    # that fits the machine would still be OOM-killed in the container.
+    available = available_memory()
+    if available is None:
+        import psutil
+
+        available = psutil.virtual_memory().available
+    rates.host_memory_bytes = int(available // local_workers)
     rates.cores_per_worker = cores / local_workers
     rates.compute_threads = torch.get_num_threads()
     rates.sampler_threads = sampler_threads(1)

@@ -58,8 +58,8 @@ class DeviceMemory:
     """Where a GPU sampling call gets its stream and memory: this default gives each thread
     a non-blocking stream of its own (on the legacy default stream, the kernels would wait
     for the training step that torch queues there) and allocates with Numba. A caller with
-    another allocator on the same GPU (torch's, ``graphengine.ops.TorchDeviceMemory``)
-    passes its own."""
+    another allocator on the same GPU (torch's:
+    ``graphengine.loader.device_sampling.TorchDeviceMemory``) passes its own."""
 
     _per_thread = threading.local()
 

@@ -103,7 +103,7 @@ def test_the_planner_picks_the_fastest_and_says_why():
     predictions = {n: predict(v, r, link(r), n == "hybrid", False) for n, v in volumes.items()}
     choice, reason, rows = choose(volumes, predictions, host_memory=None)
     assert choice == "data"  # 1.26 s against 1.292 s
-    assert "hybrid" in reason and "1.3 s" in reason
+    assert "hybrid" in reason and "1.29 s" in reason
     assert [row["fits"] for row in rows] == [True, True]
 
 
@@ -216,3 +216,13 @@ def test_counted_batches_match_the_packed_structure(tmp_path):
     assert counts.hops[1] == (hops[0], batch.num_sampled_edges[0])
     assert structure_bytes(counts.n_src, counts.n_dst, counts.edges) == counts.structure_bytes
     assert torch.equal(batch.n_id[: batch.batch_size], batch.n_id[:64])
+
+
+def test_host_memory_is_the_headroom_under_the_cgroup_limit_shared_by_local_workers(monkeypatch):
+    from graphengine.plan import probes
+
+    monkeypatch.setattr(probes, "available_memory", lambda: 3 * 2**30)
+    monkeypatch.setenv("LOCAL_WORLD_SIZE", "2")
+    measured = rates()
+    probes.machine(measured, torch.device("cpu"))
+    assert measured.host_memory_bytes == 3 * 2**30 // 2
