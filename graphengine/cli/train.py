@@ -70,6 +70,15 @@ def add_parser(commands) -> None:
     _add_evaluation_options(train)
     options.add_out_of_core(train)
     train.add_argument("--no-progress", action="store_true", help="hide the progress bar")
+    train.add_argument(
+        "--device",
+        type=values.device,
+        default="auto",
+        help="where the model trains: auto (a GPU where torch finds one: cuda:0 in one "
+        "process, each worker's cuda:LOCAL_RANK under --nproc or torchrun; else the CPU), cpu, "
+        "cuda (the same GPUs as auto, or an error naming why there is none) or cuda:N (one "
+        "process)",
+    )
     _add_distributed_options(train)
     train.set_defaults(run=run)
 

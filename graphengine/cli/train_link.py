@@ -12,6 +12,7 @@ import torch
 from .errors import INTERRUPTED
 from .output import epoch_seconds, print_json
 from .train_data import homogeneous_dataset
+from .train_node import training_device
 
 log = logging.getLogger("graphengine")
 
@@ -22,6 +23,7 @@ def train_link(args: argparse.Namespace) -> int:
     from graphengine.nn.models import build_model
     from graphengine.train.link import LinkTrainer
 
+    device = training_device(args.device)
     torch.manual_seed(args.seed)
     dataset = homogeneous_dataset(args, 1)
     log.info("%s", dataset)
@@ -44,6 +46,7 @@ def train_link(args: argparse.Namespace) -> int:
         seed=args.seed,
         eval_mode=args.eval,
         num_workers=args.num_workers,
+        device=device,
         metrics_path=args.metrics,
         progress=not args.no_progress and sys.stderr.isatty(),
     )

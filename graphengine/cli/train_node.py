@@ -27,6 +27,8 @@ def train_node(args: argparse.Namespace) -> int:
     from graphengine.train.config import split_batch
 
     check_node_options(args)
+    if not distributed.launched_by_torchrun():
+        training_device(args.device, args.nproc)  # refused before the data or workers start
     launch = args.nproc > 1 or args.partitions is not None  # parts talk through a group
     if launch and not distributed.launched_by_torchrun():
         split_batch(args.batch_size, args.worker_batch_size, args.nproc)  # before the workers
@@ -35,15 +37,36 @@ def train_node(args: argparse.Namespace) -> int:
         )
     tune_host_allocator()
     rank, world_size = 0, 1
-    device = torch.device("cpu")
     if distributed.launched_by_torchrun():
         rank, world_size = distributed.join(args.dist_timeout)
-        device = distributed.local_device()
-    code = _train_here(args, rank, world_size, device)
+    code = _train_here(args, rank, world_size, training_device(args.device))
     if world_size > 1:
         # A worker that stops early cannot wait for the others at a barrier.
         distributed.finish(code, wait=code == 0)
     return code
+
+
+def training_device(requested: str, workers: int = 1) -> torch.device:
+    """The device ``--device requested`` trains on in this process: under torchrun, a
+    worker's ``cuda:LOCAL_RANK`` for ``auto`` (with CUDA) and ``cuda``; in one process
+    ``cuda:0``, or ``cuda:N`` as given. ``ValueError`` naming why for a GPU torch cannot use,
+    or for ``cuda:N`` where ``workers`` (or torchrun's) would each need their own."""
+    if requested == "cpu" or (requested == "auto" and not torch.cuda.is_available()):
+        return torch.device("cpu")
+    if not torch.cuda.is_available():
+        why = "this torch has no CUDA" if torch.version.cuda is None else "torch finds no GPU"
+        raise ValueError(f"--device {requested}: {why}; use --device cpu (or auto)")
+    under_torchrun = distributed.launched_by_torchrun()
+    if requested in ("auto", "cuda"):
+        return distributed.local_device() if under_torchrun else torch.device("cuda", 0)
+    if under_torchrun or workers > 1:
+        raise ValueError(f"--device {requested} names one GPU; each worker takes its own: use cuda")
+    index = int(requested.partition(":")[2])
+    if index >= torch.cuda.device_count():
+        raise ValueError(
+            f"--device {requested}: this machine has {torch.cuda.device_count()} GPU(s)"
+        )
+    return torch.device(requested)
 
 
 def _train_here(args: argparse.Namespace, rank: int, world_size: int, device) -> int:

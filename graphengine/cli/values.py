@@ -26,6 +26,13 @@ def at_least(low: int):
     return parse
 
 
+def device(text: str) -> str:
+    """``--device``: ``auto``, ``cpu``, ``cuda`` or ``cuda:N``."""
+    if text in ("auto", "cpu", "cuda") or re.fullmatch(r"cuda:\d+", text):
+        return text
+    raise argparse.ArgumentTypeError(f"expected auto, cpu, cuda or cuda:N (got {text!r})")
+
+
 # The seeds the RNGs all take: torch's up to 2^64 - 1, NumPy's and the samplers' int64.
 MAX_SEED = 2**63 - 1
 

@@ -1,40 +1,21 @@
-"""The ``graphengine`` command: option checks, output, errors, Ctrl-C and the README's lines."""
+"""The ``graphengine`` command: option checks, output, errors, and Ctrl-C."""
 
 import argparse
 import json
 import logging
 import re
-import shlex
 import signal
 import subprocess
 import sys
-from pathlib import Path
 
 import numpy as np
 import pytest
+import torch
 
 from graphengine import cli
 from graphengine.cli import main
 from graphengine.cli.options import join_negative_values
 from graphengine.datasets import CATALOG
-
-REPO = Path(__file__).resolve().parents[2]
-README = (REPO / "README.md").read_text()
-
-
-def readme_commands() -> list[str]:
-    """Every ``graphengine ...`` line of the README's bash blocks, continuations joined."""
-    commands = []
-    for block in re.findall(r"```bash\n(.*?)```", README, flags=re.S):
-        for line in block.replace("\\\n", " ").splitlines():
-            if line.startswith("graphengine "):
-                commands.append(line)
-    return commands
-
-
-def readme_argv(command: str) -> list[str]:
-    """``command`` as argv for :func:`main`: no comment, optional ``[...]`` parts taken."""
-    return shlex.split(re.sub(r"\[([^\]]*)\]", r"\1", command), comments=True)[1:]
 
 
 @pytest.mark.parametrize(
@@ -54,6 +35,7 @@ def readme_argv(command: str) -> list[str]:
         ("--weight-decay", "-1e-4", "must be >= 0"),
         ("--dist-timeout", "0", "must be > 0"),
         ("--epochs", "two", "expected an integer (got 'two')"),
+        ("--device", "gpu", "expected auto, cpu, cuda or cuda:N (got 'gpu')"),
         ("--fanouts", "5,-3", "fanouts must be >= -1"),
     ],
 )
@@ -65,6 +47,34 @@ def test_bad_train_options_fail_at_parse_time_naming_the_flag(
     assert exit.value.code == 2
     assert f"argument {flag}: {message}" in capsys.readouterr().err
     assert list(tmp_path.iterdir()) == []  # refused before the dataset was generated
+
+
+@pytest.mark.skipif(torch.cuda.is_available(), reason="a GPU would be used")
+@pytest.mark.parametrize("task", ["node", "link"])
+def test_a_gpu_device_without_one_is_refused_before_the_data(tmp_path, caplog, task):
+    code = main(["train", "--task", task, "--device", "cuda", "--root", str(tmp_path)])
+    assert code == 2
+    assert "--device cuda: this torch has no CUDA" in caplog.text or "finds no GPU" in caplog.text
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_the_training_device_follows_torch_and_torchrun(monkeypatch):
+    from graphengine.cli.train_node import training_device
+
+    if not torch.cuda.is_available():
+        assert training_device("auto") == torch.device("cpu")
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: True)
+    monkeypatch.setattr(torch.cuda, "device_count", lambda: 2)
+    assert training_device("auto") == training_device("cuda") == torch.device("cuda", 0)
+    assert training_device("cuda:1") == torch.device("cuda", 1)
+    with pytest.raises(ValueError, match="has 2 GPU"):
+        training_device("cuda:2")
+    with pytest.raises(ValueError, match="names one GPU; each worker takes its own"):
+        training_device("cuda:1", workers=2)
+    monkeypatch.setenv("LOCAL_RANK", "1")
+    monkeypatch.setenv("WORLD_SIZE", "2")
+    assert training_device("auto") == training_device("cuda") == torch.device("cuda", 1)
+    assert training_device("cpu") == torch.device("cpu")
 
 
 def test_negative_fanouts_parse_as_separate_words():
@@ -253,55 +263,6 @@ def test_ctrl_c_stops_cleanly_and_says_where_the_checkpoint_is(tmp_path):
         err,
     )
     assert checkpoint.is_file()
-
-
-def test_readme_shows_the_commands_tested_here():
-    commands = readme_commands()
-    assert len(commands) >= 10
-    assert any("--fanouts -1,-1" in command for command in commands)
-
-
-@pytest.mark.parametrize("command", readme_commands())
-def test_readme_command_parses(command):
-    args = cli.build_parser().parse_args(join_negative_values(readme_argv(command)))
-    assert args.run is not None
-
-
-CHEAP = [
-    c for c in readme_commands() if c.split()[1] in ("train", "datasets") and "--nproc" not in c
-]
-
-
-@pytest.mark.parametrize("command", CHEAP)
-def test_readme_command_runs(command, tmp_path, monkeypatch, capsys):
-    argv = readme_argv(command)
-    if "--scale" in argv:  # the README's is papers-sized (9 GB): the same command, smaller
-        argv[argv.index("--scale") + 1] = "14"
-    if argv[0] == "train":
-        if "--epochs" in argv:
-            argv[argv.index("--epochs") + 1] = "1"
-        else:
-            argv += ["--epochs", "1"]
-        argv += ["--no-progress"]
-    shared = [a for a in argv if a.startswith("../shared/")]
-    if shared and not (REPO / shared[0]).exists():
-        pytest.skip(f"{REPO / shared[0]} (real dataset files) not found")
-    if not shared and "DIR" not in argv:
-        argv += ["--root", str(tmp_path)]
-    argv = [str(tmp_path) if a == "DIR" else a for a in argv]
-    monkeypatch.chdir(REPO)
-    assert main(join_negative_values(argv)) == 0
-    json.loads(capsys.readouterr().out.splitlines()[-1])
-
-
-def test_readme_python_example_trains_and_reports_accuracy(tmp_path, monkeypatch, capsys):
-    code = re.search(r"## Use it from Python\n\n```python\n(.*?)```", README, flags=re.S)[1]
-    monkeypatch.setenv("GRAPHENGINE_DATA", str(tmp_path))
-    exec(compile(code, "README.md", "exec"), {"__name__": "readme"})
-    lines = capsys.readouterr().out.splitlines()
-    assert [line.split(":")[0] for line in lines[:-1]] == [f"epoch {e}" for e in range(1, 6)]
-    # synthetic-small's classes are learnable from the graph: far above chance (1/8).
-    assert float(lines[-1].removeprefix("test accuracy ")) > 0.8
 
 
 def test_interrupted_launcher_exits_130(monkeypatch, caplog):
