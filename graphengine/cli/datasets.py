@@ -11,7 +11,13 @@ from .options import add_command, add_root
 
 def add_parser(commands) -> None:
     datasets = add_command(
-        commands, "datasets", "list the catalog, what is on disk and the .npz files in the root"
+        commands,
+        "datasets",
+        "list the catalog, what is on disk and the .npz files in the root",
+        description="List every dataset of the catalog with its description and whether it is "
+        "on disk under the data root (--root, else $GRAPHENGINE_DATA, else the clone's "
+        "datasets/ folder, else ~/.cache/graphengine/datasets), then the gnn-benchmark .npz "
+        "files found there. Prints a table, then one JSON line.",
     )
     add_root(datasets)
     datasets.set_defaults(run=run)

@@ -10,7 +10,7 @@ from pathlib import Path
 
 from graphengine.data.disk_io import ACCESS
 from graphengine.datasets import CATALOG
-from graphengine.datasets.catalog import PAPERS_SCALE
+from graphengine.datasets.catalog import PAPERS_SCALE, is_heterogeneous
 from graphengine.parallel.select import PARALLEL_MODES
 
 from . import values
@@ -57,13 +57,17 @@ def add_root(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--root", help=ROOT_HELP)
 
 
-def add_dataset(parser: argparse.ArgumentParser, default: str = "synthetic-small") -> None:
+def add_dataset(
+    parser: argparse.ArgumentParser, default: str = "synthetic-small", heterogeneous: bool = False
+) -> None:
     """``--dataset``, ``--root`` and ``--scale`` (synthetic-papers' size; the command line
-    is checked and ``--dataset`` renamed to the scaled store by :func:`apply_scale`)."""
+    is checked and ``--dataset`` renamed to the scaled store by :func:`apply_scale`). The help
+    lists the heterogeneous catalog datasets only for a command that takes them."""
+    names = [name for name in CATALOG if heterogeneous or not is_heterogeneous(name)]
     parser.add_argument(
         "--dataset",
         default=default,
-        help=f"a catalog name ({', '.join(CATALOG)}), the folder of a store graphengine wrote "
+        help=f"a catalog name ({', '.join(names)}), the folder of a store graphengine wrote "
         "(generate, convert, reorder), or the path of a gnn-benchmark .npz file",
     )
     add_root(parser)

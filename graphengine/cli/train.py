@@ -63,7 +63,7 @@ def add_parser(commands) -> None:
         description=DESCRIPTION,
         epilog=EPILOG,
     )
-    options.add_dataset(train)
+    options.add_dataset(train, heterogeneous=True)
     _add_model_options(train)
     _add_task_options(train)
     _add_feature_options(train)

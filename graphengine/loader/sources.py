@@ -185,9 +185,9 @@ def graph_and_gather(
         return graph, gather
     if not isinstance(data, Data):
         raise TypeError(
-            f"'data' must be a torch_geometric.data.Data, a graphengine GraphDataset or a "
-            f"(FeatureStore, Graph) pair (got {type(data).__name__}); HeteroData and PyG's "
-            "remote stores are not supported yet"
+            f"'data' must be a PyG Data or HeteroData, a PyG (FeatureStore, GraphStore) pair, "
+            f"a graphengine GraphDataset or a (FeatureStore, Graph) pair "
+            f"(got {type(data).__name__})"
         )
     graph = Graph.from_data(data)
     return graph, GatherDataFeatures(data, graph, pin_memory, device)
