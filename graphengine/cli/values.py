@@ -153,3 +153,14 @@ def host_counts(text: str) -> list[int]:
     if any(c < 2 for c in counts):
         raise argparse.ArgumentTypeError(f"must be counts of 2 or more hosts (got {text!r})")
     return counts
+
+
+def memory_limits(text: str) -> list[str]:
+    """Comma-separated memory limits, each ``none``, a share of the store (``40%``) or bytes
+    (``4GiB``), as :func:`graphengine.bench.memory_limits.parse_limit` checks them."""
+    from graphengine.bench.memory_limits import parse_limit
+
+    try:
+        return [parse_limit(part) for part in text.split(",")]
+    except ValueError as error:
+        raise argparse.ArgumentTypeError(str(error)) from None
