@@ -13,6 +13,8 @@ import os
 import tempfile
 from pathlib import Path
 
+PLOT_SUFFIXES = (".png", ".svg", ".pdf")
+
 
 def check_output_file(option: str, path: str | Path, replaced: bool = False) -> None:
     """Refuse ``path`` as the file ``option`` writes: a directory, or a file whose directory
@@ -27,6 +29,23 @@ def check_output_file(option: str, path: str | Path, replaced: bool = False) -> 
         raise ValueError(f"{option} '{path}' is not writable")
     directory = _existing_ancestor(target.parent) if replaced else target.parent
     _check_writable_directory(option, path, directory)
+
+
+def check_plot_file(path: str | Path) -> None:
+    """Refuse ``--plot``'s ``path`` before a benchmark runs: not a file that can be written
+    (:func:`check_output_file`), a format matplotlib is not asked for here (the suffix:
+    ``.png``, ``.svg`` or ``.pdf``), or matplotlib missing."""
+    from graphengine.plot.figure import pyplot
+
+    check_output_file("--plot", path)
+    if Path(path).suffix.lower() not in PLOT_SUFFIXES:
+        raise ValueError(
+            f"--plot '{path}': expected a file ending in {', '.join(PLOT_SUFFIXES)} (the format)"
+        )
+    try:
+        pyplot()
+    except ImportError as error:
+        raise ValueError(f"--plot '{path}': {error}") from None
 
 
 def check_output_directory(option: str, path: str | Path) -> None:
