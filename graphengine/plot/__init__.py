@@ -7,5 +7,14 @@ and ``graphengine plot METRICS.jsonl`` draws a training run from the JSON lines
 """
 
 from graphengine.plot.figure import new_figure, pyplot, save_figure
+from graphengine.plot.memory import plot_memory_limits
+from graphengine.plot.parallel import plot_parallel_widths, plot_plan_bench
 
-__all__ = ["new_figure", "pyplot", "save_figure"]
+__all__ = [
+    "new_figure",
+    "plot_memory_limits",
+    "plot_parallel_widths",
+    "plot_plan_bench",
+    "pyplot",
+    "save_figure",
+]
