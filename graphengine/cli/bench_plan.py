@@ -7,7 +7,7 @@ import logging
 
 from graphengine.bench.plan_stats import CANDIDATES, LINKS
 
-from . import options, values
+from . import options, paths, values
 from .errors import USAGE
 
 log = logging.getLogger(__name__)
@@ -101,6 +101,11 @@ def add_parser(benches) -> None:
         default=600.0,
         help="seconds one plan or training run may take before it is stopped (and failed)",
     )
+    options.add_plot(
+        plan,
+        help="draw every candidate's measured and predicted epoch against the hosts, a panel "
+        "per link and width, the planner's choice ringed",
+    )
     plan.set_defaults(run=run)
 
 
@@ -109,11 +114,13 @@ def run(args) -> int:
     from graphengine.bench.plan import run as run_bench
     from graphengine.distributed.emulated_cluster import emulation_unavailable
 
+    if args.plot is not None:
+        paths.check_plot_file(args.plot)
     unavailable = emulation_unavailable()
     if unavailable is not None:
         log.error("graphengine bench plan runs on an emulated cluster: %s", unavailable)
         return USAGE
-    run_bench(
+    summary = run_bench(
         BenchConfig(
             hosts=args.hosts,
             links=args.links,
@@ -133,4 +140,8 @@ def run(args) -> int:
             run_timeout_s=args.run_timeout,
         )
     )
+    if args.plot is not None:
+        from graphengine.plot.parallel import plot_plan_bench
+
+        log.info("drew %s", plot_plan_bench(summary["results"], args.plot))
     return 0

@@ -4,10 +4,14 @@
 from __future__ import annotations
 
 import argparse
+import logging
 
 from graphengine.nn.forward import FORWARDS
 
-from . import options, values
+from . import options, paths, values
+from .errors import USAGE
+
+log = logging.getLogger(__name__)
 
 MODELS = ["sage", "gat", "gcn"]
 
@@ -29,6 +33,7 @@ def add_parser(benches) -> None:
     _add_peer_options(train)
     _add_graphengine_options(train)
     _add_parallel_options(train)
+    _add_memory_options(train)
     train.set_defaults(run=run)
 
 
@@ -144,13 +149,44 @@ def _add_parallel_options(train: argparse.ArgumentParser) -> None:
     )
 
 
+def _add_memory_options(train: argparse.ArgumentParser) -> None:
+    """Instead of the peers' comparison: graphengine's steps under memory limits, and the
+    figure of those or of --parallel hybrid."""
+    train.add_argument(
+        "--memory-limits",
+        type=values.memory_limits,
+        metavar="LIMITS",
+        help="instead: graphengine's steps (as --variants cli) once per limit, each in a fresh "
+        "process started cold (page cache dropped) in a cgroup v1 memory group of that size "
+        "(root): shares of the store on disk (40%%), bytes (4GiB) or none (no group), e.g. "
+        "none,60%%,40%%; a run the OOM killer ends is a row saying so",
+    )
+    train.add_argument(
+        "--run-timeout",
+        type=values.positive_float,
+        help="with --memory-limits: seconds one run may take before it is killed (and its "
+        "row failed); default: no limit",
+    )
+    options.add_plot(
+        train,
+        help="with --parallel hybrid: draw seconds a step against the feature width per mode; "
+        "with --memory-limits: seconds a step, its phases and the reads against the limit",
+    )
+
+
 def run(args) -> int:
     from graphengine.bench import parallel, train
 
+    if args.plot is not None:
+        if args.parallel != "hybrid" and args.memory_limits is None:
+            raise ValueError("--plot draws --parallel hybrid's or --memory-limits' results")
+        paths.check_plot_file(args.plot)
+    if args.memory_limits is not None:
+        return _memory_limits(args)
     if args.parallel == "hybrid":
         if args.nproc < 2:
             raise ValueError(f"--parallel hybrid needs --nproc 2 or more (got {args.nproc})")
-        parallel.run(
+        summary = parallel.run(
             args.dataset,
             args.widths,
             args.hiddens,
@@ -161,6 +197,10 @@ def run(args) -> int:
             root=args.root,
             link_gbps=args.link_gbps,
         )
+        if args.plot is not None:
+            from graphengine.plot.parallel import plot_parallel_widths
+
+            log.info("drew %s", plot_parallel_widths(summary, args.plot))
         return 0
     if args.nproc > 1:
         train.run_workers(
@@ -189,4 +229,40 @@ def run(args) -> int:
         feature_cache=args.feature_cache,
         variants=args.variants,
     )
+    return 0
+
+
+def _memory_limits(args) -> int:
+    """``--memory-limits``: graphengine's process of the train bench once per limit."""
+    from graphengine.bench import memory_limits
+
+    if args.vs or args.nproc > 1 or args.parallel == "hybrid":
+        raise ValueError("--memory-limits runs graphengine alone: no --vs, --nproc or --parallel")
+    missing = memory_limits.unavailable(args.memory_limits)
+    if missing is not None:
+        log.error("graphengine bench train --memory-limits: %s", missing)
+        return USAGE
+    config = {
+        "dataset": args.dataset,
+        "root": args.root,
+        "fanouts": args.fanouts,
+        "batch_size": args.batch_size,
+        "hidden": args.hidden,
+        "batches": args.batches,
+        "threads": args.threads,
+        "seed": 0,
+        "forward": args.forward,
+        "device": args.device,
+        "sample_on": None if args.sample_on == "auto" else args.sample_on,
+        "tune_peers": False,
+        "precision": args.precision,
+        "model": args.model,
+        "access": args.access,
+        "feature_cache": args.feature_cache,
+    }
+    summary = memory_limits.run(args.memory_limits, config, timeout_s=args.run_timeout)
+    if args.plot is not None:
+        from graphengine.plot.memory import plot_memory_limits
+
+        log.info("drew %s", plot_memory_limits(summary, args.plot))
     return 0
