@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import json
 import logging
+import math
 import os
 import re
 import subprocess
@@ -134,6 +135,12 @@ def run(
     if missing is not None:
         raise RuntimeError(missing)
     dataset = load_dataset(config["dataset"], root=config["root"])  # generated here once
+    batches_per_epoch = math.ceil(len(dataset.train_idx) / config["batch_size"])
+    if config["batches"] + 1 > batches_per_epoch:
+        raise ValueError(
+            f"'batches' must be at most {batches_per_epoch - 1}: an epoch has "
+            f"{batches_per_epoch} batches, and the timed steps start with a warm-up step"
+        )
     folder, store_bytes = store_size(dataset)
     del dataset  # its maps would keep their pages from being dropped
     log.info("the store %s takes %.2f GB", folder, store_bytes / 1e9)
@@ -199,7 +206,7 @@ def _measurements(returncode: int | None, stdout: str, oom_kills: int | None, ti
             return empty | {"error": "killed by the OOM killer"}
         return empty | {"error": f"exited with code {returncode} (its log is above)"}
     out = json.loads(stdout.splitlines()[-1])
-    batches = out["wall"] / out["step_s"]
+    batches = out["wall"] / out["step_s"]  # the process's step_s is its wall over its steps
     io = out["io_per_step"]
     return {
         "step_s": out["step_s"],
