@@ -65,7 +65,8 @@ def plot_memory_limits(summary: dict, path: str | Path) -> Path:
         axes.set_xticklabels(labels)
         axes.set_xlabel("memory limit (a cgroup; none: no group)")
         axes.grid(axis="y", alpha=0.3)
-        axes.margins(y=0.15)
+        axes.margins(y=0.15)  # room above the bars for the fault counts
+        axes.set_ylim(bottom=0)
         for position, row in zip(positions, rows, strict=True):
             if row["error"] is not None:
                 # From just above the axis, in axes units: the panel's scale does not matter.
@@ -78,8 +79,8 @@ def plot_memory_limits(summary: dict, path: str | Path) -> Path:
                     va="bottom",
                     transform=axes.get_xaxis_transform(),
                 )
-    store_gb = summary["store_bytes"] / 1e9
-    figure.suptitle(f"{summary['dataset']} ({store_gb:.2f} GB on disk), each run cold")
+    store = _size(summary["store_bytes"])
+    figure.suptitle(f"{summary['dataset']} ({store} on disk), each run cold")
     return save_figure(figure, path)
 
 
@@ -94,4 +95,9 @@ def _limit_label(row: dict) -> str:
     """``none``, or the limit's text and its GB."""
     if row["limit_bytes"] is None:
         return "none"
-    return f"{row['limit']}\n{row['limit_bytes'] / 1e9:.2f} GB"
+    return f"{row['limit']}\n{_size(row['limit_bytes'])}"
+
+
+def _size(size: int) -> str:
+    """Bytes as GB, or as MB below one GB."""
+    return f"{size / 1e9:.2f} GB" if size >= 1e9 else f"{size / 1e6:.1f} MB"

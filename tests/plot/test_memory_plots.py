@@ -51,7 +51,7 @@ def test_the_figure_draws_each_limits_step_phases_and_reads(tmp_path, monkeypatc
     assert heights == [2.0, 9.0, 0.0, 0.1, 3.0, 0.0, 1.5, 8.0, 0.0, 0.4, 0.5, 0.0]
     assert [bar.get_height() for bar in reads.patches] == [500.0, 2000.0, 0.0]
     labels = [label.get_text() for label in times.get_xticklabels()]
-    assert labels == ["none", "40%\n4.00 GB", "1%\n0.10 GB"]
+    assert labels == ["none", "40%\n4.00 GB", "1%\n100.0 MB"]
     texts = [text.get_text() for text in reads.texts]
     assert texts == ["10 major faults", "30,000 major faults", "killed by the OOM killer"]
     assert "10.00 GB on disk" in figures[0].texts[0].get_text()
