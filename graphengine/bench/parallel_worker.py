@@ -69,7 +69,9 @@ def main(config: dict, out: Path) -> None:
     trainer.train_epoch()  # warm-up, untimed
     dist.barrier()
     metrics = trainer.train_epoch()
-    columns = trainer.batches.feature_columns
+    # Hybrid's batches hold their columns of the table; data parallel's have none: each
+    # worker maps the whole table.
+    columns = getattr(trainer.batches, "feature_columns", None)
     report = {
         "rank": dist.get_rank(),
         "steps": len(trainer.train_loader),
