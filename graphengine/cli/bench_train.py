@@ -1,5 +1,6 @@
 """``graphengine bench train``: end-to-end training steps against PyG's and DGL's loops; with
-``--nproc`` data-parallel epochs, with ``--parallel hybrid`` hybrid against data parallelism."""
+``--nproc`` data-parallel epochs, with ``--parallel hybrid`` hybrid against data parallelism,
+with ``--memory-limits`` graphengine's steps under memory limits; ``--plot`` draws the last two."""
 
 from __future__ import annotations
 
