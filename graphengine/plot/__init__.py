@@ -8,13 +8,21 @@ and ``graphengine plot METRICS.jsonl`` draws a training run from the JSON lines
 
 from graphengine.plot.figure import new_figure, pyplot, save_figure
 from graphengine.plot.memory import plot_memory_limits
+from graphengine.plot.metrics import plot_metrics, read_metrics
 from graphengine.plot.parallel import plot_parallel_widths, plot_plan_bench
+from graphengine.plot.sampling import plot_loaders, plot_scaling
+from graphengine.plot.training import plot_step
 
 __all__ = [
     "new_figure",
+    "plot_loaders",
     "plot_memory_limits",
+    "plot_metrics",
     "plot_parallel_widths",
     "plot_plan_bench",
+    "plot_scaling",
+    "plot_step",
     "pyplot",
+    "read_metrics",
     "save_figure",
 ]

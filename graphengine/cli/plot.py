@@ -1,0 +1,88 @@
+"""``graphengine plot``: a training run's loss and accuracy per epoch, from the JSON lines
+``graphengine train`` writes; and the check every ``--plot FILE`` of a bench makes first."""
+
+from __future__ import annotations
+
+import logging
+from pathlib import Path
+
+from . import options
+from .output import print_json
+from .paths import check_output_file
+
+log = logging.getLogger(__name__)
+
+DESCRIPTION = (
+    "Draw training runs' loss and accuracy (or link prediction's AUC, MRR, Hits@K) per epoch "
+    "from the JSON lines 'graphengine train --metrics FILE' writes (or its stdout, saved). "
+    "Several files overlay their runs, each labeled with its file's name."
+)
+EPILOG = """\
+output: the figure (PNG, or SVG or PDF by --out's suffix), then one JSON line: figure (its
+path) and runs (each run's label and epochs drawn). Exit code 2: a file missing, a line
+that is not JSON (the file and line named), a file without epoch records, an --out that
+cannot be written, or matplotlib missing (pip install 'graphengine[plot]')."""
+
+
+def add_parser(commands) -> None:
+    plot = options.add_command(
+        commands,
+        "plot",
+        "draw training runs' loss and accuracy per epoch (needs matplotlib)",
+        description=DESCRIPTION,
+        epilog=EPILOG,
+    )
+    plot.add_argument(
+        "metrics",
+        nargs="+",
+        type=Path,
+        metavar="METRICS.jsonl",
+        help="JSON lines of graphengine train (--metrics FILE, or its stdout)",
+    )
+    plot.add_argument(
+        "--out",
+        type=Path,
+        metavar="FILE.png",
+        help="the figure's file (default: the first METRICS file with the suffix .png)",
+    )
+    plot.set_defaults(run=run)
+
+
+def run(args) -> int:
+    from graphengine.plot import plot_metrics, read_metrics
+
+    out = args.out if args.out is not None else args.metrics[0].with_suffix(".png")
+    check_figure_output("--out", out)
+    runs = {label: read_metrics(path) for label, path in _labels(args.metrics).items()}
+    plot_metrics(runs, out)
+    log.info("figure written to %s", out)
+    print_json({"figure": str(out), "runs": {k: len(v) for k, v in runs.items()}})
+    return 0
+
+
+def check_figure_output(option: str, path: str | Path) -> None:
+    """Refuse ``option``'s figure file before any work (a long benchmark): a path that cannot
+    be written (:func:`~graphengine.cli.paths.check_output_file`), a suffix matplotlib does
+    not write, or matplotlib missing; each a ``ValueError`` naming the option (exit code 2)."""
+    from graphengine.plot import pyplot
+
+    check_output_file(option, path)
+    try:
+        pyplot()
+    except ImportError as error:
+        raise ValueError(f"{option} '{path}': {error}") from None
+    from matplotlib.backend_bases import FigureCanvasBase
+
+    formats = FigureCanvasBase.get_supported_filetypes()
+    if Path(path).suffix.lstrip(".").lower() not in formats:
+        raise ValueError(
+            f"{option} '{path}': the suffix gives the figure's format, one of "
+            f"{', '.join('.' + f for f in sorted(formats))}"
+        )
+
+
+def _labels(paths: list[Path]) -> dict[str, Path]:
+    """Each file's run label: its name without the suffix, or its whole path where two
+    files share a name."""
+    stems = [p.stem for p in paths]
+    return {(p.stem if stems.count(p.stem) == 1 else str(p)): p for p in paths}

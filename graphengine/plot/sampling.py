@@ -1,0 +1,133 @@
+"""Figures of the sampling benchmarks: ``graphengine bench scaling --plot`` (the cost per
+sampled edge against graph size, one line per library) and ``graphengine bench sample
+--plot`` (each loader's throughput, one bar per row of the bench's table)."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from pathlib import Path
+
+from graphengine.plot.figure import new_figure, save_figure
+
+# The libraries of ``bench scaling``, in the figure's order: summary key -> legend label.
+SCALING_LINES = {
+    "ns_per_edge": "graphengine NeighborSampler",
+    "pyg_ns_per_edge": "PyG NeighborLoader (graph only)",
+    "dgl_ns_per_edge": "DGL DataLoader + NeighborSampler (graph only)",
+}
+# A value axis spanning more than this ratio is drawn on a log scale.
+LOG_SPAN = 10.0
+
+
+def plot_scaling(summary: dict, path: str | Path):
+    """Draw ``bench scaling``'s cost per sampled edge against the graph's nodes, one line per
+    library, to ``path``; returns the figure (closed, its axes still readable).
+
+    Args:
+        summary: ``bench scaling``'s JSON line: ``ns_per_edge`` (graphengine's) and, for each
+            peer timed, ``pyg_ns_per_edge`` or ``dgl_ns_per_edge``, each a dict from
+            ``"2^k"`` (the graph has ``2**k`` nodes) to nanoseconds per sampled edge (a
+            float); ``fanouts`` (list of int), ``batch_size`` and ``threads`` (int) for the
+            title. A peer that could not run (its key holds why, a str) gets no line.
+        path: the figure's file; its suffix gives the format (``.png``, ``.svg``, ``.pdf``).
+
+    The x axis is the nodes, ``2**k``, on a log2 scale; the y axis is log-scaled where the
+    values span more than :data:`LOG_SPAN` times.
+    """
+    figure, (axes,) = new_figure(width=7.2, height=4.5)
+    values = []
+    sizes = set()
+    for key, label in SCALING_LINES.items():
+        costs = summary.get(key)
+        if not isinstance(costs, dict):
+            continue
+        nodes = [2 ** _log2(size) for size in costs]
+        axes.plot(nodes, list(costs.values()), marker="o", label=label)
+        values += list(costs.values())
+        sizes.update(nodes)
+    axes.set_xscale("log", base=2)
+    axes.set_xticks(sorted(sizes), [f"$2^{{{n.bit_length() - 1}}}$" for n in sorted(sizes)])
+    axes.minorticks_off()
+    _log_if_wide(axes, values, "y")
+    axes.set_xlabel("graph nodes (mean degree 23)")
+    axes.set_ylabel("ns per sampled edge (lower is better)")
+    axes.set_title(
+        f"Sampling cost as the graph grows: fanouts {_fanouts(summary['fanouts'])}, "
+        f"batches of {summary['batch_size']}, {summary['threads']} threads",
+        fontsize="medium",
+    )
+    axes.grid(True, which="both", alpha=0.3)
+    axes.legend(fontsize="small")
+    save_figure(figure, path)
+    return figure
+
+
+def plot_loaders(
+    headers: Sequence[str],
+    rows: Sequence[Sequence],
+    columns: Sequence[str],
+    title: str,
+    path: str | Path,
+):
+    """Draw a loader bench's table as horizontal bars, one panel per column of ``columns``
+    and one bar per row with a number there, to ``path``; returns the figure (closed).
+
+    Args:
+        headers: the table's headers; the first column holds each row's label.
+        rows: the table's rows (``headers``' order); a cell that is not a number (``"-"``:
+            a peer that could not run) gets no bar.
+        columns: the headers of the values drawn, e.g. ``["seeds/s", "edges/s"]``.
+        title: the figure's title (the dataset and the loaders' parameters).
+        path: the figure's file; its suffix gives the format.
+
+    Bars run top to bottom in the table's order, each labeled with its value; an axis whose
+    values span more than :data:`LOG_SPAN` times is log-scaled.
+    """
+    labels = [str(row[0]) for row in rows]
+    figure, panels = new_figure(len(columns), width=5.6, height=0.9 + 0.45 * len(rows))
+    from matplotlib.ticker import EngFormatter  # after new_figure: its error if it is missing
+
+    for axes, column in zip(panels, columns, strict=True):
+        at = list(headers).index(column)
+        drawn = [(i, row[at]) for i, row in enumerate(rows) if _is_number(row[at])]
+        bars = axes.barh([i for i, _ in drawn], [v for _, v in drawn], color="C0")
+        axes.bar_label(bars, labels=[_short(v) for _, v in drawn], padding=3, fontsize="small")
+        axes.set_yticks(range(len(rows)), labels if axes is panels[0] else [])
+        axes.invert_yaxis()
+        _log_if_wide(axes, [v for _, v in drawn], "x")
+        axes.xaxis.set_major_formatter(EngFormatter())
+        axes.margins(x=0.2)
+        axes.set_xlabel(f"{column} (higher is better)")
+        axes.grid(True, axis="x", alpha=0.3)
+    figure.suptitle(title, fontsize="medium")
+    save_figure(figure, path)
+    return figure
+
+
+def _log2(size: str) -> int:
+    """``k`` of a ``"2^k"`` key of ``bench scaling``'s summary."""
+    return int(size.removeprefix("2^"))
+
+
+def _fanouts(fanouts: Sequence[int]) -> str:
+    return ",".join(map(str, fanouts))
+
+
+def _is_number(value) -> bool:
+    return isinstance(value, int | float) and not isinstance(value, bool)
+
+
+def _short(value: float) -> str:
+    """A bar's label: three significant digits with an SI prefix (``12.3 M``)."""
+    for prefix, scale in (("G", 1e9), ("M", 1e6), ("k", 1e3)):
+        if abs(value) >= scale:
+            return f"{value / scale:.3g} {prefix}"
+    return f"{value:.3g}"
+
+
+def _log_if_wide(axes, values: Sequence[float], axis: str) -> None:
+    """Log-scale ``axes``' ``axis`` (``"x"`` or ``"y"``) where the positive ``values`` span
+    more than :data:`LOG_SPAN` times."""
+    positive = [v for v in values if v > 0]
+    if positive and max(positive) > LOG_SPAN * min(positive):
+        (axes.set_xscale if axis == "x" else axes.set_yscale)("log")

@@ -1,0 +1,91 @@
+"""The figure of ``graphengine bench train --plot``: seconds per training step per library,
+graphengine's split into the phases the bench measures."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from graphengine.plot.figure import new_figure, save_figure
+
+# ``bench train``'s libraries (keys of its ``step_s_by_library``) -> bar labels.
+LIBRARIES = {
+    "graphengine": "graphengine (as its CLI runs)",
+    "graphengine_user": "graphengine (library user)",
+    "graphengine_uncached": "graphengine (user, host cache off)",
+    "pyg": "PyG NeighborLoader loop",
+    "dgl": "DGL DataLoader loop",
+}
+# The parts of graphengine's step on the training thread, in stacking order; they sum to
+# the step. The loader's sample and gather threads run beside them (the second panel).
+STEP_PARTS = {
+    "compute": "model step (forward, backward, optimizer)",
+    "waiting": "waiting for the loader",
+    "other": "rest of the step",
+}
+
+
+def plot_step(summary: dict, path: str | Path):
+    """Draw ``bench train``'s seconds per step, one bar per library, to ``path``; returns
+    the figure (closed, its axes still readable).
+
+    Args:
+        summary: ``bench train``'s JSON line: ``step_s_by_library`` (library -> dict with
+            ``median``, seconds a step), ``step_s`` (graphengine's median), ``stage_s``
+            (graphengine's pipeline stages -> seconds over the ``batches`` timed steps:
+            ``sample``, ``gather``, ``waiting``, ``compute``, more on a GPU), ``batches``,
+            and ``dataset``, ``model``, ``batch_size``, ``threads``, ``device`` for the title.
+        path: the figure's file; its suffix gives the format.
+
+    The left panel stacks graphengine's step (:data:`STEP_PARTS`: the model's compute, the
+    wait for the next batch and the rest, which sum to its median step); the peers' steps
+    are not split (their benches time the whole step). The right panel shows graphengine's
+    stages a step: the loader's threads sample and gather the next batches while the model
+    computes, so these overlap and their sum exceeds the step (drawn as a line).
+    """
+    figure, (steps, stages) = new_figure(2, width=5.8, height=3.6)
+    per_step = {k: v / summary["batches"] for k, v in summary["stage_s"].items()}
+    # graphengine's row always runs: first, stacked; then the others as the bench ran them.
+    libraries = [k for k in LIBRARIES if k in summary["step_s_by_library"]]
+    step_s = summary["step_s"]
+    parts = {
+        "compute": per_step["compute"],
+        "waiting": per_step["waiting"],
+        "other": max(0.0, step_s - per_step["compute"] - per_step["waiting"]),
+    }
+    left = 0.0
+    for i, (key, label) in enumerate(STEP_PARTS.items()):
+        steps.barh([0], [parts[key]], left=left, label=label, color=f"C{i}")
+        left += parts[key]
+    medians = [summary["step_s_by_library"][k]["median"] for k in libraries[1:]]
+    bars = steps.barh(
+        range(1, len(libraries)), medians, color="0.6", label="whole step (not split)"
+    )
+    steps.bar_label(bars, labels=[f"{m:.3g} s" for m in medians], padding=3, fontsize="small")
+    steps.text(step_s, 0, f" {step_s:.3g} s", va="center", fontsize="small")
+    steps.set_yticks(range(len(libraries)), [LIBRARIES[k] for k in libraries])
+    steps.invert_yaxis()
+    steps.margins(x=0.2)
+    steps.set_xlabel("seconds per training step (median; lower is better)")
+    steps.legend(fontsize="x-small", loc="lower right")
+    steps.grid(True, axis="x", alpha=0.3)
+
+    names = [k for k in per_step if k != "waiting"]
+    bars = stages.barh(range(len(names)), [per_step[k] for k in names], color="C0")
+    stages.bar_label(
+        bars, labels=[f"{per_step[k]:.3g} s" for k in names], padding=3, fontsize="small"
+    )
+    stages.axvline(step_s, color="k", linestyle="--", label=f"step: {step_s:.3g} s")
+    stages.set_yticks(range(len(names)), names)
+    stages.invert_yaxis()
+    stages.margins(x=0.2)
+    stages.set_xlabel("seconds per step, each stage (they overlap)")
+    stages.set_title("graphengine's pipeline stages", fontsize="medium")
+    stages.legend(fontsize="x-small", loc="lower right")
+    stages.grid(True, axis="x", alpha=0.3)
+    figure.suptitle(
+        f"Training step, {summary['model']} on {summary['dataset']}: batches of "
+        f"{summary['batch_size']}, {summary['threads']} threads, {summary['device']}",
+        fontsize="medium",
+    )
+    save_figure(figure, path)
+    return figure
