@@ -116,10 +116,13 @@ def run(
     clusters_per_batch: int = 20,
     walk_length: int = 2,
     saint_mode: str = "walk",
+    plot: str | Path | None = None,
 ) -> dict:
     """Time ``batches`` batches (after a warm-up one) of graphengine's ``loader`` and of the
     peers in ``vs`` (``'pyg'``, ``'dgl'``) on ``dataset`` with ``threads`` threads; print a
     table (a peer that cannot run here gets a row saying why) and a JSON line, and return it.
+    With ``plot``, also draw each loader's batches (seed edges for ``link``) and edges per
+    second to that file (:func:`graphengine.plot.plot_loaders`).
     """
     if loader not in LOADERS:
         raise ValueError(f"'loader' must be one of {LOADERS} (got {loader!r})")
@@ -177,6 +180,15 @@ def run(
         **_parameters(loader, work),
     )
     print_report(_headers(loader), rows, summary)
+    if plot is not None:
+        from graphengine.plot import plot_loaders
+
+        columns = ["batches/s", *(["seed edges/s"] if loader == "link" else []), "edges/s"]
+        title = (
+            f"{loader} loaders on {dataset}: batches of {batch_size}, {threads} "
+            f"thread{'s' if threads != 1 else ''}"
+        )
+        plot_loaders(_headers(loader), rows, columns, title, plot)
     return summary
 
 

@@ -7,6 +7,7 @@ from __future__ import annotations
 import logging
 import time
 from collections.abc import Sequence
+from pathlib import Path
 
 import numba
 import numpy as np
@@ -39,6 +40,7 @@ def run(
     vs: Sequence[str] = (),
     seed: int = 0,
     device: str = "cpu",
+    plot: str | Path | None = None,
 ) -> dict:
     """Time ``batches`` batches of the training split; print a table and a JSON line.
 
@@ -50,7 +52,8 @@ def run(
     ``feat`` and ``label``) on the same seeds; a peer that cannot run here is logged, with
     why, and its row says so. With a CUDA ``device``, also the sampler on that GPU alone and
     the NeighborLoader with batches on it (two sampling threads), sampled on the GPU and on
-    the CPU.
+    the CPU. With ``plot``, also draws each row's seeds and edges per second to that file
+    (:func:`graphengine.plot.plot_loaders`).
     """
     check_peers(vs)
     set_threads(threads)
@@ -118,9 +121,18 @@ def run(
                 f"inline_speedup_vs_{key}": (inline_edges / inline_s) / peer_rate,
             }
         )
-    print_report(["loader", "seeds", "edges", "seconds", "seeds/s", "edges/s"], rows, summary)
+    headers = ["loader", "seeds", "edges", "seconds", "seeds/s", "edges/s"]
+    print_report(headers, rows, summary)
     for key in (peer for peer in PEERS if isinstance(summary.get(peer), str)):
         log.warning("%s not run: %s", peers[key][0], summary[key])
+    if plot is not None:
+        from graphengine.plot import plot_loaders
+
+        title = (
+            f"NeighborLoader on {dataset}: fanouts {','.join(map(str, fanouts))}, batches of "
+            f"{batch_size}, {threads} thread{'s' if threads != 1 else ''}"
+        )
+        plot_loaders(headers, rows, ["seeds/s", "edges/s"], title, plot)
     return summary
 
 

@@ -1,23 +1,78 @@
-"""``graphengine bench scaling``: sampling cost per edge on graphs of growing size."""
+"""``graphengine bench scaling``: sampling cost per edge on graphs of growing size, against
+PyG's and DGL's loaders on the same graphs (``vs``).
+
+graphengine's row is its ``NeighborSampler`` alone, which returns a batch's sampled edges
+in batch-local ids and its nodes. The peers are timed as their users write them, over the
+graph alone (no node features, so nothing is gathered): PyG's ``NeighborLoader`` over a
+``Data`` holding ``edge_index``, and DGL's ``DataLoader`` with its ``NeighborSampler``
+(:func:`graphengine.bench.peers.measure`: building the loader and its first batch apart,
+then the timed batches), each drawing the same seeds. Each library's cost is its seconds
+over its own count of sampled edges: DGL's blocks sample every layer's destinations again,
+so its batches hold more edges than PyG's or graphengine's.
+"""
 
 from __future__ import annotations
 
+import logging
 import time
+from collections.abc import Sequence
+from pathlib import Path
 
 import numpy as np
+import torch
 
+from graphengine.bench.peers import (
+    PEERS,
+    Unavailable,
+    check_peers,
+    dgl_graph,
+    dgl_module,
+    measure,
+    pyg_sampling,
+)
 from graphengine.bench.report import print_report
 from graphengine.bench.sample import set_threads
+from graphengine.data.graph_store import Graph
 from graphengine.datasets.synthetic import SyntheticSpec, generate
 from samplers import NeighborSampler, SamplerInput
 
+log = logging.getLogger(__name__)
+
+# The peers' rows: key -> the table's name.
+PEER_NAMES = {"pyg": "PyG NeighborLoader", "dgl": "DGL NeighborSampler"}
+
 
 def run(
-    log2_nodes: list[int], fanouts: list[int], batch_size: int, batches: int, threads: int
+    log2_nodes: list[int],
+    fanouts: list[int],
+    batch_size: int,
+    batches: int,
+    threads: int,
+    vs: Sequence[str] = (),
+    plot: str | Path | None = None,
 ) -> dict:
-    """Sample ``batches`` batches on synthetic graphs of ``2**k`` nodes (mean degree ~23)."""
+    """Sample ``batches`` batches on synthetic graphs of ``2**k`` nodes (mean degree ~23);
+    print a table and a JSON line, and return it.
+
+    Args:
+        log2_nodes: the graphs' sizes, ``k`` of ``2**k`` nodes.
+        fanouts, batch_size, batches, threads: each library's sampling, the same for all.
+        vs: peers also timed on each graph (``"pyg"``, ``"dgl"``); one that cannot run here
+            gets a row saying why (its summary key holds the reason) and a logged warning.
+        plot: also draw the cost against the graph size to this file
+            (:func:`graphengine.plot.plot_scaling`).
+
+    Returns:
+        The JSON line as a dict: ``ns_per_edge`` (``"2^k"`` -> graphengine's nanoseconds a
+        sampled edge), ``max_over_min`` (its spread over the sizes) and, per peer that ran,
+        ``pyg_ns_per_edge`` / ``dgl_ns_per_edge`` likewise.
+    """
+    check_peers(vs)
     set_threads(threads)
+    peers = [peer for peer in PEERS if peer in vs]
     rows, costs = [], {}
+    peer_costs: dict[str, dict[str, float]] = {peer: {} for peer in peers}
+    errors: dict[str, str] = {}
     for k in log2_nodes:
         n = 2**k
         spec = SyntheticSpec(
@@ -44,6 +99,26 @@ def run(
         seconds = time.perf_counter() - start
         costs[k] = seconds / edges * 1e9
         rows.append([f"2^{k}", graph.num_edges, edges, seconds, edges / seconds, costs[k]])
+        for peer in peers:
+            if peer in errors:
+                continue
+            try:
+                timed = TIME_PEER[peer](graph, fanouts, batch_size, seeds, batches)
+            except Unavailable as error:
+                errors[peer] = str(error)
+                continue
+            peer_costs[peer][f"2^{k}"] = timed.seconds / timed.edges * 1e9
+            rows.append(
+                [
+                    f"2^{k}",
+                    graph.num_edges,
+                    timed.edges,
+                    timed.seconds,
+                    timed.edges / timed.seconds,
+                    timed.seconds / timed.edges * 1e9,
+                    PEER_NAMES[peer],
+                ]
+            )
     summary = {
         "bench": "scaling",
         "fanouts": fanouts,
@@ -52,7 +127,62 @@ def run(
         "ns_per_edge": {f"2^{k}": v for k, v in costs.items()},
         "max_over_min": max(costs.values()) / min(costs.values()),
     }
-    print_report(
-        ["nodes", "graph edges", "sampled edges", "seconds", "edges/s", "ns/edge"], rows, summary
-    )
+    for peer in peers:
+        if peer in errors:
+            summary[peer] = errors[peer]
+            rows.append(["-", "-", "-", "-", "-", "-", f"{PEER_NAMES[peer]} (not run)"])
+        else:
+            summary[f"{peer}_ns_per_edge"] = peer_costs[peer]
+    headers = ["nodes", "graph edges", "sampled edges", "seconds", "edges/s", "ns/edge"]
+    if peers:  # a library per row; without peers, the table as it always was
+        headers.append("library")
+        rows = [row if len(row) == len(headers) else [*row, "graphengine"] for row in rows]
+    print_report(headers, rows, summary)
+    for peer in errors:
+        log.warning("%s not run: %s", PEER_NAMES[peer], errors[peer])
+    if plot is not None:
+        from graphengine.plot import plot_scaling
+
+        plot_scaling(summary, plot)
     return summary
+
+
+def _time_pyg(graph: Graph, fanouts: list[int], batch_size: int, seeds, batches: int):
+    """PyG's ``NeighborLoader`` over a ``Data`` of ``graph``'s ``edge_index`` only."""
+    from torch_geometric.data import Data
+    from torch_geometric.loader import NeighborLoader as PyGNeighborLoader
+
+    pyg_sampling()
+    data = Data(edge_index=graph.to_edge_index(), num_nodes=graph.num_nodes)
+
+    def build():
+        return PyGNeighborLoader(
+            data, num_neighbors=fanouts, batch_size=batch_size, input_nodes=torch.from_numpy(seeds)
+        )
+
+    def count(batch) -> tuple[int, int, int]:
+        return batch.batch_size, batch.num_nodes, batch.edge_index.shape[1]
+
+    return measure(build, count, batches)
+
+
+def _time_dgl(graph: Graph, fanouts: list[int], batch_size: int, seeds, batches: int):
+    """DGL's ``DataLoader`` with its ``NeighborSampler`` over ``graph`` (no node data)."""
+    dgl = dgl_module()
+    g = dgl_graph(dgl, graph, {})
+    sampler = dgl.dataloading.NeighborSampler(fanouts)
+
+    def build():
+        return dgl.dataloading.DataLoader(
+            g, torch.from_numpy(seeds), sampler, batch_size=batch_size
+        )
+
+    def count(batch) -> tuple[int, int, int]:
+        input_nodes, output_nodes, blocks = batch
+        return output_nodes.shape[0], input_nodes.shape[0], sum(b.num_edges() for b in blocks)
+
+    return measure(build, count, batches)
+
+
+# Timing a peer on one graph: (graph, fanouts, batch_size, seeds, batches) -> Timed.
+TIME_PEER = {"pyg": _time_pyg, "dgl": _time_dgl}

@@ -34,6 +34,7 @@ import statistics
 import subprocess
 import sys
 import time
+from pathlib import Path
 
 import numpy as np
 import torch
@@ -89,6 +90,7 @@ def run(
     access: str | None = None,
     feature_cache: int | str | None = None,
     variants: str = "all",
+    plot: str | Path | None = None,
 ) -> dict:
     """Time each library's loop ``rounds`` times, each time in a fresh process, alternating
     (graphengine, graphengine as a library user, then the peers in ``vs``: ``"pyg"``,
@@ -105,7 +107,8 @@ def run(
     keeps hot feature rows in memory (the Trainer's), and each graphengine row reports the
     bytes read from disk and the major page faults a step (``io_per_step``) and the cache's
     hit rate. ``variants="cli"`` runs graphengine as its CLI runs it only (no library-user
-    rows)."""
+    rows). With ``plot``, also draw each library's seconds a step, graphengine's split into
+    its stages, to that file (:func:`graphengine.plot.plot_step`)."""
     check_peers(vs)
     if model not in DGL_LAYERS:
         raise ValueError(f"'model' must be one of {sorted(DGL_LAYERS)} (got {model!r})")
@@ -195,6 +198,10 @@ def run(
     profile_rows = _profile_rows(ours[0].get("profile"), summary)
     disk_rows = _disk_rows(ours, summary)
     print_report(headers, rows + stage_rows + disk_rows + profile_rows, summary)
+    if plot is not None:
+        from graphengine.plot import plot_step
+
+        plot_step(summary, plot)
     return summary
 
 

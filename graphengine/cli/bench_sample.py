@@ -4,6 +4,7 @@ PyG's and DGL's."""
 from __future__ import annotations
 
 from . import options, values
+from .plot import check_figure_output, figure_written
 
 LOADERS = ["node", "link", "cluster", "saint"]
 
@@ -50,10 +51,17 @@ def add_parser(benches) -> None:
         help="also time PyG's namesake loaders, where its backend runs them, and/or DGL 2.1's "
         f"({options.DGL_HINT}); a peer that cannot run gets a row saying why",
     )
+    options.add_plot(
+        sample,
+        help="also draw each loader's throughput, a bar per row: seeds and edges per second "
+        "(node), batches, seed edges (link) and edges per second (link, cluster, saint)",
+    )
     sample.set_defaults(run=run)
 
 
 def run(args) -> int:
+    if args.plot is not None:
+        check_figure_output("--plot", args.plot)
     if args.loader == "node":
         from graphengine.bench import sample
 
@@ -66,7 +74,9 @@ def run(args) -> int:
             root=args.root,
             vs=args.vs,
             device=args.device,
+            plot=args.plot,
         )
+        figure_written(args.plot)
         return 0
     if args.device != "cpu":
         raise ValueError(f"--device {args.device} is for --loader node (got {args.loader})")
@@ -85,5 +95,7 @@ def run(args) -> int:
         clusters_per_batch=args.clusters_per_batch,
         walk_length=args.walk_length,
         saint_mode=args.saint_mode,
+        plot=args.plot,
     )
+    figure_written(args.plot)
     return 0

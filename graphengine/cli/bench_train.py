@@ -9,8 +9,9 @@ import logging
 
 from graphengine.nn.forward import FORWARDS
 
-from . import options, paths, values
+from . import options, values
 from .errors import USAGE
+from .plot import check_figure_output, figure_written
 
 log = logging.getLogger(__name__)
 
@@ -170,8 +171,9 @@ def _add_memory_options(train: argparse.ArgumentParser) -> None:
     )
     options.add_plot(
         train,
-        help="with --parallel hybrid: draw seconds a step against the feature width per mode; "
-        "with --memory-limits: seconds a step, its phases and the reads against the limit",
+        help="also draw the results: seconds a step per library, graphengine's split into its "
+        "stages; with --parallel hybrid, seconds a step against the feature width per mode; "
+        "with --memory-limits, seconds a step, its phases and the reads against the limit",
     )
 
 
@@ -179,9 +181,12 @@ def run(args) -> int:
     from graphengine.bench import parallel, train
 
     if args.plot is not None:
-        if args.parallel != "hybrid" and args.memory_limits is None:
-            raise ValueError("--plot draws --parallel hybrid's or --memory-limits' results")
-        paths.check_plot_file(args.plot)
+        if args.nproc > 1 and args.parallel != "hybrid":
+            raise ValueError(
+                "--plot draws the single-process steps, --parallel hybrid or --memory-limits "
+                "(not --nproc's data-parallel epochs)"
+            )
+        check_figure_output("--plot", args.plot)
     if args.memory_limits is not None:
         return _memory_limits(args)
     if args.parallel == "hybrid":
@@ -201,7 +206,7 @@ def run(args) -> int:
         if args.plot is not None:
             from graphengine.plot.parallel import plot_parallel_widths
 
-            log.info("drew %s", plot_parallel_widths(summary, args.plot))
+            figure_written(plot_parallel_widths(summary, args.plot))
         return 0
     if args.nproc > 1:
         train.run_workers(
@@ -229,7 +234,9 @@ def run(args) -> int:
         access=args.access,
         feature_cache=args.feature_cache,
         variants=args.variants,
+        plot=args.plot,
     )
+    figure_written(args.plot)
     return 0
 
 
@@ -265,5 +272,5 @@ def _memory_limits(args) -> int:
     if args.plot is not None:
         from graphengine.plot.memory import plot_memory_limits
 
-        log.info("drew %s", plot_memory_limits(summary, args.plot))
+        figure_written(plot_memory_limits(summary, args.plot))
     return 0

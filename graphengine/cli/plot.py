@@ -10,7 +10,7 @@ from . import options
 from .output import print_json
 from .paths import check_output_file
 
-log = logging.getLogger(__name__)
+log = logging.getLogger("graphengine")
 
 DESCRIPTION = (
     "Draw training runs' loss and accuracy (or link prediction's AUC, MRR, Hits@K) per epoch "
@@ -55,7 +55,7 @@ def run(args) -> int:
     check_figure_output("--out", out)
     runs = {label: read_metrics(path) for label, path in _labels(args.metrics).items()}
     plot_metrics(runs, out)
-    log.info("figure written to %s", out)
+    figure_written(out)
     print_json({"figure": str(out), "runs": {k: len(v) for k, v in runs.items()}})
     return 0
 
@@ -79,6 +79,12 @@ def check_figure_output(option: str, path: str | Path) -> None:
             f"{option} '{path}': the suffix gives the figure's format, one of "
             f"{', '.join('.' + f for f in sorted(formats))}"
         )
+
+
+def figure_written(path: str | Path | None) -> None:
+    """Log where the figure went (nothing without one: no ``--plot``)."""
+    if path is not None:
+        log.info("figure written to %s", path)
 
 
 def _labels(paths: list[Path]) -> dict[str, Path]:

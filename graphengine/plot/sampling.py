@@ -9,11 +9,12 @@ from pathlib import Path
 
 from graphengine.plot.figure import new_figure, save_figure
 
-# The libraries of ``bench scaling``, in the figure's order: summary key -> legend label.
+# The libraries of ``bench scaling``, in the figure's order: summary key -> legend label and
+# color (each library's the same in every figure).
 SCALING_LINES = {
-    "ns_per_edge": "graphengine NeighborSampler",
-    "pyg_ns_per_edge": "PyG NeighborLoader (graph only)",
-    "dgl_ns_per_edge": "DGL DataLoader + NeighborSampler (graph only)",
+    "ns_per_edge": ("graphengine NeighborSampler", "C0"),
+    "pyg_ns_per_edge": ("PyG NeighborLoader (graph only)", "C1"),
+    "dgl_ns_per_edge": ("DGL DataLoader + NeighborSampler (graph only)", "C2"),
 }
 # A value axis spanning more than this ratio is drawn on a log scale.
 LOG_SPAN = 10.0
@@ -37,23 +38,24 @@ def plot_scaling(summary: dict, path: str | Path):
     figure, (axes,) = new_figure(width=7.2, height=4.5)
     values = []
     sizes = set()
-    for key, label in SCALING_LINES.items():
+    for key, (label, color) in SCALING_LINES.items():
         costs = summary.get(key)
         if not isinstance(costs, dict):
             continue
         nodes = [2 ** _log2(size) for size in costs]
-        axes.plot(nodes, list(costs.values()), marker="o", label=label)
+        axes.plot(nodes, list(costs.values()), marker="o", color=color, label=label)
         values += list(costs.values())
         sizes.update(nodes)
     axes.set_xscale("log", base=2)
     axes.set_xticks(sorted(sizes), [f"$2^{{{n.bit_length() - 1}}}$" for n in sorted(sizes)])
     axes.minorticks_off()
-    _log_if_wide(axes, values, "y")
+    if not _log_if_wide(axes, values, "y"):
+        axes.set_ylim(bottom=0)
     axes.set_xlabel("graph nodes (mean degree 23)")
     axes.set_ylabel("ns per sampled edge (lower is better)")
     axes.set_title(
         f"Sampling cost as the graph grows: fanouts {_fanouts(summary['fanouts'])}, "
-        f"batches of {summary['batch_size']}, {summary['threads']} threads",
+        f"batches of {summary['batch_size']}, {_threads(summary['threads'])}",
         fontsize="medium",
     )
     axes.grid(True, which="both", alpha=0.3)
@@ -80,8 +82,9 @@ def plot_loaders(
         title: the figure's title (the dataset and the loaders' parameters).
         path: the figure's file; its suffix gives the format.
 
-    Bars run top to bottom in the table's order, each labeled with its value; an axis whose
-    values span more than :data:`LOG_SPAN` times is log-scaled.
+    Bars run top to bottom in the table's order, each labeled with its value and colored by
+    its library (PyG's and DGL's rows by their labels' first word); an axis whose values
+    span more than :data:`LOG_SPAN` times is log-scaled.
     """
     labels = [str(row[0]) for row in rows]
     figure, panels = new_figure(len(columns), width=5.6, height=0.9 + 0.45 * len(rows))
@@ -90,7 +93,8 @@ def plot_loaders(
     for axes, column in zip(panels, columns, strict=True):
         at = list(headers).index(column)
         drawn = [(i, row[at]) for i, row in enumerate(rows) if _is_number(row[at])]
-        bars = axes.barh([i for i, _ in drawn], [v for _, v in drawn], color="C0")
+        colors = [_library_color(labels[i]) for i, _ in drawn]
+        bars = axes.barh([i for i, _ in drawn], [v for _, v in drawn], color=colors)
         axes.bar_label(bars, labels=[_short(v) for _, v in drawn], padding=3, fontsize="small")
         axes.set_yticks(range(len(rows)), labels if axes is panels[0] else [])
         axes.invert_yaxis()
@@ -104,6 +108,15 @@ def plot_loaders(
     return figure
 
 
+def _library_color(label: str) -> str:
+    """A row's color by the library its label starts with (graphengine's otherwise), as
+    :data:`SCALING_LINES` colors the libraries."""
+    for prefix, color in (("PyG", "C1"), ("DGL", "C2")):
+        if label.startswith(prefix):
+            return color
+    return "C0"
+
+
 def _log2(size: str) -> int:
     """``k`` of a ``"2^k"`` key of ``bench scaling``'s summary."""
     return int(size.removeprefix("2^"))
@@ -111,6 +124,10 @@ def _log2(size: str) -> int:
 
 def _fanouts(fanouts: Sequence[int]) -> str:
     return ",".join(map(str, fanouts))
+
+
+def _threads(threads: int) -> str:
+    return f"{threads} thread" + ("s" if threads != 1 else "")
 
 
 def _is_number(value) -> bool:
@@ -125,9 +142,11 @@ def _short(value: float) -> str:
     return f"{value:.3g}"
 
 
-def _log_if_wide(axes, values: Sequence[float], axis: str) -> None:
+def _log_if_wide(axes, values: Sequence[float], axis: str) -> bool:
     """Log-scale ``axes``' ``axis`` (``"x"`` or ``"y"``) where the positive ``values`` span
-    more than :data:`LOG_SPAN` times."""
+    more than :data:`LOG_SPAN` times; returns whether it did."""
     positive = [v for v in values if v > 0]
-    if positive and max(positive) > LOG_SPAN * min(positive):
+    wide = bool(positive) and max(positive) > LOG_SPAN * min(positive)
+    if wide:
         (axes.set_xscale if axis == "x" else axes.set_yscale)("log")
+    return wide

@@ -42,7 +42,7 @@ def plot_step(summary: dict, path: str | Path):
     stages a step: the loader's threads sample and gather the next batches while the model
     computes, so these overlap and their sum exceeds the step (drawn as a line).
     """
-    figure, (steps, stages) = new_figure(2, width=5.8, height=3.6)
+    figure, (steps, stages) = new_figure(2, width=6.0, height=4.4)
     per_step = {k: v / summary["batches"] for k, v in summary["stage_s"].items()}
     # graphengine's row always runs: first, stacked; then the others as the bench ran them.
     libraries = [k for k in LIBRARIES if k in summary["step_s_by_library"]]
@@ -66,7 +66,7 @@ def plot_step(summary: dict, path: str | Path):
     steps.invert_yaxis()
     steps.margins(x=0.2)
     steps.set_xlabel("seconds per training step (median; lower is better)")
-    steps.legend(fontsize="x-small", loc="lower right")
+    steps.legend(fontsize="x-small", loc="upper center", bbox_to_anchor=(0.5, -0.2), ncols=2)
     steps.grid(True, axis="x", alpha=0.3)
 
     names = [k for k in per_step if k != "waiting"]
@@ -80,7 +80,7 @@ def plot_step(summary: dict, path: str | Path):
     stages.margins(x=0.2)
     stages.set_xlabel("seconds per step, each stage (they overlap)")
     stages.set_title("graphengine's pipeline stages", fontsize="medium")
-    stages.legend(fontsize="x-small", loc="lower right")
+    stages.legend(fontsize="x-small", loc="best")
     stages.grid(True, axis="x", alpha=0.3)
     figure.suptitle(
         f"Training step, {summary['model']} on {summary['dataset']}: batches of "
