@@ -1,0 +1,208 @@
+"""The drawing functions of :mod:`graphengine.plot` on hand-made results: each figure plots
+exactly the numbers it is given (lines' data, bars' lengths, labels), its file is a PNG
+matplotlib reads back, and without matplotlib the error says how to install it."""
+
+import math
+import sys
+
+import pytest
+
+from graphengine.plot import (
+    plot_loaders,
+    plot_metrics,
+    plot_scaling,
+    plot_step,
+    pyplot,
+    read_metrics,
+)
+from graphengine.plot.figure import PLOT_HINT
+from graphengine.train.metrics import json_line
+
+PNG_SIGNATURE = b"\x89PNG\r\n\x1a\n"
+
+SCALING = {
+    "bench": "scaling",
+    "fanouts": [15, 10, 5],
+    "batch_size": 1024,
+    "threads": 2,
+    "ns_per_edge": {"2^16": 30.0, "2^18": 40.0, "2^20": 55.0},
+    "max_over_min": 55.0 / 30.0,
+    "pyg_ns_per_edge": {"2^16": 90.0, "2^18": 100.0, "2^20": 120.0},
+    "dgl": "DGL is not importable (no module named dgl)",
+}
+
+SAMPLE_HEADERS = ["loader", "seeds", "edges", "seconds", "seeds/s", "edges/s"]
+SAMPLE_ROWS = [
+    ["graphengine NeighborLoader (default)", 2048, 900_000, 0.05, 40960.0, 18_000_000.0],
+    ["graphengine sampler only", 2048, 900_000, 0.03, 68266.0, 30_000_000.0],
+    ["PyG NeighborLoader (not run)", "-", "-", "-", "-", "-"],
+    ["DGL NeighborSampler", 2048, 1_500_000, 0.2, 10240.0, 7_500_000.0],
+]
+
+TRAIN = {
+    "bench": "train",
+    "dataset": "synthetic-products",
+    "model": "sage-3x256",
+    "batch_size": 1024,
+    "batches": 8,
+    "threads": 2,
+    "device": "cpu",
+    "step_s": 0.5,
+    # over the 8 timed steps: compute 0.4 s a step, waiting 0.05 s, so the rest is 0.05 s
+    "stage_s": {"sample": 0.8, "gather": 0.4, "waiting": 0.4, "compute": 3.2},
+    "step_s_by_library": {
+        "graphengine": {"median": 0.5},
+        "graphengine_user": {"median": 0.55},
+        "pyg": {"median": 1.25},
+        "dgl": {"median": 0.9},
+    },
+}
+
+
+def assert_png(path):
+    """``path`` is a PNG file (its signature) that matplotlib decodes to an RGB(A) image."""
+    assert path.read_bytes()[:8] == PNG_SIGNATURE
+    image = pyplot().imread(path)
+    assert image.ndim == 3 and image.shape[2] in (3, 4) and image.shape[0] > 100
+
+
+def test_the_scaling_figure_has_a_line_per_library_that_ran_through_its_costs(tmp_path):
+    path = tmp_path / "scaling.png"
+    figure = plot_scaling(SCALING, path)
+    assert_png(path)
+    (axes,) = figure.axes
+    lines = {line.get_label(): line for line in axes.get_lines()}
+    assert set(lines) == {"graphengine NeighborSampler", "PyG NeighborLoader (graph only)"}
+    ours, pyg = lines["graphengine NeighborSampler"], lines["PyG NeighborLoader (graph only)"]
+    assert list(ours.get_xdata()) == [2**16, 2**18, 2**20]
+    assert list(ours.get_ydata()) == [30.0, 40.0, 55.0]
+    assert list(pyg.get_ydata()) == [90.0, 100.0, 120.0]
+    assert axes.get_xscale() == "log"
+    assert axes.get_yscale() == "linear"  # 30 to 120: within LOG_SPAN
+    assert axes.get_ylim()[0] == 0
+    assert [t.get_text() for t in axes.get_xticklabels()] == [
+        "$2^{16}$",
+        "$2^{18}$",
+        "$2^{20}$",
+    ]
+    assert "ns per sampled edge" in axes.get_ylabel()
+    assert "2 threads" in axes.get_title() and "15,10,5" in axes.get_title()
+
+
+def test_costs_spanning_orders_of_magnitude_are_drawn_on_a_log_scale(tmp_path):
+    summary = {**SCALING, "pyg_ns_per_edge": {"2^16": 900.0, "2^18": 1000.0, "2^20": 1200.0}}
+    (axes,) = plot_scaling(summary, tmp_path / "scaling.svg").axes
+    assert axes.get_yscale() == "log"
+    assert (tmp_path / "scaling.svg").read_text().lstrip().startswith("<?xml")
+
+
+def test_the_loader_figure_has_a_bar_per_row_that_ran_and_a_panel_per_column(tmp_path):
+    path = tmp_path / "sample.png"
+    figure = plot_loaders(SAMPLE_HEADERS, SAMPLE_ROWS, ["seeds/s", "edges/s"], "title", path)
+    assert_png(path)
+    seeds, edges = figure.axes
+    assert [p.get_width() for p in seeds.patches] == [40960.0, 68266.0, 10240.0]
+    assert [p.get_width() for p in edges.patches] == [18e6, 30e6, 7.5e6]
+    # the bars sit at the rows' positions: the peer that did not run keeps its row, empty
+    assert [p.get_y() + p.get_height() / 2 for p in seeds.patches] == [0, 1, 3]
+    names = [t.get_text() for t in seeds.get_yticklabels()]
+    assert names == [row[0] for row in SAMPLE_ROWS]
+    assert [t.get_text() for t in seeds.texts] == ["41 k", "68.3 k", "10.2 k"]
+    assert seeds.get_xlabel().startswith("seeds/s") and edges.get_xlabel().startswith("edges/s")
+    assert figure.get_suptitle() == "title"
+    # DGL's bar in DGL's color, graphengine's in its own
+    assert seeds.patches[2].get_facecolor() != seeds.patches[0].get_facecolor()
+
+
+def test_the_step_figure_stacks_graphengine_s_step_and_shows_the_peers_whole(tmp_path):
+    path = tmp_path / "step.png"
+    figure = plot_step(TRAIN, path)
+    assert_png(path)
+    steps, stages = figure.axes
+    stacked = [p for p in steps.patches if p.get_y() + p.get_height() / 2 == 0]
+    assert [p.get_width() for p in stacked] == pytest.approx([0.4, 0.05, 0.05])
+    assert [p.get_x() for p in stacked] == pytest.approx([0.0, 0.4, 0.45])
+    assert sum(p.get_width() for p in stacked) == pytest.approx(TRAIN["step_s"])
+    whole = [p for p in steps.patches if p not in stacked]
+    assert [p.get_width() for p in whole] == [0.55, 1.25, 0.9]
+    assert [t.get_text() for t in steps.get_yticklabels()] == [
+        "graphengine (as its CLI runs)",
+        "graphengine (library user)",
+        "PyG NeighborLoader loop",
+        "DGL DataLoader loop",
+    ]
+    assert [p.get_width() for p in stages.patches] == pytest.approx([0.1, 0.05, 0.4])
+    assert [t.get_text() for t in stages.get_yticklabels()] == ["sample", "gather", "compute"]
+    (step_line,) = stages.get_lines()
+    assert list(step_line.get_xdata()) == [0.5, 0.5]
+
+
+def epoch(number, loss, **metrics):
+    """An epoch record as :meth:`Trainer.fit` writes it (fewer keys)."""
+    return {"epoch": number, "loss": loss, "epoch_s": 1.0, "stage_s": {"sample": 0.1}, **metrics}
+
+
+def write_lines(path, records):
+    path.write_text("".join(json_line(r) + "\n" for r in records))
+    return path
+
+
+def test_metrics_are_read_back_as_written_with_a_non_finite_loss_as_nan(tmp_path):
+    records = [epoch(1, 2.0, train_acc=0.2), epoch(2, math.nan, train_acc=0.5)]
+    path = write_lines(tmp_path / "m.jsonl", [*records, {"dataset": "x", "epochs": 2}])
+    read = read_metrics(path)
+    assert [r["epoch"] for r in read] == [1, 2]
+    assert read[0] == records[0]
+    assert math.isnan(read[1]["loss"])  # json_line wrote it as null
+
+
+def test_the_metrics_figure_draws_loss_and_each_split_per_epoch(tmp_path):
+    run = [
+        epoch(1, 2.0, train_acc=0.2, val_acc=0.3),
+        epoch(2, 1.5, train_acc=0.5, val_acc=0.6),
+        epoch(3, 1.0, train_acc=0.7),  # not evaluated this epoch: no val point
+    ]
+    path = tmp_path / "curve.png"
+    figure = plot_metrics({"run": run}, path)
+    assert_png(path)
+    loss, accuracy = figure.axes
+    (loss_line,) = loss.get_lines()
+    assert list(loss_line.get_xdata()) == [1, 2, 3]
+    assert list(loss_line.get_ydata()) == [2.0, 1.5, 1.0]
+    lines = {line.get_label(): line for line in accuracy.get_lines()}
+    assert set(lines) == {"train acc (running)", "val acc"}
+    assert list(lines["train acc (running)"].get_ydata()) == [0.2, 0.5, 0.7]
+    assert list(lines["val acc"].get_xdata()) == [1, 2]
+    assert list(lines["val acc"].get_ydata()) == [0.3, 0.6]
+    assert accuracy.get_ylabel() == "accuracy" and loss.get_xlabel() == "epoch"
+
+
+def test_runs_overlay_one_color_each_and_link_metrics_are_drawn_as_metrics(tmp_path):
+    runs = {
+        "a": [epoch(1, 0.7, val_auc=0.8), epoch(2, 0.6, val_auc=0.85, val_mrr=0.4)],
+        "b": [epoch(1, 0.9, val_auc=0.7)],
+    }
+    figure = plot_metrics(runs, tmp_path / "links.png")
+    loss, metrics = figure.axes
+    assert [line.get_label() for line in loss.get_lines()] == ["a", "b"]
+    assert [line.get_label() for line in metrics.get_lines()] == [
+        "a: val auc",
+        "a: val mrr",
+        "b: val auc",
+    ]
+    colors = [line.get_color() for line in metrics.get_lines()]
+    assert colors[0] == colors[1] != colors[2]
+    assert metrics.get_ylabel() == "metric"
+
+
+def test_a_run_without_quality_metrics_gets_the_loss_panel_alone(tmp_path):
+    figure = plot_metrics({"run": [epoch(1, 1.0), epoch(2, 0.5)]}, tmp_path / "loss.png")
+    assert len(figure.axes) == 1
+
+
+def test_without_matplotlib_drawing_says_how_to_install_it(tmp_path, monkeypatch):
+    monkeypatch.setitem(sys.modules, "matplotlib", None)  # import matplotlib fails
+    with pytest.raises(ImportError, match="plotting needs matplotlib") as error:
+        plot_scaling(SCALING, tmp_path / "scaling.png")
+    assert PLOT_HINT in str(error.value)
+    assert not (tmp_path / "scaling.png").exists()
