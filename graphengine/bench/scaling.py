@@ -74,51 +74,19 @@ def run(
     peer_costs: dict[str, dict[str, float]] = {peer: {} for peer in peers}
     errors: dict[str, str] = {}
     for k in log2_nodes:
-        n = 2**k
-        spec = SyntheticSpec(
-            num_nodes=n,
-            num_edges=int(n * 22.9),
-            num_features=1,
-            num_classes=47,
-            num_train=n // 2,
-            num_val=0,
-        )
-        graph = generate(f"scaling-{k}", spec).graph
-        sampler = NeighborSampler(
-            graph.indptr, graph.indices, fanouts, validate=not graph.validated
-        )
-        seeds = np.random.default_rng(k).integers(0, n, size=(batches + 1) * batch_size)
-        sampler.sample_from_nodes(SamplerInput(seeds[:batch_size], np.arange(batch_size), 0))
-        edges = 0
-        start = time.perf_counter()
-        for b in range(1, batches + 1):
-            chunk = seeds[b * batch_size : (b + 1) * batch_size]
-            edges += sampler.sample_from_nodes(
-                SamplerInput(chunk, np.arange(batch_size), b)
-            ).row.size
-        seconds = time.perf_counter() - start
+        graph = _graph(k)
+        seeds = np.random.default_rng(k).integers(0, 2**k, size=(batches + 1) * batch_size)
+        seconds, edges = _time_sampler(graph, fanouts, batch_size, seeds)
         costs[k] = seconds / edges * 1e9
-        rows.append([f"2^{k}", graph.num_edges, edges, seconds, edges / seconds, costs[k]])
-        for peer in peers:
-            if peer in errors:
-                continue
+        rows.append(_row(k, graph, edges, seconds))
+        for peer in (peer for peer in peers if peer not in errors):
             try:
                 timed = TIME_PEER[peer](graph, fanouts, batch_size, seeds, batches)
             except Unavailable as error:
                 errors[peer] = str(error)
                 continue
             peer_costs[peer][f"2^{k}"] = timed.seconds / timed.edges * 1e9
-            rows.append(
-                [
-                    f"2^{k}",
-                    graph.num_edges,
-                    timed.edges,
-                    timed.seconds,
-                    timed.edges / timed.seconds,
-                    timed.seconds / timed.edges * 1e9,
-                    PEER_NAMES[peer],
-                ]
-            )
+            rows.append([*_row(k, graph, timed.edges, timed.seconds), PEER_NAMES[peer]])
     summary = {
         "bench": "scaling",
         "fanouts": fanouts,
@@ -145,6 +113,37 @@ def run(
 
         plot_scaling(summary, plot)
     return summary
+
+
+def _graph(k: int) -> Graph:
+    """A synthetic graph of ``2**k`` nodes, mean degree ~23 (products'), in memory."""
+    n = 2**k
+    spec = SyntheticSpec(
+        num_nodes=n,
+        num_edges=int(n * 22.9),
+        num_features=1,
+        num_classes=47,
+        num_train=n // 2,
+        num_val=0,
+    )
+    return generate(f"scaling-{k}", spec).graph
+
+
+def _time_sampler(graph: Graph, fanouts: list[int], batch_size: int, seeds) -> tuple[float, int]:
+    """graphengine's ``NeighborSampler`` on ``graph``: seconds and sampled edges over the
+    batches of ``seeds`` after the first (a warm-up)."""
+    sampler = NeighborSampler(graph.indptr, graph.indices, fanouts, validate=not graph.validated)
+    sampler.sample_from_nodes(SamplerInput(seeds[:batch_size], np.arange(batch_size), 0))
+    edges = 0
+    start = time.perf_counter()
+    for b in range(1, len(seeds) // batch_size):
+        chunk = seeds[b * batch_size : (b + 1) * batch_size]
+        edges += sampler.sample_from_nodes(SamplerInput(chunk, np.arange(batch_size), b)).row.size
+    return time.perf_counter() - start, edges
+
+
+def _row(k: int, graph: Graph, edges: int, seconds: float) -> list:
+    return [f"2^{k}", graph.num_edges, edges, seconds, edges / seconds, seconds / edges * 1e9]
 
 
 def _time_pyg(graph: Graph, fanouts: list[int], batch_size: int, seeds, batches: int):
