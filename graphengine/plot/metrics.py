@@ -13,8 +13,10 @@ from graphengine.plot.figure import new_figure, save_figure
 # The per-epoch quality metrics drawn in the second panel: accuracies (node classification)
 # and the ranking metrics of link prediction, per split.
 QUALITY = re.compile(r"(train|val|test)_(acc|auc|mrr|hits@\d+)")
-# A line style per split, so that runs (one color each) and splits read apart.
+# A line style per split and a marker per metric, so that runs (one color each), splits and
+# metrics read apart; a single run colors each of its metrics apart too.
 SPLIT_STYLES = {"train": "-", "val": "--", "test": ":"}
+MARKERS = "osD^v<>"
 
 
 def read_metrics(path: str | Path) -> list[dict]:
@@ -67,7 +69,8 @@ def plot_metrics(runs: dict[str, list[dict]], path: str | Path):
         runs: a run's label (the legend's) -> its epoch records (:func:`read_metrics`'s:
             ``epoch``, ``loss`` and the metrics matching :data:`QUALITY`, such as
             ``train_acc``, ``val_acc``, ``val_auc``; a record lacking one has no point
-            there). One color per run, one line style per split.
+            there). One color per run (per metric when there is one run), one line style
+            per split, one marker per metric (``acc``, ``auc``, ``mrr``, ``hits@K``).
         path: the figure's file; its suffix gives the format.
 
     The right panel, "accuracy" when every metric is one, is left out when no record has a
@@ -79,18 +82,20 @@ def plot_metrics(runs: dict[str, list[dict]], path: str | Path):
     figure, panels = new_figure(2 if keys else 1, width=5.2, height=3.8)
     from matplotlib.ticker import MaxNLocator  # after new_figure: its error if it is missing
 
+    metrics = sorted({k.split("_", 1)[1] for k in keys})
     for color, (run, records) in enumerate(runs.items()):
         prefix = f"{run}: " if len(runs) > 1 else ""
         epochs = [r["epoch"] for r in records]
         panels[0].plot(epochs, [r["loss"] for r in records], "o-", color=f"C{color}", label=run)
         for key in keys:
+            split, metric = key.split("_", 1)
             points = [(r["epoch"], r[key]) for r in records if _number(r.get(key))]
             if points:
                 panels[1].plot(
                     *zip(*points, strict=True),
-                    marker="o",
-                    linestyle=SPLIT_STYLES[key.split("_")[0]],
-                    color=f"C{color}",
+                    marker=MARKERS[metrics.index(metric) % len(MARKERS)],
+                    linestyle=SPLIT_STYLES[split],
+                    color=f"C{color if len(runs) > 1 else keys.index(key)}",
                     label=prefix + _metric_label(key),
                 )
     quality = "accuracy" if all(k.endswith("_acc") for k in keys) else "metric"

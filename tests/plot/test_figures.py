@@ -175,6 +175,9 @@ def test_the_metrics_figure_draws_loss_and_each_split_per_epoch(tmp_path):
     assert list(lines["val acc"].get_xdata()) == [1, 2]
     assert list(lines["val acc"].get_ydata()) == [0.3, 0.6]
     assert accuracy.get_ylabel() == "accuracy" and loss.get_xlabel() == "epoch"
+    # one run: its metrics apart by color as well as by line style
+    assert lines["val acc"].get_color() != lines["train acc (running)"].get_color()
+    assert lines["val acc"].get_linestyle() != lines["train acc (running)"].get_linestyle()
 
 
 def test_runs_overlay_one_color_each_and_link_metrics_are_drawn_as_metrics(tmp_path):
@@ -192,6 +195,8 @@ def test_runs_overlay_one_color_each_and_link_metrics_are_drawn_as_metrics(tmp_p
     ]
     colors = [line.get_color() for line in metrics.get_lines()]
     assert colors[0] == colors[1] != colors[2]
+    auc, mrr, _ = metrics.get_lines()
+    assert auc.get_marker() != mrr.get_marker()  # same run, same split: the metric tells
     assert metrics.get_ylabel() == "metric"
 
 
