@@ -97,7 +97,7 @@ def plot_loaders(
         bars = axes.barh([i for i, _ in drawn], [v for _, v in drawn], color=colors)
         axes.bar_label(bars, labels=[_short(v) for _, v in drawn], padding=3, fontsize="small")
         axes.set_yticks(range(len(rows)), labels if axes is panels[0] else [])
-        axes.invert_yaxis()
+        top_down(axes, len(rows))
         _log_if_wide(axes, [v for _, v in drawn], "x")
         axes.xaxis.set_major_formatter(EngFormatter())
         axes.margins(x=0.2)
@@ -106,6 +106,12 @@ def plot_loaders(
     figure.suptitle(title, fontsize="medium")
     save_figure(figure, path)
     return figure
+
+
+def top_down(axes, bars: int) -> None:
+    """Rows ``0 .. bars - 1`` of horizontal bars from the top down, each a bar's height of
+    the axes however few there are (one bar would otherwise fill them)."""
+    axes.set_ylim(max(bars, 3) - 0.5, -0.5)
 
 
 def _library_color(label: str) -> str:

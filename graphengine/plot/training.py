@@ -6,6 +6,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from graphengine.plot.figure import new_figure, save_figure
+from graphengine.plot.sampling import top_down
 
 # ``bench train``'s libraries (keys of its ``step_s_by_library``) -> bar labels.
 LIBRARIES = {
@@ -57,14 +58,16 @@ def plot_step(summary: dict, path: str | Path):
         steps.barh([0], [parts[key]], left=left, label=label, color=f"C{i}")
         left += parts[key]
     medians = [summary["step_s_by_library"][k]["median"] for k in libraries[1:]]
-    bars = steps.barh(
-        range(1, len(libraries)), medians, color="0.6", label="whole step (not split)"
-    )
-    steps.bar_label(bars, labels=[f"{m:.3g} s" for m in medians], padding=3, fontsize="small")
+    if medians:
+        bars = steps.barh(
+            range(1, len(libraries)), medians, color="0.6", label="whole step (not split)"
+        )
+        steps.bar_label(bars, labels=[f"{m:.3g} s" for m in medians], padding=3, fontsize="small")
     steps.text(step_s, 0, f" {step_s:.3g} s", va="center", fontsize="small")
     steps.set_yticks(range(len(libraries)), [LIBRARIES[k] for k in libraries])
-    steps.invert_yaxis()
-    steps.margins(x=0.2)
+    top_down(steps, len(libraries))
+    # the stacked parts' left edges stick the axis to them: room for the labels set outright
+    steps.set_xlim(0, 1.2 * max([left, *medians]))
     steps.set_xlabel("seconds per training step (median; lower is better)")
     steps.legend(fontsize="x-small", loc="upper center", bbox_to_anchor=(0.5, -0.2), ncols=2)
     steps.grid(True, axis="x", alpha=0.3)
@@ -76,7 +79,7 @@ def plot_step(summary: dict, path: str | Path):
     )
     stages.axvline(step_s, color="k", linestyle="--", label=f"step: {step_s:.3g} s")
     stages.set_yticks(range(len(names)), names)
-    stages.invert_yaxis()
+    top_down(stages, len(names))
     stages.margins(x=0.2)
     stages.set_xlabel("seconds per step, each stage (they overlap)")
     stages.set_title("graphengine's pipeline stages", fontsize="medium")

@@ -211,3 +211,12 @@ def test_without_matplotlib_drawing_says_how_to_install_it(tmp_path, monkeypatch
         plot_scaling(SCALING, tmp_path / "scaling.png")
     assert PLOT_HINT in str(error.value)
     assert not (tmp_path / "scaling.png").exists()
+
+
+def test_a_step_figure_without_peers_has_graphengine_s_bar_alone(tmp_path):
+    summary = {**TRAIN, "step_s_by_library": {"graphengine": {"median": 0.5}}}
+    steps, _ = plot_step(summary, tmp_path / "step.png").axes
+    assert [p.get_width() for p in steps.patches] == pytest.approx([0.4, 0.05, 0.05])
+    legend = [t.get_text() for t in steps.get_legend().get_texts()]
+    assert "whole step (not split)" not in legend
+    assert steps.get_xlim()[1] > 0.5  # room for the step's label past its bar
