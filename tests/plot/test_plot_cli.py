@@ -4,10 +4,11 @@ or a missing matplotlib refused before a bench runs, and a tiny ``bench scaling 
 
 import json
 import sys
+from pathlib import Path
 
 import pytest
 
-from graphengine.cli import main
+from graphengine.cli import build_parser, main
 from graphengine.plot import pyplot
 from graphengine.train.metrics import json_line
 
@@ -144,3 +145,11 @@ def test_bench_sample_plot_draws_a_bar_per_loader_row(tmp_path, capsys):
     summary = json.loads(capsys.readouterr().out.splitlines()[-1])
     assert out.read_bytes()[:8] == PNG_SIGNATURE
     assert summary["bench"] == "sample" and summary["edges_per_s"] > 0
+
+
+@pytest.mark.parametrize("bench", ["scaling", "sample", "train"])
+def test_the_benches_with_figures_take_plot_and_peers_alike(bench):
+    parse = build_parser().parse_args
+    assert parse(["bench", bench]).plot is None and parse(["bench", bench]).vs == []
+    args = parse(["bench", bench, "--vs", "dgl", "pyg", "--plot", "figure.png"])
+    assert args.plot == Path("figure.png") and args.vs == ["dgl", "pyg"]
