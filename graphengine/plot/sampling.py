@@ -33,9 +33,11 @@ def plot_scaling(summary: dict, path: str | Path):
         path: the figure's file; its suffix gives the format (``.png``, ``.svg``, ``.pdf``).
 
     The x axis is the nodes, ``2**k``, on a log2 scale; the y axis is log-scaled where the
-    values span more than :data:`LOG_SPAN` times.
+    values span more than :data:`LOG_SPAN` times. Each point is labeled with its value.
     """
     figure, (axes,) = new_figure(width=7.2, height=4.5)
+    from matplotlib.ticker import ScalarFormatter  # after new_figure: its error if it is missing
+
     values = []
     sizes = set()
     for key, (label, color) in SCALING_LINES.items():
@@ -44,13 +46,26 @@ def plot_scaling(summary: dict, path: str | Path):
             continue
         nodes = [2 ** _log2(size) for size in costs]
         axes.plot(nodes, list(costs.values()), marker="o", color=color, label=label)
+        for x, y in zip(nodes, costs.values(), strict=True):
+            axes.annotate(
+                f"{y:,.0f}" if y >= 100 else f"{y:.3g}",
+                (x, y),
+                textcoords="offset points",
+                xytext=(0, 6),
+                ha="center",
+                fontsize="x-small",
+                color=color,
+            )
         values += list(costs.values())
         sizes.update(nodes)
     axes.set_xscale("log", base=2)
     axes.set_xticks(sorted(sizes), [f"$2^{{{n.bit_length() - 1}}}$" for n in sorted(sizes)])
     axes.minorticks_off()
-    if not _log_if_wide(axes, values, "y"):
+    if _log_if_wide(axes, values, "y"):
+        axes.yaxis.set_major_formatter(ScalarFormatter())  # 10, 100, 1000: not 10^1 ...
+    else:
         axes.set_ylim(bottom=0)
+    axes.margins(x=0.06, y=0.1)  # room for the points' labels
     axes.set_xlabel("graph nodes (mean degree 23)")
     axes.set_ylabel("ns per sampled edge (lower is better)")
     axes.set_title(

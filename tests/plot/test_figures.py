@@ -87,6 +87,7 @@ def test_the_scaling_figure_has_a_line_per_library_that_ran_through_its_costs(tm
     ]
     assert "ns per sampled edge" in axes.get_ylabel()
     assert "2 threads" in axes.get_title() and "15,10,5" in axes.get_title()
+    assert [t.get_text() for t in axes.texts] == ["30", "40", "55", "90", "100", "120"]
 
 
 def test_costs_spanning_orders_of_magnitude_are_drawn_on_a_log_scale(tmp_path):
