@@ -7,8 +7,10 @@ import logging
 
 from graphengine.bench.plan_stats import CANDIDATES, LINKS
 
-from . import options, paths, values
+from . import options, values
 from .errors import USAGE
+from .output import figure_written
+from .paths import check_figure_file
 
 log = logging.getLogger(__name__)
 
@@ -115,7 +117,7 @@ def run(args) -> int:
     from graphengine.distributed.emulated_cluster import emulation_unavailable
 
     if args.plot is not None:
-        paths.check_plot_file(args.plot)
+        check_figure_file("--plot", args.plot)
     unavailable = emulation_unavailable()
     if unavailable is not None:
         log.error("graphengine bench plan runs on an emulated cluster: %s", unavailable)
@@ -143,5 +145,5 @@ def run(args) -> int:
     if args.plot is not None:
         from graphengine.plot.parallel import plot_plan_bench
 
-        log.info("drew %s", plot_plan_bench(summary["results"], args.plot))
+        figure_written(plot_plan_bench(summary["results"], args.plot))
     return 0

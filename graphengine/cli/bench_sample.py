@@ -4,7 +4,8 @@ PyG's and DGL's."""
 from __future__ import annotations
 
 from . import options, values
-from .plot import check_figure_output, figure_written
+from .output import figure_written
+from .paths import check_figure_file
 
 LOADERS = ["node", "link", "cluster", "saint"]
 
@@ -61,7 +62,7 @@ def add_parser(benches) -> None:
 
 def run(args) -> int:
     if args.plot is not None:
-        check_figure_output("--plot", args.plot)
+        check_figure_file("--plot", args.plot)
     if args.loader == "node":
         from graphengine.bench import sample
 

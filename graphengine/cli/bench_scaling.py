@@ -4,7 +4,8 @@ and DGL's loaders."""
 from __future__ import annotations
 
 from . import options, values
-from .plot import check_figure_output, figure_written
+from .output import figure_written
+from .paths import check_figure_file
 
 
 def add_parser(benches) -> None:
@@ -33,7 +34,7 @@ def add_parser(benches) -> None:
 
 def run(args) -> int:
     if args.plot is not None:
-        check_figure_output("--plot", args.plot)
+        check_figure_file("--plot", args.plot)
     from graphengine.bench import scaling
 
     scaling.run(

@@ -11,7 +11,8 @@ from graphengine.nn.forward import FORWARDS
 
 from . import options, values
 from .errors import USAGE
-from .plot import check_figure_output, figure_written
+from .output import figure_written
+from .paths import check_figure_file
 
 log = logging.getLogger(__name__)
 
@@ -186,7 +187,7 @@ def run(args) -> int:
                 "--plot draws the single-process steps, --parallel hybrid or --memory-limits "
                 "(not --nproc's data-parallel epochs)"
             )
-        check_figure_output("--plot", args.plot)
+        check_figure_file("--plot", args.plot)
     if args.memory_limits is not None:
         return _memory_limits(args)
     if args.parallel == "hybrid":

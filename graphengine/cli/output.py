@@ -3,9 +3,12 @@ store written to disk; logs go to stderr."""
 
 from __future__ import annotations
 
+import logging
 import resource
 import sys
 from pathlib import Path
+
+log = logging.getLogger("graphengine")
 
 
 def print_json(record: dict) -> None:
@@ -39,3 +42,9 @@ def report_store(name: str, path: Path, dataset, seconds: float) -> None:
     summary = {"dataset": name, "path": str(path), "bytes": size, "seconds": seconds}
     summary |= {"peak_rss_gb": peak, "repr": repr(dataset)}
     print_report(["dataset", "path", "GB on disk", "seconds", "peak RSS GB"], rows, summary)
+
+
+def figure_written(path: str | Path | None) -> None:
+    """Log where a figure went (nothing without one: no ``--plot``)."""
+    if path is not None:
+        log.info("figure written to %s", path)

@@ -13,8 +13,6 @@ import os
 import tempfile
 from pathlib import Path
 
-PLOT_SUFFIXES = (".png", ".svg", ".pdf")
-
 
 def check_output_file(option: str, path: str | Path, replaced: bool = False) -> None:
     """Refuse ``path`` as the file ``option`` writes: a directory, or a file whose directory
@@ -31,21 +29,25 @@ def check_output_file(option: str, path: str | Path, replaced: bool = False) -> 
     _check_writable_directory(option, path, directory)
 
 
-def check_plot_file(path: str | Path) -> None:
-    """Refuse ``--plot``'s ``path`` before a benchmark runs: not a file that can be written
-    (:func:`check_output_file`), a format matplotlib is not asked for here (the suffix:
-    ``.png``, ``.svg`` or ``.pdf``), or matplotlib missing."""
+def check_figure_file(option: str, path: str | Path) -> None:
+    """Refuse ``option``'s figure file before any work (a long benchmark): a path that cannot
+    be written (:func:`check_output_file`), a suffix matplotlib does not write (it gives the
+    format), or matplotlib missing; each a ``ValueError`` naming the option (exit code 2)."""
     from graphengine.plot.figure import pyplot
 
-    check_output_file("--plot", path)
-    if Path(path).suffix.lower() not in PLOT_SUFFIXES:
-        raise ValueError(
-            f"--plot '{path}': expected a file ending in {', '.join(PLOT_SUFFIXES)} (the format)"
-        )
+    check_output_file(option, path)
     try:
         pyplot()
     except ImportError as error:
-        raise ValueError(f"--plot '{path}': {error}") from None
+        raise ValueError(f"{option} '{path}': {error}") from None
+    from matplotlib.backend_bases import FigureCanvasBase
+
+    formats = FigureCanvasBase.get_supported_filetypes()
+    if Path(path).suffix.lstrip(".").lower() not in formats:
+        raise ValueError(
+            f"{option} '{path}': the suffix gives the figure's format, one of "
+            f"{', '.join('.' + f for f in sorted(formats))}"
+        )
 
 
 def check_output_directory(option: str, path: str | Path) -> None:

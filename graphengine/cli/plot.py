@@ -1,16 +1,13 @@
 """``graphengine plot``: a training run's loss and accuracy per epoch, from the JSON lines
-``graphengine train`` writes; and the check every ``--plot FILE`` of a bench makes first."""
+``graphengine train`` writes."""
 
 from __future__ import annotations
 
-import logging
 from pathlib import Path
 
 from . import options
-from .output import print_json
-from .paths import check_output_file
-
-log = logging.getLogger("graphengine")
+from .output import figure_written, print_json
+from .paths import check_figure_file
 
 DESCRIPTION = (
     "Draw training runs' loss and accuracy (or link prediction's AUC, MRR, Hits@K) per epoch "
@@ -52,39 +49,12 @@ def run(args) -> int:
     from graphengine.plot import plot_metrics, read_metrics
 
     out = args.out if args.out is not None else args.metrics[0].with_suffix(".png")
-    check_figure_output("--out", out)
+    check_figure_file("--out", out)
     runs = {label: read_metrics(path) for label, path in _labels(args.metrics).items()}
     plot_metrics(runs, out)
     figure_written(out)
     print_json({"figure": str(out), "runs": {k: len(v) for k, v in runs.items()}})
     return 0
-
-
-def check_figure_output(option: str, path: str | Path) -> None:
-    """Refuse ``option``'s figure file before any work (a long benchmark): a path that cannot
-    be written (:func:`~graphengine.cli.paths.check_output_file`), a suffix matplotlib does
-    not write, or matplotlib missing; each a ``ValueError`` naming the option (exit code 2)."""
-    from graphengine.plot import pyplot
-
-    check_output_file(option, path)
-    try:
-        pyplot()
-    except ImportError as error:
-        raise ValueError(f"{option} '{path}': {error}") from None
-    from matplotlib.backend_bases import FigureCanvasBase
-
-    formats = FigureCanvasBase.get_supported_filetypes()
-    if Path(path).suffix.lstrip(".").lower() not in formats:
-        raise ValueError(
-            f"{option} '{path}': the suffix gives the figure's format, one of "
-            f"{', '.join('.' + f for f in sorted(formats))}"
-        )
-
-
-def figure_written(path: str | Path | None) -> None:
-    """Log where the figure went (nothing without one: no ``--plot``)."""
-    if path is not None:
-        log.info("figure written to %s", path)
 
 
 def _labels(paths: list[Path]) -> dict[str, Path]:

@@ -8,7 +8,7 @@ import pytest
 pytest.importorskip("matplotlib")
 
 from graphengine.cli import main
-from graphengine.cli.paths import check_plot_file
+from graphengine.cli.paths import check_figure_file
 from graphengine.plot import parallel
 
 PNG_SIGNATURE = b"\x89PNG\r\n\x1a\n"
@@ -141,16 +141,16 @@ def test_no_result_is_refused(tmp_path):
 
 
 def test_a_plot_path_is_checked_before_a_bench_runs(tmp_path, caplog):
-    with pytest.raises(ValueError, match=r"ending in \.png"):
-        check_plot_file(tmp_path / "figure.txt")
+    with pytest.raises(ValueError, match="the suffix gives the figure's format"):
+        check_figure_file("--plot", tmp_path / "figure.txt")
     with pytest.raises(ValueError, match="is a directory"):
-        check_plot_file(tmp_path)
+        check_figure_file("--plot", tmp_path)
     with pytest.raises(ValueError, match="does not exist"):
-        check_plot_file(tmp_path / "missing" / "figure.png")
-    check_plot_file(tmp_path / "figure.svg")
+        check_figure_file("--plot", tmp_path / "missing" / "figure.png")
+    check_figure_file("--plot", tmp_path / "figure.svg")
     # A plot of a mode that has none, and a bad path, exit 2 before any dataset is opened.
-    assert main(["bench", "train", "--plot", str(tmp_path / "f.png")]) == 2
-    assert "--parallel hybrid" in caplog.text
+    assert main(["bench", "train", "--nproc", "2", "--plot", str(tmp_path / "f.png")]) == 2
+    assert "not --nproc's data-parallel epochs" in caplog.text
     argv = ["bench", "train", "--parallel", "hybrid", "--nproc", "2"]
     assert main([*argv, "--plot", str(tmp_path / "missing" / "f.png")]) == 2
     assert main(["bench", "plan", "--plot", str(tmp_path / "f.txt")]) == 2
