@@ -42,6 +42,7 @@ PACKAGES = (
     "graphengine.data.partition",
     "graphengine.batch",
     "graphengine.ops",
+    "graphengine.plot",
     "samplers",
     "graphengine",
 )

@@ -28,8 +28,9 @@ def read_metrics(path: str | Path) -> list[dict]:
             and so are blank lines.
 
     Returns:
-        One dict per epoch record: ``epoch`` (int), ``loss`` (float, NaN where the line has
-        ``null``) and the record's other keys as written (``train_acc``, ``val_acc`` ...).
+        A list of one dict per epoch record, each with ``epoch`` (int), ``loss`` (float, NaN
+        where the line has ``null``) and the record's other keys as written (``train_acc``,
+        ``val_acc`` ...).
 
     Raises:
         FileNotFoundError: ``path`` is not a file.
