@@ -48,6 +48,7 @@ from graphengine.bench.peers import (
     Timed,
     Unavailable,
     check_peers,
+    dgl_fanouts,
     dgl_graph,
     dgl_module,
     measure,
@@ -340,7 +341,9 @@ def _dgl_link(work: Workload) -> Timed:
     def build():
         g = dgl_graph(dgl, work.graph, {"feat": work.data.x})
         sampler = dgl.dataloading.as_edge_prediction_sampler(
-            dgl.dataloading.NeighborSampler(work.fanouts, prefetch_node_feats=["feat"]),
+            dgl.dataloading.NeighborSampler(
+                dgl_fanouts(work.fanouts), prefetch_node_feats=["feat"]
+            ),
             negative_sampler=dgl.dataloading.negative_sampler.Uniform(1),
         )
         return dgl.dataloading.DataLoader(

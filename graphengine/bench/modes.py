@@ -27,6 +27,7 @@ from collections.abc import Callable
 import numpy as np
 import torch
 
+from graphengine.bench.peers import dgl_fanouts
 from graphengine.bench.report import print_report
 from graphengine.bench.sample import set_threads
 from graphengine.data.arrays import as_tensor
@@ -213,6 +214,7 @@ def _dgl_samplers(typed: dict, graph, weights: np.ndarray, fanouts: list[int]) -
 
         return sample
 
+    fanouts = dgl_fanouts(fanouts)
     return {
         "uniform": blocks(dgl.dataloading.NeighborSampler(fanouts), g),
         "weighted": blocks(dgl.dataloading.NeighborSampler(fanouts, prob="w"), g),

@@ -132,6 +132,13 @@ def dgl_module():
     return dgl
 
 
+def dgl_fanouts(fanouts: list[int]) -> list[int]:
+    """``fanouts`` in DGL's order. graphengine and PyG list them from the seeds outwards (the
+    first hop draws ``fanouts[0]``); DGL's samplers list them by layer, input first, and draw
+    the last from the seeds: ``[15, 10, 5]`` is DGL's ``[5, 10, 15]``."""
+    return list(reversed(fanouts))
+
+
 def dgl_graph(dgl, graph: Graph, node_data: dict[str, Any]):
     """``graph`` as a DGL graph, every format built (edge ``i`` is CSC position ``i``, as
     column ``i`` of ``graph.to_edge_index()``), with ``node_data`` (name -> ``[num_nodes,

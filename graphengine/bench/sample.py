@@ -17,6 +17,7 @@ from graphengine.bench.peers import (
     PEERS,
     Unavailable,
     check_peers,
+    dgl_fanouts,
     dgl_graph,
     dgl_module,
     measure,
@@ -228,7 +229,7 @@ def _time_dgl(data, fanouts, batch_size, seeds) -> tuple[float, int]:
     dgl = dgl_module()
     g = dgl_graph(dgl, data.graph, {"feat": data.x, "label": data.y})
     sampler = dgl.dataloading.NeighborSampler(
-        fanouts, prefetch_node_feats=["feat"], prefetch_labels=["label"]
+        dgl_fanouts(fanouts), prefetch_node_feats=["feat"], prefetch_labels=["label"]
     )
 
     def build():

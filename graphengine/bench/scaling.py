@@ -25,6 +25,7 @@ from graphengine.bench.peers import (
     PEERS,
     Unavailable,
     check_peers,
+    dgl_fanouts,
     dgl_graph,
     dgl_module,
     measure,
@@ -169,7 +170,7 @@ def _time_dgl(graph: Graph, fanouts: list[int], batch_size: int, seeds, batches:
     """DGL's ``DataLoader`` with its ``NeighborSampler`` over ``graph`` (no node data)."""
     dgl = dgl_module()
     g = dgl_graph(dgl, graph, {})
-    sampler = dgl.dataloading.NeighborSampler(fanouts)
+    sampler = dgl.dataloading.NeighborSampler(dgl_fanouts(fanouts))
 
     def build():
         return dgl.dataloading.DataLoader(

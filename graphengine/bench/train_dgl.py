@@ -24,7 +24,7 @@ from itertools import pairwise
 import torch
 import torch.nn.functional as F
 
-from graphengine.bench.peers import Unavailable, dgl_graph, dgl_module
+from graphengine.bench.peers import Unavailable, dgl_fanouts, dgl_graph, dgl_module
 from graphengine.datasets.dataset import GraphDataset
 
 GAT_HEADS = 4
@@ -101,7 +101,7 @@ def _setup(dgl, kind: str, dataset: GraphDataset, fanouts: list[int], hidden: in
     if kind != "sage":
         g = dgl.add_self_loop(dgl.remove_self_loop(g))
     sampler = dgl.dataloading.NeighborSampler(
-        list(reversed(fanouts)), prefetch_node_feats=["x"], prefetch_labels=["y"]
+        dgl_fanouts(fanouts), prefetch_node_feats=["x"], prefetch_labels=["y"]
     )
     torch.manual_seed(seed)
     model = DGLModel(dgl, kind, dataset.num_features, hidden, len(fanouts), dataset.num_classes)
