@@ -19,7 +19,6 @@ import json
 import logging
 import math
 import os
-import re
 import subprocess
 import sys
 from dataclasses import dataclass
@@ -27,13 +26,14 @@ from pathlib import Path
 
 from graphengine.bench import cgroup
 from graphengine.bench.report import print_report
+from graphengine.data.sizes import BYTE_UNITS, parse_size
 from graphengine.datasets import load_dataset
 
 log = logging.getLogger(__name__)
 
 NO_LIMIT = "none"
-_LIMIT = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*(%|B|KB|MB|GB|KiB|MiB|GiB)\s*$", re.IGNORECASE)
-_UNITS = {"b": 1, "kb": 10**3, "mb": 10**6, "gb": 10**9, "kib": 2**10, "mib": 2**20, "gib": 2**30}
+# A memory group's limit is at least a page.
+MIN_LIMIT_BYTES = 4096
 # The loader's stages and the compute, seconds a step, in the order the figure stacks them.
 PHASES = ("sample", "gather", "compute")
 
@@ -57,8 +57,8 @@ def parse_limit(text: str) -> str:
     text = text.strip()
     if text.lower() == NO_LIMIT:
         return NO_LIMIT
-    match = _LIMIT.match(text)
-    if match is None or not float(match.group(1)) > 0:
+    parsed = parse_size(text)
+    if parsed is None or parsed[1] == "" or not parsed[0] > 0:
         raise ValueError(
             f"expected 'none', a share of the store above 0 (40%) or bytes with a unit "
             f"(4GiB, 1.5GB) (got {text!r})"
@@ -68,14 +68,21 @@ def parse_limit(text: str) -> str:
 
 def resolve_limit(text: str, store_bytes: int) -> MemoryLimit:
     """The bytes of a limit checked by :func:`parse_limit`: a share of ``store_bytes``, or
-    its own."""
+    its own.
+
+    Raises:
+        ValueError: a limit below a page (:data:`MIN_LIMIT_BYTES`), naming it.
+    """
     if text == NO_LIMIT:
         return MemoryLimit(text, None)
-    match = _LIMIT.match(text)
-    value, unit = float(match.group(1)), match.group(2).lower()
-    if unit == "%":
-        return MemoryLimit(text, int(store_bytes * value / 100))
-    return MemoryLimit(text, int(value * _UNITS[unit]))
+    value, unit = parse_size(text)
+    limit = int(store_bytes * value / 100) if unit == "%" else int(value * BYTE_UNITS[unit])
+    if limit < MIN_LIMIT_BYTES:
+        raise ValueError(
+            f"memory limit {text!r} is {limit} bytes: a memory group takes at least "
+            f"{MIN_LIMIT_BYTES} (a page)"
+        )
+    return MemoryLimit(text, limit)
 
 
 def store_size(dataset) -> tuple[Path, int]:
@@ -130,6 +137,7 @@ def run(
 
     Raises:
         RuntimeError: a limit other than ``none`` where memory groups cannot be made.
+        ValueError: more timed batches than an epoch has, or a limit below a page.
     """
     missing = unavailable(limits)
     if missing is not None:
@@ -147,8 +155,7 @@ def run(
     config = {**config, "library": "graphengine", "epochs": 0, "profile": 0}
     command = [sys.executable, "-m", "graphengine.bench.train", json.dumps(config)]
     rows = []
-    for text in limits:
-        limit = resolve_limit(text, store_bytes)
+    for limit in [resolve_limit(text, store_bytes) for text in limits]:  # all before any run
         log.info("limit %s (%s bytes)", limit.text, limit.bytes)
         drop_page_cache()
         rows.append(limited_row(limit, command, timeout_s))
@@ -195,7 +202,9 @@ def limited_row(limit: MemoryLimit, command: list[str], timeout_s: float | None)
     return row | _measurements(returncode, stdout, row["oom_kills"], timeout_s)
 
 
-def _measurements(returncode: int | None, stdout: str, oom_kills: int | None, timeout_s) -> dict:
+def _measurements(
+    returncode: int | None, stdout: str, oom_kills: int | None, timeout_s: float | None
+) -> dict:
     """The child's steps from its last stdout line, or ``error`` and empty measurements."""
     empty = {"step_s": None, "stage_s": {}, "read_mb": None, "major_faults": None}
     empty["peak_rss_gb"] = None
@@ -205,9 +214,12 @@ def _measurements(returncode: int | None, stdout: str, oom_kills: int | None, ti
         if oom_kills:
             return empty | {"error": "killed by the OOM killer"}
         return empty | {"error": f"exited with code {returncode} (its log is above)"}
-    out = json.loads(stdout.splitlines()[-1])
-    batches = out["wall"] / out["step_s"]  # the process's step_s is its wall over its steps
-    io = out["io_per_step"]
+    try:
+        out = json.loads(stdout.splitlines()[-1])
+        batches = out["wall"] / out["step_s"]  # the process's step_s is its wall over its steps
+        io = out["io_per_step"]
+    except (IndexError, ValueError, KeyError, TypeError, ZeroDivisionError):
+        return empty | {"error": "exited without its result line (its log is above)"}
     return {
         "step_s": out["step_s"],
         "stage_s": {name: out["stages"][name] / batches for name in PHASES},

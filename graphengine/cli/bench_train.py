@@ -188,6 +188,8 @@ def run(args) -> int:
                 "(not --nproc's data-parallel epochs)"
             )
         check_figure_file("--plot", args.plot)
+    if args.run_timeout is not None and args.memory_limits is None:
+        raise ValueError("--run-timeout times --memory-limits' runs; give --memory-limits")
     if args.memory_limits is not None:
         return _memory_limits(args)
     if args.parallel == "hybrid":
@@ -247,6 +249,17 @@ def _memory_limits(args) -> int:
 
     if args.vs or args.nproc > 1 or args.parallel == "hybrid":
         raise ValueError("--memory-limits runs graphengine alone: no --vs, --nproc or --parallel")
+    # One cold run per limit, as its CLI runs it: options of the peers' comparison would be
+    # silently dropped.
+    taken = {
+        "--rounds": args.rounds != 1,
+        "--epochs": args.epochs != 0,
+        "--profile": args.profile != 0,
+        "--tune-peers": args.tune_peers,
+    }
+    if any(taken.values()):
+        given = ", ".join(name for name, used in taken.items() if used)
+        raise ValueError(f"--memory-limits runs each limit once, as the CLI runs: not {given}")
     missing = memory_limits.unavailable(args.memory_limits)
     if missing is not None:
         log.error("graphengine bench train --memory-limits: %s", missing)

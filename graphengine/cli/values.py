@@ -8,6 +8,7 @@ import argparse
 import math
 import re
 
+from graphengine.data.sizes import BYTE_UNITS, parse_size
 from graphengine.datasets.papers import MAX_SCALE
 
 
@@ -131,20 +132,16 @@ def cache_sizes(text: str) -> list[int | str]:
     return [cache_size(part) for part in text.split(",")]
 
 
-_BYTE_UNITS = {"": 1, "b": 1, "kb": 10**3, "mb": 10**6, "gb": 10**9, "tb": 10**12}
-_BYTE_UNITS.update({"kib": 2**10, "mib": 2**20, "gib": 2**30, "tib": 2**40})
-
-
 def byte_size(text: str) -> int:
     """A memory size in bytes: a number with an optional unit (``64GB``, ``1.5GiB``,
     ``800MB``, ``1000000``)."""
-    match = re.fullmatch(r"\s*(\d+(?:\.\d+)?)\s*([a-zA-Z]*)\s*", text)
-    unit = match.group(2).lower() if match else None
-    if match is None or unit not in _BYTE_UNITS:
+    parsed = parse_size(text)
+    if parsed is None or parsed[1] == "%":
         raise argparse.ArgumentTypeError(
             f"must be a size such as 64GB, 1.5GiB or 800MB (got {text!r})"
         )
-    return int(float(match.group(1)) * _BYTE_UNITS[unit])
+    value, unit = parsed
+    return int(value * BYTE_UNITS.get(unit, 1))
 
 
 def host_counts(text: str) -> list[int]:

@@ -9,7 +9,6 @@ gather extension.
 
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass
 
 import numpy as np
@@ -17,10 +16,8 @@ import torch
 
 from graphengine.data.feature_store import FeatureStore
 from graphengine.data.partition import Part
+from graphengine.data.sizes import BYTE_UNITS, parse_size
 from graphengine.distributed.exchange import Exchange
-
-_SIZE = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*(%|B|KB|MB|GB|KiB|MiB|GiB)?\s*$", re.IGNORECASE)
-_UNITS = {"b": 1, "kb": 10**3, "mb": 10**6, "gb": 10**9, "kib": 2**10, "mib": 2**20, "gib": 2**30}
 
 
 @dataclass
@@ -209,17 +206,17 @@ def cache_rows(
     if isinstance(size, (int, np.integer)):
         rows = int(size)
     else:
-        match = _SIZE.match(str(size))
-        if match is None:
+        parsed = parse_size(size)
+        if parsed is None:
             raise ValueError(
                 f"'{name}' must be rows (1000), a share of the nodes ('5%') or "
                 f"bytes ('64MB', '1GiB') (got {size!r})"
             )
-        value, unit = float(match.group(1)), (match.group(2) or "").lower()
+        value, unit = parsed
         if unit == "%":
             rows = int(num_remote_nodes * value / 100)
         elif unit:
-            rows = int(value * _UNITS[unit]) // max(row_bytes, 1)
+            rows = int(value * BYTE_UNITS[unit]) // max(row_bytes, 1)
         else:
             rows = int(value)
     if rows < 0:

@@ -61,7 +61,7 @@ def test_the_figure_draws_each_limits_step_phases_and_reads(tmp_path, monkeypatc
     "text, store, expected",
     [
         ("none", 100, None),
-        (" 40% ", 1000, 400),
+        (" 40% ", 10**6, 400_000),
         ("4GiB", 1, 4 * 2**30),
         ("1.5GB", 1, 1_500_000_000),
         ("4096b", 1, 4096),
@@ -77,14 +77,34 @@ def test_a_limit_without_a_unit_or_above_zero_is_refused(text):
         parse_limit(text)
 
 
+def test_a_limit_below_a_page_is_refused_naming_it():
+    with pytest.raises(ValueError, match=r"'0.0001%' is 1 bytes: .* at least 4096"):
+        resolve_limit(parse_limit("0.0001%"), 10**6)
+    with pytest.raises(ValueError, match="'1B' is 1 bytes"):
+        resolve_limit(parse_limit("1B"), 10**6)
+
+
+@pytest.mark.parametrize("stdout", ["", "not json\n", '{"step_s": 0, "wall": 1}\n'])
+def test_a_child_without_its_result_line_is_a_row_that_says_so(stdout):
+    row = memory_limits._measurements(0, stdout, None, None)
+    assert row["error"] == "exited without its result line (its log is above)"
+    assert row["step_s"] is None
+
+
 def test_the_cli_refuses_a_bad_limit_or_plot_before_any_run(tmp_path, capsys, caplog):
     with pytest.raises(SystemExit) as exit_:
         main(["bench", "train", "--memory-limits", "none,40"])
     assert exit_.value.code == 2 and "--memory-limits" in capsys.readouterr().err
-    argv = ["bench", "train", "--memory-limits", "40%"]
+    argv = ["bench", "train", "--memory-limits", "40%", "--root", str(tmp_path)]
     assert main([*argv, "--plot", str(tmp_path / "memory.bmp")]) == 2
+    assert "the suffix gives the figure's format" in caplog.text
     assert main([*argv, "--vs", "pyg"]) == 2
     assert "runs graphengine alone" in caplog.text
+    assert main([*argv, "--rounds", "3"]) == 2
+    assert "--rounds" in caplog.text
+    assert main(["bench", "train", "--run-timeout", "5", "--root", str(tmp_path)]) == 2
+    assert "--run-timeout times --memory-limits' runs" in caplog.text
+    assert list(tmp_path.iterdir()) == []  # refused before any dataset
 
 
 def test_what_is_missing_is_named(tmp_path, monkeypatch):
