@@ -11,9 +11,11 @@ and cgroup v1's memory controller (:func:`unavailable` says which is missing).
 
 from __future__ import annotations
 
+import contextlib
 import errno
 import itertools
 import os
+import signal
 import subprocess
 import time
 from dataclasses import dataclass
@@ -43,7 +45,6 @@ class LimitedRun:
             one a reclaim.
         oom_kills: processes of the group the OOM killer killed (``oom_kill`` of
             ``memory.oom_control``; ``None`` on kernels before 4.13, which do not count).
-        seconds: the command's wall time.
     """
 
     returncode: int | None
@@ -51,7 +52,6 @@ class LimitedRun:
     peak_bytes: int
     limit_hits: int
     oom_kills: int | None
-    seconds: float
 
 
 def unavailable(root: Path = MEMORY_ROOT) -> str | None:
@@ -88,7 +88,6 @@ def run_limited(
     group.mkdir()
     try:
         (group / "memory.limit_in_bytes").write_text(str(limit_bytes))
-        start = time.perf_counter()
         try:
             done = subprocess.run(
                 ["sh", "-c", _JOIN_THEN_EXEC, str(group / "cgroup.procs"), *command],
@@ -107,9 +106,9 @@ def run_limited(
             peak_bytes=int((group / "memory.max_usage_in_bytes").read_text()),
             limit_hits=int((group / "memory.failcnt").read_text()),
             oom_kills=_oom_kills((group / "memory.oom_control").read_text()),
-            seconds=time.perf_counter() - start,
         )
     finally:
+        _kill_members(group)
         _remove(group)
 
 
@@ -127,6 +126,19 @@ def _text(output: str | bytes | None) -> str:
     if isinstance(output, bytes):
         return output.decode(errors="replace")
     return output or ""
+
+
+def _kill_members(group: Path) -> None:
+    """Kill the processes left in the group: a timeout kills only the command, not what it
+    started (a compiler, a worker), and a group with members cannot be removed."""
+    for _ in range(_REMOVE_TRIES):
+        pids = [int(pid) for pid in (group / "cgroup.procs").read_text().split()]
+        if not pids:
+            return
+        for pid in pids:
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(pid, signal.SIGKILL)
+        time.sleep(_REMOVE_WAIT_S)
 
 
 def _remove(group: Path) -> None:

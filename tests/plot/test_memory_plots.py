@@ -5,6 +5,7 @@ and the memory group is gone after either."""
 
 import os
 import sys
+from pathlib import Path
 
 import pytest
 
@@ -167,9 +168,18 @@ def test_a_run_under_a_limit_is_a_row_and_an_oom_kill_a_row_that_says_so():
 
 
 @needs_cgroup
-def test_a_run_past_its_timeout_is_killed_and_its_group_removed():
+def test_a_run_past_its_timeout_is_killed_with_what_it_started_and_its_group_removed(
+    tmp_path,
+):
     before = _groups()
-    command = [sys.executable, "-c", "import time; time.sleep(60)"]
-    row = memory_limits.limited_row(MemoryLimit("1GB", 10**9), command, 1)
+    pid_file = tmp_path / "grandchild.pid"
+    started = (
+        "import subprocess, sys, time; "
+        "child = subprocess.Popen(['sleep', '60']); "
+        f"open({str(pid_file)!r}, 'w').write(str(child.pid)); time.sleep(60)"
+    )
+    row = memory_limits.limited_row(MemoryLimit("1GB", 10**9), [sys.executable, "-c", started], 1)
     assert row["error"] == "timed out after 1 s"
     assert _groups() == before
+    status = Path(f"/proc/{int(pid_file.read_text())}/status")
+    assert not status.exists() or "State:\tZ" in status.read_text()  # gone, or a dead zombie
