@@ -27,9 +27,10 @@ def train_node(args: argparse.Namespace) -> int:
     from graphengine.train.config import split_batch
 
     check_node_options(args)
-    if not distributed.launched_by_torchrun():
-        training_device(args.device, args.nproc)  # refused before the data or workers start
     launch = args.nproc > 1 or args.partitions is not None  # parts talk through a group
+    if not distributed.launched_by_torchrun():
+        # Refused before the data opens or the workers start.
+        training_device(args.device, args.nproc if launch else None)
     if launch and not distributed.launched_by_torchrun():
         split_batch(args.batch_size, args.worker_batch_size, args.nproc)  # before the workers
         return distributed.launch(
@@ -46,20 +47,30 @@ def train_node(args: argparse.Namespace) -> int:
     return code
 
 
-def training_device(requested: str, workers: int = 1) -> torch.device:
+def training_device(requested: str, workers: int | None = None) -> torch.device:
     """The device ``--device requested`` trains on in this process: under torchrun, a
     worker's ``cuda:LOCAL_RANK`` for ``auto`` (with CUDA) and ``cuda``; in one process
-    ``cuda:0``, or ``cuda:N`` as given. ``ValueError`` naming why for a GPU torch cannot use,
-    or for ``cuda:N`` where ``workers`` (or torchrun's) would each need their own."""
+    ``cuda:0``, or ``cuda:N`` as given. ``workers``: the workers this process is about to
+    launch on this machine (``None``: it trains itself).
+
+    Raises:
+        ValueError: naming why, for a GPU torch cannot use, ``cuda:N`` where workers each
+            take their own, or more workers than GPUs.
+    """
     if requested == "cpu" or (requested == "auto" and not torch.cuda.is_available()):
         return torch.device("cpu")
     if not torch.cuda.is_available():
         why = "this torch has no CUDA" if torch.version.cuda is None else "torch finds no GPU"
         raise ValueError(f"--device {requested}: {why}; use --device cpu (or auto)")
     under_torchrun = distributed.launched_by_torchrun()
+    if workers is not None and workers > torch.cuda.device_count() and requested != "cpu":
+        raise ValueError(
+            f"--device {requested}: {workers} workers, one GPU each, and this machine has "
+            f"{torch.cuda.device_count()}; use fewer workers or --device cpu"
+        )
     if requested in ("auto", "cuda"):
         return distributed.local_device() if under_torchrun else torch.device("cuda", 0)
-    if under_torchrun or workers > 1:
+    if under_torchrun or workers is not None:
         raise ValueError(f"--device {requested} names one GPU; each worker takes its own: use cuda")
     index = int(requested.partition(":")[2])
     if index >= torch.cuda.device_count():

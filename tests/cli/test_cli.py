@@ -71,6 +71,11 @@ def test_the_training_device_follows_torch_and_torchrun(monkeypatch):
         training_device("cuda:2")
     with pytest.raises(ValueError, match="names one GPU; each worker takes its own"):
         training_device("cuda:1", workers=2)
+    with pytest.raises(ValueError, match="names one GPU"):  # one part, still launched
+        training_device("cuda:1", workers=1)
+    assert training_device("cuda", workers=2) == torch.device("cuda", 0)
+    with pytest.raises(ValueError, match="3 workers, one GPU each, and this machine has 2"):
+        training_device("auto", workers=3)
     monkeypatch.setenv("LOCAL_RANK", "1")
     monkeypatch.setenv("WORLD_SIZE", "2")
     assert training_device("auto") == training_device("cuda") == torch.device("cuda", 1)
