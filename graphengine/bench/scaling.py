@@ -58,8 +58,9 @@ def run(
     Args:
         log2_nodes: the graphs' sizes, ``k`` of ``2**k`` nodes.
         fanouts, batch_size, batches, threads: each library's sampling, the same for all.
-        vs: peers also timed on each graph (``"pyg"``, ``"dgl"``); one that cannot run here
-            gets a row saying why (its summary key holds the reason) and a logged warning.
+        vs: peers also timed on each graph (``"pyg"``, ``"dgl"``); one that cannot run here,
+            or runs out of memory on a larger graph, gets a row saying why (its summary key
+            holds the reason, beside the costs of the graphs it ran on) and a warning.
         plot: also draw the cost against the graph size to this file
             (:func:`graphengine.plot.plot_scaling`).
 
@@ -86,6 +87,9 @@ def run(
             except Unavailable as error:
                 errors[peer] = str(error)
                 continue
+            except MemoryError:  # the larger graphs only: the smaller ones' costs stand
+                errors[peer] = f"out of memory on the graph of 2^{k} nodes"
+                continue
             peer_costs[peer][f"2^{k}"] = timed.seconds / timed.edges * 1e9
             rows.append([*_row(k, graph, timed.edges, timed.seconds), PEER_NAMES[peer]])
     summary = {
@@ -97,11 +101,11 @@ def run(
         "max_over_min": max(costs.values()) / min(costs.values()),
     }
     for peer in peers:
+        if peer_costs[peer]:
+            summary[f"{peer}_ns_per_edge"] = peer_costs[peer]
         if peer in errors:
             summary[peer] = errors[peer]
             rows.append(["-", "-", "-", "-", "-", "-", f"{PEER_NAMES[peer]} (not run)"])
-        else:
-            summary[f"{peer}_ns_per_edge"] = peer_costs[peer]
     headers = ["nodes", "graph edges", "sampled edges", "seconds", "edges/s", "ns/edge"]
     if peers:  # a library per row; without peers, the table as it always was
         headers.append("library")
