@@ -62,13 +62,23 @@ def _public(package: str) -> list[str]:
 
 @functools.cache
 def _canonical() -> dict[int, str]:
-    """``id(object) -> 'package.name'`` of the entry that documents each public object."""
+    """``id(object) -> 'package.name'`` of the entry that documents each public class,
+    function and module. Constants are not in it: equal small ints or strings are one object
+    in Python, and each constant is its own entry (:func:`_home`)."""
     where: dict[int, str] = {}
     for package in PACKAGES:
         module = importlib.import_module(package)
         for name in _public(package):
-            where.setdefault(id(getattr(module, name)), f"{package}.{name}")
+            obj = getattr(module, name)
+            if _kind(obj) != "data":
+                where.setdefault(id(obj), f"{package}.{name}")
     return where
+
+
+def _home(package: str, name: str, obj: object) -> str:
+    """The entry that documents ``package.name``: its own for a constant, else the first
+    package's (in :data:`PACKAGES` order) that exports the same object."""
+    return f"{package}.{name}" if _kind(obj) == "data" else _canonical()[id(obj)]
 
 
 def _kind(obj: object) -> str:
@@ -94,13 +104,12 @@ class PublicNames(SphinxDirective):
             raise self.error(f"{package} is not in public_names.PACKAGES")
         self.env.note_dependency(__file__)
         _documented_packages(self.env).add(package)
-        canonical = _canonical()
         module = importlib.import_module(package)
         lines = [f".. automodule:: {package}", "   :no-members:", ""]
         for name in _public(package):
             obj = getattr(module, name)
             kind = _kind(obj)
-            home = canonical[id(obj)]
+            home = _home(package, name, obj)
             if kind == "module":
                 body = [f"The module :mod:`{obj.__name__}`."]
             elif home != f"{package}.{name}":
