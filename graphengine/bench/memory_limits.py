@@ -8,9 +8,9 @@ runs in a fresh child process that starts cold (the page cache dropped: ``sync``
 (:mod:`graphengine.bench.cgroup`); ``none`` runs it with no group. A limit is bytes
 (``4GiB``, ``1.5GB``) or a share of the store's size on disk (``40%``). Per limit: seconds a
 step, the loader's sample and gather seconds and the compute a step, MB read from disk and
-major page faults a step, the child's peak RSS, the group's peak usage, how often it hit the
-limit and the OOM kills. A child the OOM killer ended, or one that failed otherwise, is a
-row saying so.
+major page faults a step, the child's peak RSS, the group's peak usage and the OOM kills (and,
+in the JSON line, how often it hit the limit). A child the OOM killer ended, or one that
+failed otherwise, is a row saying so.
 """
 
 from __future__ import annotations

@@ -84,7 +84,7 @@ def run(
     sampler = NeighborSampler(
         data.graph.indptr, data.graph.indices, fanouts, validate=not data.graph.validated
     )
-    kernel_s, kernel_edges = _time_sampler(sampler, seeds, batch_size, seed)
+    kernel_s, kernel_edges = time_sampler(sampler, seeds, batch_size, seed)
     rows.append(_row("graphengine sampler only", len(timed), kernel_edges, kernel_s))
     summary.update(
         bench="sample",
@@ -148,7 +148,7 @@ def _gpu_rows(data, fanouts, batch_size, seeds, seed, device, rows, summary) -> 
         validate=not data.graph.validated,
         device=device,
     )
-    gpu_s, gpu_edges = _time_sampler(sampler, seeds, batch_size, seed)
+    gpu_s, gpu_edges = time_sampler(sampler, seeds, batch_size, seed)
     name = f"graphengine sampler only ({sampler.device}, graph {sampler.graph_placement})"
     rows.append(_row(name, timed, gpu_edges, gpu_s))
     summary.update(
@@ -198,7 +198,10 @@ def _time_batches(loader) -> tuple[float, int]:
     return time.perf_counter() - start, edges
 
 
-def _time_sampler(sampler, seeds, batch_size, seed) -> tuple[float, int]:
+def time_sampler(sampler, seeds: np.ndarray, batch_size: int, seed: int) -> tuple[float, int]:
+    """Seconds and sampled edges of ``sampler`` over the batches of ``seeds`` after the first
+    (a warm-up); batch ``b`` draws with seed ``seed + b``."""
+
     def sample(b):
         chunk = seeds[b * batch_size : (b + 1) * batch_size]
         return sampler.sample_from_nodes(SamplerInput(chunk, np.arange(len(chunk)), seed + b))

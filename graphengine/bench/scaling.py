@@ -14,7 +14,6 @@ so its batches hold more edges than PyG's or graphengine's.
 from __future__ import annotations
 
 import logging
-import time
 from collections.abc import Sequence
 from pathlib import Path
 
@@ -32,10 +31,10 @@ from graphengine.bench.peers import (
     pyg_sampling,
 )
 from graphengine.bench.report import print_report
-from graphengine.bench.sample import set_threads
+from graphengine.bench.sample import set_threads, time_sampler
 from graphengine.data.graph_store import Graph
 from graphengine.datasets.synthetic import SyntheticSpec, generate
-from samplers import NeighborSampler, SamplerInput
+from samplers import NeighborSampler
 
 log = logging.getLogger(__name__)
 
@@ -138,13 +137,7 @@ def _time_sampler(graph: Graph, fanouts: list[int], batch_size: int, seeds) -> t
     """graphengine's ``NeighborSampler`` on ``graph``: seconds and sampled edges over the
     batches of ``seeds`` after the first (a warm-up)."""
     sampler = NeighborSampler(graph.indptr, graph.indices, fanouts, validate=not graph.validated)
-    sampler.sample_from_nodes(SamplerInput(seeds[:batch_size], np.arange(batch_size), 0))
-    edges = 0
-    start = time.perf_counter()
-    for b in range(1, len(seeds) // batch_size):
-        chunk = seeds[b * batch_size : (b + 1) * batch_size]
-        edges += sampler.sample_from_nodes(SamplerInput(chunk, np.arange(batch_size), b)).row.size
-    return time.perf_counter() - start, edges
+    return time_sampler(sampler, seeds, batch_size, seed=0)
 
 
 def _row(k: int, graph: Graph, edges: int, seconds: float) -> list:

@@ -55,7 +55,8 @@ def add_parser(benches) -> None:
     options.add_plot(
         sample,
         help="also draw each loader's throughput, a bar per row: seeds and edges per second "
-        "(node), batches, seed edges (link) and edges per second (link, cluster, saint)",
+        "(node); batches and edges per second (link, cluster, saint), and seed edges per "
+        "second (link)",
     )
     sample.set_defaults(run=run)
 

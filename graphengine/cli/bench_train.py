@@ -1,6 +1,7 @@
 """``graphengine bench train``: end-to-end training steps against PyG's and DGL's loops; with
 ``--nproc`` data-parallel epochs, with ``--parallel hybrid`` hybrid against data parallelism,
-with ``--memory-limits`` graphengine's steps under memory limits; ``--plot`` draws the last two."""
+with ``--memory-limits`` graphengine's steps under memory limits; ``--plot`` draws any of them
+but ``--nproc``'s epochs."""
 
 from __future__ import annotations
 
@@ -153,8 +154,8 @@ def _add_parallel_options(train: argparse.ArgumentParser) -> None:
 
 
 def _add_memory_options(train: argparse.ArgumentParser) -> None:
-    """Instead of the peers' comparison: graphengine's steps under memory limits, and the
-    figure of those or of --parallel hybrid."""
+    """Instead of the peers' comparison: graphengine's steps under memory limits; and the
+    figure of whichever mode runs."""
     train.add_argument(
         "--memory-limits",
         type=values.memory_limits,

@@ -151,6 +151,11 @@ def test_a_plot_path_is_checked_before_a_bench_runs(tmp_path, caplog):
     # A plot of a mode that has none, and a bad path, exit 2 before any dataset is opened.
     assert main(["bench", "train", "--nproc", "2", "--plot", str(tmp_path / "f.png")]) == 2
     assert "not --nproc's data-parallel epochs" in caplog.text
-    argv = ["bench", "train", "--parallel", "hybrid", "--nproc", "2"]
+    argv = ["bench", "train", "--parallel", "hybrid", "--nproc", "2", "--root", str(tmp_path)]
+    caplog.clear()
     assert main([*argv, "--plot", str(tmp_path / "missing" / "f.png")]) == 2
+    assert "does not exist" in caplog.text
+    caplog.clear()
     assert main(["bench", "plan", "--plot", str(tmp_path / "f.txt")]) == 2
+    assert "the suffix gives the figure's format" in caplog.text
+    assert list(tmp_path.iterdir()) == []  # no dataset generated
