@@ -51,8 +51,7 @@ def run(args) -> int:
     out = args.out if args.out is not None else args.metrics[0].with_suffix(".png")
     check_figure_file("--out", out)
     runs = {label: read_metrics(path) for label, path in _labels(args.metrics).items()}
-    plot_metrics(runs, out)
-    figure_written(out)
+    figure_written(plot_metrics(runs, out))
     print_json({"figure": str(out), "runs": {k: len(v) for k, v in runs.items()}})
     return 0
 

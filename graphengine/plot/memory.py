@@ -18,20 +18,31 @@ BARS = {
 
 
 def plot_memory_limits(summary: dict, path: str | Path) -> Path:
-    """Draw ``graphengine bench train --memory-limits``'s summary to ``path``: left, per
-    limit the seconds a step and its sample, gather and compute seconds; right, the MB read
-    from disk a step, with the major page faults a step written over each bar. A limit
-    whose run failed (the OOM killer) has no bars and says why.
+    """Draw ``graphengine bench train --memory-limits``'s summary to ``path``
+    (:func:`memory_limits_figure`'s figure).
+
+    Args:
+        summary: the bench's JSON line (see :func:`memory_limits_figure`).
+        path: the image to write (its format from the suffix).
+
+    Returns:
+        the path written.
+    """
+    return save_figure(memory_limits_figure(summary), path)
+
+
+def memory_limits_figure(summary: dict):
+    """The figure of ``graphengine bench train --memory-limits``'s summary (a matplotlib
+    ``Figure``, not saved): left, per limit the seconds a step and its sample, gather and
+    compute seconds; right, the MB read from disk a step, with the major page faults a step
+    written over each bar. A limit whose run failed (the OOM killer) has no bars and says
+    why.
 
     Args:
         summary: the bench's JSON line: ``dataset``, ``store_bytes`` and ``rows``, each
             with ``limit`` (its text), ``limit_bytes`` (``None``: no limit), ``step_s``,
             ``stage_s`` (``sample``, ``gather``, ``compute`` seconds a step), ``read_mb``,
             ``major_faults`` and ``error`` (``None`` for a run that measured).
-        path: the image to write (its format from the suffix).
-
-    Returns:
-        ``path``.
     """
     rows = summary["rows"]
     figure, (time_axes, read_axes) = new_figure(panels=2, width=6.0, height=4.2)
@@ -81,7 +92,7 @@ def plot_memory_limits(summary: dict, path: str | Path) -> Path:
                 )
     store = _size(summary["store_bytes"])
     figure.suptitle(f"{summary['dataset']} ({store} on disk), each run cold")
-    return save_figure(figure, path)
+    return figure
 
 
 def _seconds(row: dict, name: str) -> float:

@@ -62,9 +62,23 @@ def read_metrics(path: str | Path) -> list[dict]:
     return records
 
 
-def plot_metrics(runs: dict[str, list[dict]], path: str | Path):
-    """Draw training runs' loss (left) and quality metrics (right) per epoch to ``path``;
-    returns the figure (closed, its axes still readable).
+def plot_metrics(runs: dict[str, list[dict]], path: str | Path) -> Path:
+    """Draw training runs' loss and quality metrics per epoch to ``path``
+    (:func:`metrics_figure`'s figure).
+
+    Args:
+        runs: a run's label -> its epoch records (see :func:`metrics_figure`).
+        path: the figure's file; its suffix gives the format.
+
+    Returns:
+        the path written.
+    """
+    return save_figure(metrics_figure(runs), path)
+
+
+def metrics_figure(runs: dict[str, list[dict]]):
+    """The figure of training runs' loss (left) and quality metrics (right) per epoch (a
+    matplotlib ``Figure``, not saved).
 
     Args:
         runs: a run's label (the legend's) -> its epoch records (:func:`read_metrics`'s:
@@ -72,7 +86,6 @@ def plot_metrics(runs: dict[str, list[dict]], path: str | Path):
             ``train_acc``, ``val_acc``, ``val_auc``; a record lacking one has no point
             there). One color per run (per metric when there is one run), one line style
             per split, one marker per metric (``acc``, ``auc``, ``mrr``, ``hits@K``).
-        path: the figure's file; its suffix gives the format.
 
     The right panel, "accuracy" when every metric is one, is left out when no record has a
     quality metric. A node run's ``train_acc`` is the running accuracy over the epoch's
@@ -110,7 +123,6 @@ def plot_metrics(runs: dict[str, list[dict]], path: str | Path):
         panels[0].legend(fontsize="small")
     if keys:
         panels[1].legend(fontsize="small")
-    save_figure(figure, path)
     return figure
 
 

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from graphengine.plot.figure import new_figure, pyplot, save_figure
+from graphengine.plot.figure import log_if_wide, new_figure, new_grid, save_figure
 
 MODE_COLORS = {"data": "tab:blue", "hybrid": "tab:orange"}
 CANDIDATE_COLORS = {
@@ -17,24 +17,32 @@ CANDIDATE_COLORS = {
 }
 # One line style per hidden width, in the order the widths come.
 HIDDEN_STYLES = ("-", "--", ":", "-.")
-# Widths that span this factor or more are drawn on a log axis.
-LOG_SPAN = 8
 
 
 def plot_parallel_widths(summary: dict, path: str | Path) -> Path:
-    """Draw ``graphengine bench train --parallel hybrid``'s summary to ``path``: left, the
-    measured seconds a step (the slowest worker's) against the feature width, one line per
-    mode and hidden width; right, the projected seconds a step of bytes sent per worker at
-    the most workers projected, over the summary's link.
+    """Draw ``graphengine bench train --parallel hybrid``'s summary to ``path``
+    (:func:`parallel_widths_figure`'s figure).
+
+    Args:
+        summary: the bench's JSON line (see :func:`parallel_widths_figure`).
+        path: the image to write (its format from the suffix).
+
+    Returns:
+        the path written.
+    """
+    return save_figure(parallel_widths_figure(summary), path)
+
+
+def parallel_widths_figure(summary: dict):
+    """The figure of ``graphengine bench train --parallel hybrid``'s summary (a matplotlib
+    ``Figure``, not saved): left, the measured seconds a step (the slowest worker's) against
+    the feature width, one line per mode and hidden width; right, the projected seconds a
+    step of bytes sent per worker at the most workers projected, over the summary's link.
 
     Args:
         summary: the bench's JSON line: ``workers``, ``link_gbps``, ``measured`` (rows with
             ``width``, ``hidden``, ``parallel``, ``s_per_step``) and ``projected`` (rows with
             ``width``, ``hidden``, ``workers``, ``data_s``, ``hybrid_s``).
-        path: the image to write (its format from the suffix).
-
-    Returns:
-        ``path``.
     """
     figure, (measured_axes, projected_axes) = new_figure(panels=2, width=6.0, height=4.2)
     measured = summary["measured"]
@@ -64,7 +72,7 @@ def plot_parallel_widths(summary: dict, path: str | Path) -> Path:
         axes.set_ylim(bottom=0)
         axes.grid(alpha=0.3)
         axes.legend(fontsize="small")
-    return save_figure(figure, path)
+    return figure
 
 
 def _line(axes, rows: list[dict], key: str, mode: str, hidden: int, hiddens: list[int]) -> None:
@@ -83,10 +91,10 @@ def _line(axes, rows: list[dict], key: str, mode: str, hidden: int, hiddens: lis
 
 
 def _width_axis(axes, widths: list[int]) -> None:
-    """The feature width axis: log where the widths span :data:`LOG_SPAN` or more, ticks at
-    the widths measured, written as plain numbers."""
-    if widths[-1] >= LOG_SPAN * widths[0]:
-        axes.set_xscale("log")
+    """The feature width axis: log where the widths span
+    :data:`~graphengine.plot.figure.LOG_SPAN` times or more, ticks at the widths measured,
+    written as plain numbers."""
+    log_if_wide(axes, widths, "x")
     axes.set_xticks(widths)
     axes.set_xticklabels([str(w) for w in widths])
     axes.minorticks_off()
@@ -94,20 +102,34 @@ def _width_axis(axes, widths: list[int]) -> None:
 
 
 def plot_plan_bench(results: list[dict], path: str | Path) -> Path:
-    """Draw ``graphengine bench plan``'s configurations to ``path``: a panel per link (the
-    columns, fastest first) and per feature and hidden width (the rows), each with every
-    candidate's measured epoch against the host count (solid) and the planner's predicted
-    epoch (dashed), the planner's choice ringed; a failed run leaves a gap.
+    """Draw ``graphengine bench plan``'s configurations to ``path``
+    (:func:`plan_bench_figure`'s figure).
+
+    Args:
+        results: the summary's ``results`` (see :func:`plan_bench_figure`).
+        path: the image to write (its format from the suffix).
+
+    Returns:
+        the path written.
+
+    Raises:
+        ValueError: no configuration in ``results``.
+    """
+    return save_figure(plan_bench_figure(results), path)
+
+
+def plan_bench_figure(results: list[dict]):
+    """The figure of ``graphengine bench plan``'s configurations (a matplotlib ``Figure``,
+    not saved): a panel per link (the columns, fastest first) and per feature and hidden
+    width (the rows), each with every candidate's measured epoch against the host count
+    (solid) and the planner's predicted epoch (dashed), the planner's choice ringed; a
+    failed run leaves a gap.
 
     Args:
         results: the summary's ``results``: per configuration ``hosts``, ``link``,
             ``rate_mbit``, ``width``, ``hidden``, ``choice`` (``None`` without a plan) and
             ``candidates`` (name to ``measured`` and ``predicted`` epoch seconds, each
             ``None`` where missing).
-        path: the image to write (its format from the suffix).
-
-    Returns:
-        ``path``.
     """
     if not results:
         raise ValueError("no configuration to draw")
@@ -118,13 +140,8 @@ def plot_plan_bench(results: list[dict], path: str | Path) -> Path:
     shapes = list(dict.fromkeys((r["width"], r["hidden"]) for r in results))
     candidates = list(dict.fromkeys(name for r in results for name in r["candidates"]))
     hosts = sorted({r["hosts"] for r in results})
-    plt = pyplot()
-    figure, grid = plt.subplots(
-        len(shapes),
-        len(links),
-        figsize=(5.2 * len(links) + 2.2, 3.6 * len(shapes)),
-        squeeze=False,
-        sharex=True,
+    figure, grid = new_grid(
+        len(shapes), len(links), (5.2 * len(links) + 2.2, 3.6 * len(shapes)), sharex=True
     )
     for row, (width, hidden) in enumerate(shapes):
         for column, link in enumerate(links):
@@ -146,7 +163,7 @@ def plot_plan_bench(results: list[dict], path: str | Path) -> Path:
                 axes.set_xlabel("hosts (one worker each)")
     # Outside the top right panel, where it hides no line (tight_layout leaves it room).
     grid[0][-1].legend(loc="upper left", bbox_to_anchor=(1.02, 1), fontsize="small")
-    return save_figure(figure, path)
+    return figure
 
 
 def _plan_panel(axes, results: list[dict], candidates: list[str]) -> None:

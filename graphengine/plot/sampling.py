@@ -7,7 +7,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from pathlib import Path
 
-from graphengine.plot.figure import new_figure, save_figure
+from graphengine.plot.figure import log_if_wide, new_figure, save_figure, threads
 
 # The libraries of ``bench scaling``, in the figure's order: summary key -> legend label and
 # color (each library's the same in every figure).
@@ -16,13 +16,25 @@ SCALING_LINES = {
     "pyg_ns_per_edge": ("PyG NeighborLoader (graph only)", "C1"),
     "dgl_ns_per_edge": ("DGL DataLoader + NeighborSampler (graph only)", "C2"),
 }
-# A value axis spanning more than this ratio is drawn on a log scale.
-LOG_SPAN = 10.0
 
 
-def plot_scaling(summary: dict, path: str | Path):
-    """Draw ``bench scaling``'s cost per sampled edge against the graph's nodes, one line per
-    library, to ``path``; returns the figure (closed, its axes still readable).
+def plot_scaling(summary: dict, path: str | Path) -> Path:
+    """Draw ``bench scaling``'s cost per sampled edge against the graph's nodes to ``path``
+    (:func:`scaling_figure`'s figure).
+
+    Args:
+        summary: ``bench scaling``'s JSON line (see :func:`scaling_figure`).
+        path: the figure's file; its suffix gives the format (``.png``, ``.svg``, ``.pdf``).
+
+    Returns:
+        the path written.
+    """
+    return save_figure(scaling_figure(summary), path)
+
+
+def scaling_figure(summary: dict):
+    """The figure of ``bench scaling``'s cost per sampled edge against the graph's nodes, one
+    line per library (a matplotlib ``Figure``, not saved).
 
     Args:
         summary: ``bench scaling``'s JSON line: ``ns_per_edge`` (graphengine's) and, for each
@@ -30,10 +42,10 @@ def plot_scaling(summary: dict, path: str | Path):
             ``"2^k"`` (the graph has ``2**k`` nodes) to nanoseconds per sampled edge (a
             float); ``fanouts`` (list of int), ``batch_size`` and ``threads`` (int) for the
             title. A peer that could not run (its key holds why, a str) gets no line.
-        path: the figure's file; its suffix gives the format (``.png``, ``.svg``, ``.pdf``).
 
     The x axis is the nodes, ``2**k``, on a log2 scale; the y axis is log-scaled where the
-    values span more than :data:`LOG_SPAN` times. Each point is labeled with its value.
+    values span :data:`~graphengine.plot.figure.LOG_SPAN` times or more. Each point is
+    labeled with its value.
     """
     figure, (axes,) = new_figure(width=7.2, height=4.5)
     from matplotlib.ticker import ScalarFormatter  # after new_figure: its error if it is missing
@@ -61,7 +73,7 @@ def plot_scaling(summary: dict, path: str | Path):
     axes.set_xscale("log", base=2)
     axes.set_xticks(sorted(sizes), [f"$2^{{{n.bit_length() - 1}}}$" for n in sorted(sizes)])
     axes.minorticks_off()
-    if _log_if_wide(axes, values, "y"):
+    if log_if_wide(axes, values, "y"):
         axes.yaxis.set_major_formatter(ScalarFormatter())  # 10, 100, 1000: not 10^1 ...
     else:
         axes.set_ylim(bottom=0)
@@ -70,12 +82,11 @@ def plot_scaling(summary: dict, path: str | Path):
     axes.set_ylabel("ns per sampled edge (lower is better)")
     axes.set_title(
         f"Sampling cost as the graph grows: fanouts {_fanouts(summary['fanouts'])}, "
-        f"batches of {summary['batch_size']}, {_threads(summary['threads'])}",
+        f"batches of {summary['batch_size']}, {threads(summary['threads'])}",
         fontsize="medium",
     )
     axes.grid(True, which="both", alpha=0.3)
     axes.legend(fontsize="small")
-    save_figure(figure, path)
     return figure
 
 
@@ -85,9 +96,28 @@ def plot_loaders(
     columns: Sequence[str],
     title: str,
     path: str | Path,
+) -> Path:
+    """Draw a loader bench's table as horizontal bars to ``path`` (:func:`loaders_figure`'s
+    figure; the arguments before ``path`` are its).
+
+    Args:
+        headers: the table's headers.
+        rows: the table's rows.
+        columns: the headers of the values drawn.
+        title: the figure's title.
+        path: the figure's file; its suffix gives the format.
+
+    Returns:
+        the path written.
+    """
+    return save_figure(loaders_figure(headers, rows, columns, title), path)
+
+
+def loaders_figure(
+    headers: Sequence[str], rows: Sequence[Sequence], columns: Sequence[str], title: str
 ):
-    """Draw a loader bench's table as horizontal bars, one panel per column of ``columns``
-    and one bar per row with a number there, to ``path``; returns the figure (closed).
+    """The figure of a loader bench's table as horizontal bars, one panel per column of
+    ``columns`` and one bar per row with a number there (a matplotlib ``Figure``, not saved).
 
     Args:
         headers: the table's headers; the first column holds each row's label.
@@ -95,11 +125,10 @@ def plot_loaders(
             a peer that could not run) gets no bar.
         columns: the headers of the values drawn, e.g. ``["seeds/s", "edges/s"]``.
         title: the figure's title (the dataset and the loaders' parameters).
-        path: the figure's file; its suffix gives the format.
 
     Bars run top to bottom in the table's order, each labeled with its value and colored by
     its library (PyG's and DGL's rows by their labels' first word); an axis whose values
-    span more than :data:`LOG_SPAN` times is log-scaled.
+    span :data:`~graphengine.plot.figure.LOG_SPAN` times or more is log-scaled.
     """
     labels = [str(row[0]) for row in rows]
     figure, panels = new_figure(len(columns), width=5.6, height=0.9 + 0.45 * len(rows))
@@ -113,13 +142,12 @@ def plot_loaders(
         axes.bar_label(bars, labels=[_short(v) for _, v in drawn], padding=3, fontsize="small")
         axes.set_yticks(range(len(rows)), labels if axes is panels[0] else [])
         top_down(axes, len(rows))
-        _log_if_wide(axes, [v for _, v in drawn], "x")
+        log_if_wide(axes, [v for _, v in drawn], "x")
         axes.xaxis.set_major_formatter(EngFormatter())
         axes.margins(x=0.2)
         axes.set_xlabel(f"{column} (higher is better)")
         axes.grid(True, axis="x", alpha=0.3)
     figure.suptitle(title, fontsize="medium")
-    save_figure(figure, path)
     return figure
 
 
@@ -147,10 +175,6 @@ def _fanouts(fanouts: Sequence[int]) -> str:
     return ",".join(map(str, fanouts))
 
 
-def _threads(threads: int) -> str:
-    return f"{threads} thread" + ("s" if threads != 1 else "")
-
-
 def _is_number(value) -> bool:
     return isinstance(value, int | float) and not isinstance(value, bool)
 
@@ -161,13 +185,3 @@ def _short(value: float) -> str:
         if abs(value) >= scale:
             return f"{value / scale:.3g} {prefix}"
     return f"{value:.3g}"
-
-
-def _log_if_wide(axes, values: Sequence[float], axis: str) -> bool:
-    """Log-scale ``axes``' ``axis`` (``"x"`` or ``"y"``) where the positive ``values`` span
-    more than :data:`LOG_SPAN` times; returns whether it did."""
-    positive = [v for v in values if v > 0]
-    wide = bool(positive) and max(positive) > LOG_SPAN * min(positive)
-    if wide:
-        (axes.set_xscale if axis == "x" else axes.set_yscale)("log")
-    return wide

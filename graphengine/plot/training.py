@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from graphengine.plot.figure import new_figure, save_figure
+from graphengine.plot.figure import new_figure, save_figure, threads
 from graphengine.plot.sampling import top_down
 
 # ``bench train``'s libraries (keys of its ``step_s_by_library``) -> bar labels.
@@ -25,9 +25,22 @@ STEP_PARTS = {
 }
 
 
-def plot_step(summary: dict, path: str | Path):
-    """Draw ``bench train``'s seconds per step, one bar per library, to ``path``; returns
-    the figure (closed, its axes still readable).
+def plot_step(summary: dict, path: str | Path) -> Path:
+    """Draw ``bench train``'s seconds per step to ``path`` (:func:`step_figure`'s figure).
+
+    Args:
+        summary: ``bench train``'s JSON line (see :func:`step_figure`).
+        path: the figure's file; its suffix gives the format.
+
+    Returns:
+        the path written.
+    """
+    return save_figure(step_figure(summary), path)
+
+
+def step_figure(summary: dict):
+    """The figure of ``bench train``'s seconds per step, one bar per library (a matplotlib
+    ``Figure``, not saved).
 
     Args:
         summary: ``bench train``'s JSON line: ``step_s_by_library`` (library -> dict with
@@ -35,7 +48,6 @@ def plot_step(summary: dict, path: str | Path):
             (graphengine's pipeline stages -> seconds over the ``batches`` timed steps:
             ``sample``, ``gather``, ``waiting``, ``compute``, more on a GPU), ``batches``,
             and ``dataset``, ``model``, ``batch_size``, ``threads``, ``device`` for the title.
-        path: the figure's file; its suffix gives the format.
 
     The left panel stacks graphengine's step (:data:`STEP_PARTS`: the model's compute, the
     wait for the next batch and the rest, which sum to its median step); the peers' steps
@@ -87,8 +99,7 @@ def plot_step(summary: dict, path: str | Path):
     stages.grid(True, axis="x", alpha=0.3)
     figure.suptitle(
         f"Training step, {summary['model']} on {summary['dataset']}: batches of "
-        f"{summary['batch_size']}, {summary['threads']} threads, {summary['device']}",
+        f"{summary['batch_size']}, {threads(summary['threads'])}, {summary['device']}",
         fontsize="medium",
     )
-    save_figure(figure, path)
     return figure

@@ -1,24 +1,21 @@
 """The drawing functions of :mod:`graphengine.plot` on hand-made results: each figure plots
-exactly the numbers it is given (lines' data, bars' lengths, labels), its file is a PNG
-matplotlib reads back, and without matplotlib the error says how to install it."""
+exactly the numbers it is given (lines' data, bars' lengths, labels), each ``plot_*`` writes
+it as a PNG matplotlib reads back and returns the path, drawing leaves pyplot's backend as it
+was, and without matplotlib the error says how to install it."""
 
 import math
 import sys
 
 import pytest
 
-from graphengine.plot import (
-    plot_loaders,
-    plot_metrics,
-    plot_scaling,
-    plot_step,
-    pyplot,
-    read_metrics,
-)
+import graphengine.plot
+from graphengine.plot import plot_loaders, plot_metrics, plot_scaling, plot_step, read_metrics
 from graphengine.plot.figure import PLOT_HINT
+from graphengine.plot.metrics import metrics_figure
+from graphengine.plot.sampling import loaders_figure, scaling_figure
+from graphengine.plot.training import step_figure
 from graphengine.train.metrics import json_line
-
-PNG_SIGNATURE = b"\x89PNG\r\n\x1a\n"
+from tests.plot import assert_png
 
 SCALING = {
     "bench": "scaling",
@@ -59,18 +56,49 @@ TRAIN = {
 }
 
 
-def assert_png(path):
-    """``path`` is a PNG file (its signature) that matplotlib decodes to an RGB(A) image."""
-    assert path.read_bytes()[:8] == PNG_SIGNATURE
-    image = pyplot().imread(path)
-    assert image.ndim == 3 and image.shape[2] in (3, 4) and image.shape[0] > 100
+def test_each_plot_function_writes_its_figure_and_returns_the_path(tmp_path):
+    runs = {"run": [epoch(1, 1.0), epoch(2, 0.5)]}
+    headers, rows, columns = SAMPLE_HEADERS, SAMPLE_ROWS, ["seeds/s"]
+    written = [
+        (plot_scaling(SCALING, tmp_path / "scaling.png"), "scaling.png"),
+        (plot_loaders(headers, rows, columns, "title", tmp_path / "sample.png"), "sample.png"),
+        (plot_step(TRAIN, tmp_path / "step.png"), "step.png"),
+        (plot_metrics(runs, str(tmp_path / "curve.png")), "curve.png"),
+    ]
+    for path, name in written:
+        assert path == tmp_path / name
+        assert_png(path)
 
 
-def test_the_scaling_figure_has_a_line_per_library_that_ran_through_its_costs(tmp_path):
-    path = tmp_path / "scaling.png"
-    figure = plot_scaling(SCALING, path)
-    assert_png(path)
-    (axes,) = figure.axes
+def test_the_package_exports_the_drawing_functions_alone():
+    assert graphengine.plot.__all__ == [
+        "plot_loaders",
+        "plot_memory_limits",
+        "plot_metrics",
+        "plot_parallel_widths",
+        "plot_plan_bench",
+        "plot_scaling",
+        "plot_step",
+        "read_metrics",
+    ]
+
+
+def test_drawing_leaves_the_backend_and_pyplot_s_figures_alone(tmp_path, monkeypatch):
+    import matplotlib
+    import matplotlib.pyplot as plt
+
+    def use(backend, *args, **kwargs):
+        raise AssertionError(f"drawing switched the backend to {backend}")
+
+    monkeypatch.setattr(matplotlib, "use", use)  # a notebook's inline backend stays
+    figures = plt.get_fignums()
+    plot_scaling(SCALING, tmp_path / "scaling.png")
+    plot_metrics({"run": [epoch(1, 1.0, val_acc=0.5)]}, tmp_path / "curve.png")
+    assert plt.get_fignums() == figures  # nothing left open in pyplot
+
+
+def test_the_scaling_figure_has_a_line_per_library_that_ran_through_its_costs():
+    (axes,) = scaling_figure(SCALING).axes
     lines = {line.get_label(): line for line in axes.get_lines()}
     assert set(lines) == {"graphengine NeighborSampler", "PyG NeighborLoader (graph only)"}
     ours, pyg = lines["graphengine NeighborSampler"], lines["PyG NeighborLoader (graph only)"]
@@ -92,15 +120,14 @@ def test_the_scaling_figure_has_a_line_per_library_that_ran_through_its_costs(tm
 
 def test_costs_spanning_orders_of_magnitude_are_drawn_on_a_log_scale(tmp_path):
     summary = {**SCALING, "pyg_ns_per_edge": {"2^16": 900.0, "2^18": 1000.0, "2^20": 1200.0}}
-    (axes,) = plot_scaling(summary, tmp_path / "scaling.svg").axes
+    (axes,) = scaling_figure(summary).axes
     assert axes.get_yscale() == "log"
+    plot_scaling(summary, tmp_path / "scaling.svg")
     assert (tmp_path / "scaling.svg").read_text().lstrip().startswith("<?xml")
 
 
-def test_the_loader_figure_has_a_bar_per_row_that_ran_and_a_panel_per_column(tmp_path):
-    path = tmp_path / "sample.png"
-    figure = plot_loaders(SAMPLE_HEADERS, SAMPLE_ROWS, ["seeds/s", "edges/s"], "title", path)
-    assert_png(path)
+def test_the_loader_figure_has_a_bar_per_row_that_ran_and_a_panel_per_column():
+    figure = loaders_figure(SAMPLE_HEADERS, SAMPLE_ROWS, ["seeds/s", "edges/s"], "title")
     seeds, edges = figure.axes
     assert [p.get_width() for p in seeds.patches] == [40960.0, 68266.0, 10240.0]
     assert [p.get_width() for p in edges.patches] == [18e6, 30e6, 7.5e6]
@@ -115,10 +142,8 @@ def test_the_loader_figure_has_a_bar_per_row_that_ran_and_a_panel_per_column(tmp
     assert seeds.patches[2].get_facecolor() != seeds.patches[0].get_facecolor()
 
 
-def test_the_step_figure_stacks_graphengine_s_step_and_shows_the_peers_whole(tmp_path):
-    path = tmp_path / "step.png"
-    figure = plot_step(TRAIN, path)
-    assert_png(path)
+def test_the_step_figure_stacks_graphengine_s_step_and_shows_the_peers_whole():
+    figure = step_figure(TRAIN)
     steps, stages = figure.axes
     stacked = [p for p in steps.patches if p.get_y() + p.get_height() / 2 == 0]
     assert [p.get_width() for p in stacked] == pytest.approx([0.4, 0.05, 0.05])
@@ -136,6 +161,7 @@ def test_the_step_figure_stacks_graphengine_s_step_and_shows_the_peers_whole(tmp
     assert [t.get_text() for t in stages.get_yticklabels()] == ["sample", "gather", "compute"]
     (step_line,) = stages.get_lines()
     assert list(step_line.get_xdata()) == [0.5, 0.5]
+    assert "2 threads" in figure.get_suptitle()
 
 
 def epoch(number, loss, **metrics):
@@ -157,16 +183,13 @@ def test_metrics_are_read_back_as_written_with_a_non_finite_loss_as_nan(tmp_path
     assert math.isnan(read[1]["loss"])  # json_line wrote it as null
 
 
-def test_the_metrics_figure_draws_loss_and_each_split_per_epoch(tmp_path):
+def test_the_metrics_figure_draws_loss_and_each_split_per_epoch():
     run = [
         epoch(1, 2.0, train_acc=0.2, val_acc=0.3),
         epoch(2, 1.5, train_acc=0.5, val_acc=0.6),
         epoch(3, 1.0, train_acc=0.7),  # not evaluated this epoch: no val point
     ]
-    path = tmp_path / "curve.png"
-    figure = plot_metrics({"run": run}, path)
-    assert_png(path)
-    loss, accuracy = figure.axes
+    loss, accuracy = metrics_figure({"run": run}).axes
     (loss_line,) = loss.get_lines()
     assert list(loss_line.get_xdata()) == [1, 2, 3]
     assert list(loss_line.get_ydata()) == [2.0, 1.5, 1.0]
@@ -181,13 +204,12 @@ def test_the_metrics_figure_draws_loss_and_each_split_per_epoch(tmp_path):
     assert lines["val acc"].get_linestyle() != lines["train acc (running)"].get_linestyle()
 
 
-def test_runs_overlay_one_color_each_and_link_metrics_are_drawn_as_metrics(tmp_path):
+def test_runs_overlay_one_color_each_and_link_metrics_are_drawn_as_metrics():
     runs = {
         "a": [epoch(1, 0.7, val_auc=0.8), epoch(2, 0.6, val_auc=0.85, val_mrr=0.4)],
         "b": [epoch(1, 0.9, val_auc=0.7)],
     }
-    figure = plot_metrics(runs, tmp_path / "links.png")
-    loss, metrics = figure.axes
+    loss, metrics = metrics_figure(runs).axes
     assert [line.get_label() for line in loss.get_lines()] == ["a", "b"]
     assert [line.get_label() for line in metrics.get_lines()] == [
         "a: val auc",
@@ -201,9 +223,8 @@ def test_runs_overlay_one_color_each_and_link_metrics_are_drawn_as_metrics(tmp_p
     assert metrics.get_ylabel() == "metric"
 
 
-def test_a_run_without_quality_metrics_gets_the_loss_panel_alone(tmp_path):
-    figure = plot_metrics({"run": [epoch(1, 1.0), epoch(2, 0.5)]}, tmp_path / "loss.png")
-    assert len(figure.axes) == 1
+def test_a_run_without_quality_metrics_gets_the_loss_panel_alone():
+    assert len(metrics_figure({"run": [epoch(1, 1.0), epoch(2, 0.5)]}).axes) == 1
 
 
 def test_without_matplotlib_drawing_says_how_to_install_it(tmp_path, monkeypatch):
@@ -214,9 +235,9 @@ def test_without_matplotlib_drawing_says_how_to_install_it(tmp_path, monkeypatch
     assert not (tmp_path / "scaling.png").exists()
 
 
-def test_a_step_figure_without_peers_has_graphengine_s_bar_alone(tmp_path):
-    summary = {**TRAIN, "step_s_by_library": {"graphengine": {"median": 0.5}}}
-    steps, _ = plot_step(summary, tmp_path / "step.png").axes
+def test_a_step_figure_without_peers_has_graphengine_s_bar_alone():
+    library = {"graphengine": TRAIN["step_s_by_library"]["graphengine"]}
+    steps, _ = step_figure({**TRAIN, "step_s_by_library": library}).axes
     assert [p.get_width() for p in steps.patches] == pytest.approx([0.4, 0.05, 0.05])
     legend = [t.get_text() for t in steps.get_legend().get_texts()]
     assert "whole step (not split)" not in legend

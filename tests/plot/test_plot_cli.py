@@ -9,10 +9,8 @@ from pathlib import Path
 import pytest
 
 from graphengine.cli import build_parser, main
-from graphengine.plot import pyplot
 from graphengine.train.metrics import json_line
-
-PNG_SIGNATURE = b"\x89PNG\r\n\x1a\n"
+from tests.plot import PNG_SIGNATURE, assert_png
 
 
 def metrics_file(path, losses, accuracies):
@@ -42,8 +40,7 @@ def test_plot_draws_each_file_as_a_run_and_reports_the_figure(tmp_path, capsys):
     second = metrics_file(tmp_path / "lr-0.1.jsonl", [1.5, float("nan")], [0.3, 0.4])
     out = tmp_path / "curves.png"
     assert main(["plot", str(first), str(second), "--out", str(out)]) == 0
-    assert out.read_bytes()[:8] == PNG_SIGNATURE
-    assert pyplot().imread(out).shape[2] in (3, 4)
+    assert_png(out)
     line = json.loads(capsys.readouterr().out)
     assert line == {"figure": str(out), "runs": {"lr-0.01": 3, "lr-0.1": 2}}
 
