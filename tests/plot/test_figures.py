@@ -48,7 +48,7 @@ TRAIN = {
     # over the 8 timed steps: compute 0.4 s a step, waiting 0.05 s, so the rest is 0.05 s
     "stage_s": {"sample": 0.8, "gather": 0.4, "waiting": 0.4, "compute": 3.2},
     "step_s_by_library": {
-        "graphengine": {"median": 0.5},
+        "graphengine": {"median": 0.5, "rounds": [0.5]},
         "graphengine_user": {"median": 0.55},
         "pyg": {"median": 1.25},
         "dgl": {"median": 0.9},
@@ -162,6 +162,25 @@ def test_the_step_figure_stacks_graphengine_s_step_and_shows_the_peers_whole():
     (step_line,) = stages.get_lines()
     assert list(step_line.get_xdata()) == [0.5, 0.5]
     assert "2 threads" in figure.get_suptitle()
+
+
+def test_with_several_rounds_the_stacked_step_is_the_median_in_the_mean_s_shares():
+    # Rounds of 0.5, 0.5 and 1.1 s a step: the median 0.5 s, the mean 0.7 s, of which the
+    # mean compute (0.4 s) and wait (0.05 s) leave 0.25 s. Stacked as they are, they would
+    # pass the median; in their shares of the mean step, they sum to it.
+    library = {
+        **TRAIN["step_s_by_library"],
+        "graphengine": {"median": 0.5, "rounds": [0.5, 0.5, 1.1]},
+    }
+    figure = step_figure({**TRAIN, "threads": 1, "rounds": 3, "step_s_by_library": library})
+    steps, stages = figure.axes
+    stacked = [p for p in steps.patches if p.get_y() + p.get_height() / 2 == 0]
+    shares = [0.4 / 0.7, 0.05 / 0.7, 0.25 / 0.7]
+    assert [p.get_width() for p in stacked] == pytest.approx([s * 0.5 for s in shares])
+    assert sum(p.get_width() for p in stacked) == pytest.approx(0.5)
+    assert "median of 3 rounds" in steps.get_xlabel()
+    assert "mean of 3 rounds" in stages.get_xlabel()
+    assert "1 thread," in figure.get_suptitle()
 
 
 def epoch(number, loss, **metrics):
