@@ -36,13 +36,15 @@ def memory_limits_figure(summary: dict):
     ``Figure``, not saved): left, per limit the seconds a step and its sample, gather and
     compute seconds; right, the MB read from disk a step, with the major page faults a step
     written over each bar. A limit whose run failed (the OOM killer) has no bars and says
-    why.
+    why; one whose reads were not measured (``read_mb`` ``None``) has no read bar and says
+    "not measured".
 
     Args:
         summary: the bench's JSON line: ``dataset``, ``store_bytes`` and ``rows``, each
             with ``limit`` (its text), ``limit_bytes`` (``None``: no limit), ``step_s``,
-            ``stage_s`` (``sample``, ``gather``, ``compute`` seconds a step), ``read_mb``,
-            ``major_faults`` and ``error`` (``None`` for a run that measured).
+            ``stage_s`` (``sample``, ``gather``, ``compute`` seconds a step), ``read_mb``
+            (``None``: not measured), ``major_faults`` and ``error`` (``None`` for a run
+            that measured).
     """
     rows = summary["rows"]
     figure, (time_axes, read_axes) = new_figure(panels=2, width=6.0, height=4.2)
@@ -56,13 +58,14 @@ def memory_limits_figure(summary: dict):
     time_axes.set_ylabel("seconds per step")
     time_axes.set_title("a step and its phases (pipelined: they overlap)", fontsize="medium")
     time_axes.legend(fontsize="small")
-    # A run that failed, or read nothing /proc/self/io could count, has no bar.
-    read = [row["read_mb"] or 0.0 if row["error"] is None else 0.0 for row in rows]
+    # A run that failed, or whose reads /proc/self/io could not count, has no bar.
+    read = [_read_mb(row) or 0.0 for row in rows]
     bars = read_axes.bar(positions, read, width=0.5, color="tab:purple")
     for bar, row in zip(bars, rows, strict=True):
         if row["error"] is None:
+            measured = _read_mb(row) is not None
             read_axes.annotate(
-                f"{row['major_faults']:,.0f} major faults",
+                f"{row['major_faults']:,.0f} major faults" if measured else "not measured",
                 (bar.get_x() + bar.get_width() / 2, bar.get_height()),
                 ha="center",
                 va="bottom",
@@ -93,6 +96,11 @@ def memory_limits_figure(summary: dict):
     store = _size(summary["store_bytes"])
     figure.suptitle(f"{summary['dataset']} ({store} on disk), each run cold")
     return figure
+
+
+def _read_mb(row: dict) -> float | None:
+    """A row's MB read a step; ``None`` where its run failed or its reads were not counted."""
+    return row["read_mb"] if row["error"] is None else None
 
 
 def _seconds(row: dict, name: str) -> float:

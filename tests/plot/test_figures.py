@@ -261,3 +261,18 @@ def test_a_step_figure_without_peers_has_graphengine_s_bar_alone():
     legend = [t.get_text() for t in steps.get_legend().get_texts()]
     assert "whole step (not split)" not in legend
     assert steps.get_xlim()[1] > 0.5  # room for the step's label past its bar
+
+
+def test_a_limit_whose_reads_were_not_measured_has_no_read_bar_and_says_so():
+    from graphengine.plot.memory import memory_limits_figure
+
+    stages = {"sample": 0.1, "gather": 0.2, "compute": 0.3}
+    row = {"limit_bytes": None, "step_s": 1.0, "stage_s": stages, "error": None}
+    rows = [
+        {**row, "limit": "none", "read_mb": 500.0, "major_faults": 10.0},
+        {**row, "limit": "none", "read_mb": None, "major_faults": 3.0},
+    ]
+    figure = memory_limits_figure({"dataset": "d", "store_bytes": 10**9, "rows": rows})
+    _, reads = figure.axes
+    assert [bar.get_height() for bar in reads.patches] == [500.0, 0.0]
+    assert [text.get_text() for text in reads.texts] == ["10 major faults", "not measured"]
