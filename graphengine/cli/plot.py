@@ -17,8 +17,9 @@ DESCRIPTION = (
 EPILOG = """\
 output: the figure (PNG, or SVG or PDF by --out's suffix), then one JSON line: figure (its
 path) and runs (each run's label and epochs drawn). Exit code 2: a file missing, a line
-that is not JSON (the file and line named), a file without epoch records, an --out that
-cannot be written, or matplotlib missing (pip install 'graphengine[plot]')."""
+that is not JSON or not UTF-8 (the file and line named), two runs appended to one file, a
+file without epoch records, a file given twice, an --out that cannot be written, or
+matplotlib missing (pip install 'graphengine[plot]')."""
 
 
 def add_parser(commands) -> None:
@@ -48,12 +49,28 @@ def add_parser(commands) -> None:
 def run(args) -> int:
     from graphengine.plot import plot_metrics, read_metrics
 
+    _refuse_repeats(args.metrics)
     out = args.out if args.out is not None else args.metrics[0].with_suffix(".png")
     check_figure_file("--out", out)
     runs = {label: read_metrics(path) for label, path in _labels(args.metrics).items()}
     figure_written(plot_metrics(runs, out))
     print_json({"figure": str(out), "runs": {k: len(v) for k, v in runs.items()}})
     return 0
+
+
+def _refuse_repeats(paths: list[Path]) -> None:
+    """A ``ValueError`` naming a file given twice (as written or by another path to it):
+    each file is one run, and two labels for one run would draw it over itself."""
+    seen = {}
+    for path in paths:
+        key = path.resolve()
+        if key in seen:
+            raise ValueError(
+                f"'{path}' given twice (as '{seen[key]}' too): each file is one run"
+                if str(seen[key]) != str(path)
+                else f"'{path}' given twice: each file is one run"
+            )
+        seen[key] = path
 
 
 def _labels(paths: list[Path]) -> dict[str, Path]:

@@ -34,16 +34,21 @@ def read_metrics(path: str | Path) -> list[dict]:
 
     Raises:
         FileNotFoundError: ``path`` is not a file.
-        ValueError: a line that is not a JSON object, an epoch record whose ``epoch`` is not
-            an int or whose ``loss`` is not a number, or no epoch record at all; the message
-            names the file and the line.
+        ValueError: a line that is not UTF-8 text or not a JSON object, an epoch record
+            whose ``epoch`` is not an int or not past the previous record's (two runs
+            appended to one file), or whose ``loss`` is not a number, or no epoch record at
+            all; the message names the file and the line.
     """
     path = Path(path)
     if not path.is_file():
         raise FileNotFoundError(f"metrics file '{path}' not found (or not a file)")
     records = []
-    with path.open() as f:
-        for number, line in enumerate(f, start=1):
+    with path.open("rb") as f:
+        for number, raw in enumerate(f, start=1):
+            try:
+                line = raw.decode("utf-8")
+            except UnicodeDecodeError:
+                raise ValueError(f"'{path}', line {number}: not UTF-8 text") from None
             if not line.strip():
                 continue
             try:
@@ -53,7 +58,13 @@ def read_metrics(path: str | Path) -> list[dict]:
             if not isinstance(record, dict):
                 raise ValueError(f"'{path}', line {number}: not a JSON object")
             if "epoch" in record:
-                records.append(_epoch_record(record, path, number))
+                record = _epoch_record(record, path, number)
+                if records and record["epoch"] <= records[-1]["epoch"]:
+                    raise ValueError(
+                        f"'{path}', line {number}: epoch {record['epoch']} after epoch "
+                        f"{records[-1]['epoch']}: two runs in one file? give each its own file"
+                    )
+                records.append(record)
     if not records:
         raise ValueError(
             f"'{path}' holds no epoch records (JSON lines with 'epoch' and 'loss', as "

@@ -61,9 +61,20 @@ def bad_inputs(tmp_path):
         "empty.jsonl": ("", "holds no epoch records"),
         "no-loss.jsonl": ('{"epoch": 1, "train_acc": 0.5}\n', "line 1: an epoch record without"),
         "text-epoch.jsonl": ('{"epoch": "one", "loss": 1.0}\n', "line 1: 'epoch' is not an"),
+        "two-runs.jsonl": (
+            "".join(json_line({"epoch": e, "loss": 1.0}) + "\n" for e in [1, 2, 3, 1, 2, 3]),
+            "line 4: epoch 1 after epoch 3: two runs in one file? give each its own file",
+        ),
+        "latin-1.jsonl": (
+            f"{good}\n".encode() + '{"epoch": 2, "loss": 1.0, "note": "é"}\n'.encode("latin-1"),
+            "line 2: not UTF-8 text",
+        ),
     }
     for name, (text, _) in cases.items():
-        (tmp_path / name).write_text(text)
+        if isinstance(text, bytes):
+            (tmp_path / name).write_bytes(text)
+        else:
+            (tmp_path / name).write_text(text)
     return [(tmp_path / name, message) for name, (_, message) in cases.items()]
 
 
@@ -77,6 +88,17 @@ def test_bad_metrics_files_are_one_error_line_naming_the_file_with_exit_2(tmp_pa
         assert str(path) in error and message in error, error
         assert "\n" not in error and "Traceback" not in caplog.text
         assert not out.exists()
+
+
+def test_a_file_given_twice_is_refused_naming_it(tmp_path, caplog, monkeypatch):
+    path = metrics_file(tmp_path / "run.jsonl", [1.0, 0.5], [0.5, 0.6])
+    monkeypatch.chdir(tmp_path)
+    for again in (str(path), "run.jsonl"):  # as written, or by another path to the file
+        caplog.clear()
+        assert main(["plot", str(path), again, "--out", str(tmp_path / "out.png")]) == 2
+        (error,) = [r.getMessage() for r in caplog.records if r.levelname == "ERROR"]
+        assert f"'{again}' given twice" in error and "each file is one run" in error
+        assert not (tmp_path / "out.png").exists()
 
 
 def test_an_output_that_cannot_be_written_is_refused_before_reading(tmp_path, caplog):
