@@ -1,6 +1,7 @@
 """``graphengine plot`` and the benches' ``--plot``: the figure of a metrics file as ``train``
 writes it, bad input as one error line naming the file and line (exit code 2), a figure path
-or a missing matplotlib refused before a bench runs, and a tiny ``bench scaling --plot``."""
+or a missing matplotlib refused before a bench runs, and tiny ``bench scaling --plot`` and
+``bench sample --plot`` runs whose figures draw the numbers they print."""
 
 import json
 import sys
@@ -9,6 +10,7 @@ from pathlib import Path
 import pytest
 
 from graphengine.cli import build_parser, main
+from graphengine.plot import sampling
 from graphengine.train.metrics import json_line
 from tests.plot import PNG_SIGNATURE, assert_png
 
@@ -147,23 +149,59 @@ def test_without_matplotlib_a_bench_with_plot_fails_before_it_runs(tmp_path, cap
     assert "plotting needs matplotlib" in caplog.text and "no-such-dataset" not in caplog.text
 
 
-def test_bench_scaling_plot_draws_the_costs_it_prints(tmp_path, capsys):
+@pytest.fixture
+def drawn(monkeypatch):
+    """The figures :mod:`graphengine.plot.sampling` draws, kept for inspection (then saved as
+    usual)."""
+    figures = []
+    for name in ("scaling_figure", "loaders_figure"):
+        draw = getattr(sampling, name)
+        monkeypatch.setattr(
+            sampling, name, lambda *args, draw=draw: figures.append(draw(*args)) or figures[-1]
+        )
+    return figures
+
+
+def test_bench_scaling_plot_draws_the_costs_it_prints(tmp_path, capsys, drawn):
     out = tmp_path / "scaling.png"
     argv = ["bench", "scaling", "--log2-nodes", "8,10", "--batches", "2", "--batch-size", "32"]
     assert main([*argv, "--plot", str(out)]) == 0
     summary = json.loads(capsys.readouterr().out.splitlines()[-1])
-    assert out.read_bytes()[:8] == PNG_SIGNATURE
+    assert_png(out)
     assert set(summary["ns_per_edge"]) == {"2^8", "2^10"}
+    (figure,) = drawn
+    (axes,) = figure.axes
+    (line,) = [line for line in axes.get_lines() if line.get_label().startswith("graphengine")]
+    assert list(line.get_xdata()) == [2**8, 2**10]
+    assert list(line.get_ydata()) == [summary["ns_per_edge"]["2^8"], summary["ns_per_edge"]["2^10"]]
 
 
-def test_bench_sample_plot_draws_a_bar_per_loader_row(tmp_path, capsys):
+def test_bench_sample_plot_draws_a_bar_per_loader_row(tmp_path, capsys, drawn):
     out = tmp_path / "sample.png"
     argv = ["bench", "sample", "--dataset", "synthetic-small", "--root", str(tmp_path / "root")]
     argv += ["--fanouts", "4,4", "--batches", "2", "--batch-size", "64"]
     assert main([*argv, "--plot", str(out)]) == 0
     summary = json.loads(capsys.readouterr().out.splitlines()[-1])
-    assert out.read_bytes()[:8] == PNG_SIGNATURE
+    assert_png(out)
     assert summary["bench"] == "sample" and summary["edges_per_s"] > 0
+    (figure,) = drawn
+    seeds, edges = figure.axes
+    rows = [t.get_text() for t in seeds.get_yticklabels()]
+    assert len(seeds.patches) == len(edges.patches) == len(rows)  # every loader ran
+    # Each bar's number is the printed one, row by row.
+    drawn_seeds = dict(zip(rows, [p.get_width() for p in seeds.patches], strict=True))
+    drawn_edges = dict(zip(rows, [p.get_width() for p in edges.patches], strict=True))
+    printed = {
+        "graphengine NeighborLoader (default)": ("seeds_per_s", "edges_per_s"),
+        "graphengine NeighborLoader (num_workers=2)": (None, "two_workers_edges_per_s"),
+        "graphengine NeighborLoader (num_workers=0)": ("inline_seeds_per_s", "inline_edges_per_s"),
+        "graphengine sampler only": (None, "sampler_only_edges_per_s"),
+    }
+    assert set(drawn_edges) == set(printed)
+    for row, (seeds_key, edges_key) in printed.items():
+        assert drawn_edges[row] == pytest.approx(summary[edges_key], rel=1e-9), row
+        if seeds_key is not None:
+            assert drawn_seeds[row] == pytest.approx(summary[seeds_key], rel=1e-9), row
 
 
 @pytest.mark.parametrize("bench", ["scaling", "sample", "train"])
