@@ -33,11 +33,11 @@ def check_figure_file(option: str, path: str | Path) -> None:
     """Refuse ``option``'s figure file before any work (a long benchmark): a path that cannot
     be written (:func:`check_output_file`), a suffix matplotlib does not write (it gives the
     format), or matplotlib missing; each a ``ValueError`` naming the option (exit code 2)."""
-    from graphengine.plot.figure import pyplot
+    from graphengine.plot.figure import require_matplotlib
 
     check_output_file(option, path)
     try:
-        pyplot()
+        require_matplotlib()
     except ImportError as error:
         raise ValueError(f"{option} '{path}': {error}") from None
     from matplotlib.backend_bases import FigureCanvasBase

@@ -12,8 +12,8 @@ import pytest
 from graphengine.bench import cgroup, memory_limits
 from graphengine.bench.memory_limits import MemoryLimit, parse_limit, resolve_limit
 from graphengine.cli import main
+from tests.plot import PNG_SIGNATURE
 
-PNG_SIGNATURE = b"\x89PNG\r\n\x1a\n"
 GB = 10**9
 
 
