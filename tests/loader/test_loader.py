@@ -137,7 +137,9 @@ def test_unsupported_and_bad_arguments():
         NeighborLoader(data, [2], input_time=torch.zeros(300, dtype=torch.long))
     with pytest.raises(ValueError, match="'subgraph_type' must be one of"):
         NeighborLoader(data, [2], subgraph_type="both")
-    with pytest.raises(TypeError, match=r"'data' must be a torch_geometric\.data\.Data"):
+    with pytest.raises(
+        TypeError, match=r"'data' must be a PyG Data or HeteroData, .* \(got Graph\)"
+    ):
         NeighborLoader(Graph.from_data(data), [2])
     with pytest.raises(ValueError, match="'input_nodes' holds node id 300"):
         NeighborLoader(data, [2], input_nodes=torch.tensor([1, 300]))
