@@ -153,3 +153,33 @@ def dgl_graph(dgl, graph: Graph, node_data: dict[str, Any]):
         g.ndata[name] = as_tensor(value)
     g.create_formats_()
     return g
+
+
+def time_dgl_nodes(
+    graph: Graph,
+    node_data: dict[str, Any],
+    fanouts: list[int],
+    seeds: np.ndarray,
+    batch_size: int,
+    batches: int,
+    **prefetch: list[str],
+) -> Timed:
+    """DGL's ``DataLoader`` with its ``NeighborSampler`` (``fanouts`` in graphengine's order)
+    over ``graph`` with ``node_data``, as its users write it: the first batch of ``seeds`` a
+    warm-up, then ``batches`` timed. ``prefetch``: the sampler's ``prefetch_node_feats`` /
+    ``prefetch_labels``. Its blocks sample every layer's destinations again, so a batch holds
+    more edges than PyG's."""
+    dgl = dgl_module()
+    g = dgl_graph(dgl, graph, node_data)
+    sampler = dgl.dataloading.NeighborSampler(dgl_fanouts(fanouts), **prefetch)
+
+    def build():
+        return dgl.dataloading.DataLoader(
+            g, torch.from_numpy(seeds), sampler, batch_size=batch_size
+        )
+
+    def count(batch) -> tuple[int, int, int]:
+        input_nodes, output_nodes, blocks = batch
+        return output_nodes.shape[0], input_nodes.shape[0], sum(b.num_edges() for b in blocks)
+
+    return measure(build, count, batches)

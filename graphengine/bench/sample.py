@@ -17,11 +17,8 @@ from graphengine.bench.peers import (
     PEERS,
     Unavailable,
     check_peers,
-    dgl_fanouts,
-    dgl_graph,
-    dgl_module,
-    measure,
     pyg_sampling,
+    time_dgl_nodes,
 )
 from graphengine.bench.report import print_report
 from graphengine.datasets import load_dataset
@@ -226,23 +223,17 @@ def _time_pyg(data, fanouts, batch_size, seeds) -> tuple[float, int]:
 
 
 def _time_dgl(data, fanouts, batch_size, seeds) -> tuple[float, int]:
-    """DGL's ``DataLoader`` with its ``NeighborSampler``, gathering ``feat`` (``x``) and
-    ``label`` (``y``) as its users prefetch them: seconds and sampled edges (its blocks
-    sample every layer's destinations again, so a batch holds more edges than PyG's)."""
-    dgl = dgl_module()
-    g = dgl_graph(dgl, data.graph, {"feat": data.x, "label": data.y})
-    sampler = dgl.dataloading.NeighborSampler(
-        dgl_fanouts(fanouts), prefetch_node_feats=["feat"], prefetch_labels=["label"]
+    """DGL's loader, gathering ``feat`` (``x``) and ``label`` (``y``) as its users prefetch
+    them: seconds and sampled edges."""
+    node_data = {"feat": data.x, "label": data.y}
+    timed = time_dgl_nodes(
+        data.graph,
+        node_data,
+        fanouts,
+        seeds,
+        batch_size,
+        len(seeds) // batch_size - 1,
+        prefetch_node_feats=["feat"],
+        prefetch_labels=["label"],
     )
-
-    def build():
-        return dgl.dataloading.DataLoader(
-            g, torch.from_numpy(seeds), sampler, batch_size=batch_size
-        )
-
-    def count(batch) -> tuple[int, int, int]:
-        input_nodes, output_nodes, blocks = batch
-        return output_nodes.shape[0], input_nodes.shape[0], sum(b.num_edges() for b in blocks)
-
-    timed = measure(build, count, len(seeds) // batch_size - 1)
     return timed.seconds, timed.edges

@@ -24,11 +24,9 @@ from graphengine.bench.peers import (
     PEERS,
     Unavailable,
     check_peers,
-    dgl_fanouts,
-    dgl_graph,
-    dgl_module,
     measure,
     pyg_sampling,
+    time_dgl_nodes,
 )
 from graphengine.bench.report import print_report
 from graphengine.bench.sample import set_threads, time_sampler
@@ -165,20 +163,7 @@ def _time_pyg(graph: Graph, fanouts: list[int], batch_size: int, seeds, batches:
 
 def _time_dgl(graph: Graph, fanouts: list[int], batch_size: int, seeds, batches: int):
     """DGL's ``DataLoader`` with its ``NeighborSampler`` over ``graph`` (no node data)."""
-    dgl = dgl_module()
-    g = dgl_graph(dgl, graph, {})
-    sampler = dgl.dataloading.NeighborSampler(dgl_fanouts(fanouts))
-
-    def build():
-        return dgl.dataloading.DataLoader(
-            g, torch.from_numpy(seeds), sampler, batch_size=batch_size
-        )
-
-    def count(batch) -> tuple[int, int, int]:
-        input_nodes, output_nodes, blocks = batch
-        return output_nodes.shape[0], input_nodes.shape[0], sum(b.num_edges() for b in blocks)
-
-    return measure(build, count, batches)
+    return time_dgl_nodes(graph, {}, fanouts, seeds, batch_size, batches)
 
 
 # Timing a peer on one graph: (graph, fanouts, batch_size, seeds, batches) -> Timed.
