@@ -38,15 +38,24 @@ def device(text: str) -> str:
 MAX_SEED = 2**63 - 1
 
 
-def seed(text: str) -> int:
-    """A random seed, an int in ``[0, MAX_SEED]``."""
-    try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected an integer (got {text!r})") from None
-    if not 0 <= value <= MAX_SEED:
-        raise argparse.ArgumentTypeError(f"must be in [0, 2^63 - 1] (got {value})")
-    return value
+def between(low: int, high: int, shown: str | None = None):
+    """An argparse type: an int in ``[low, high]`` (``shown``: how errors write the range)."""
+    shown = shown or f"[{low}, {high}]"
+
+    def parse(text: str) -> int:
+        try:
+            value = int(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"expected an integer (got {text!r})") from None
+        if not low <= value <= high:
+            raise argparse.ArgumentTypeError(f"must be in {shown} (got {value})")
+        return value
+
+    return parse
+
+
+#: A random seed, an int in ``[0, MAX_SEED]``.
+seed = between(0, MAX_SEED, "[0, 2^63 - 1]")
 
 
 def ints(text: str) -> list[int]:
@@ -100,15 +109,8 @@ def probability_below_one(text: str) -> float:
     return value
 
 
-def papers_scale(text: str) -> int:
-    """synthetic-papers' size S (2^S nodes), in [10, MAX_SCALE]."""
-    try:
-        scale = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected an integer (got {text!r})") from None
-    if not 10 <= scale <= MAX_SCALE:
-        raise argparse.ArgumentTypeError(f"must be in [10, {MAX_SCALE}] (got {scale})")
-    return scale
+#: synthetic-papers' size S (2^S nodes), in ``[10, MAX_SCALE]``.
+papers_scale = between(10, MAX_SCALE)
 
 
 def cache_size(text: str) -> int | str:
