@@ -17,7 +17,6 @@ from __future__ import annotations
 
 import json
 import logging
-import math
 import os
 import subprocess
 import sys
@@ -26,6 +25,7 @@ from pathlib import Path
 
 from graphengine.bench import cgroup
 from graphengine.bench.report import print_report
+from graphengine.bench.train import check_timed_steps
 from graphengine.data.sizes import BYTE_UNITS, parse_size
 from graphengine.datasets import load_dataset
 
@@ -143,12 +143,7 @@ def run(
     if missing is not None:
         raise RuntimeError(missing)
     dataset = load_dataset(config["dataset"], root=config["root"])  # generated here once
-    batches_per_epoch = math.ceil(len(dataset.train_idx) / config["batch_size"])
-    if config["batches"] + 1 > batches_per_epoch:
-        raise ValueError(
-            f"'batches' must be at most {batches_per_epoch - 1}: an epoch has "
-            f"{batches_per_epoch} batches, and the timed steps start with a warm-up step"
-        )
+    check_timed_steps(dataset, config["batch_size"], config["batches"])
     folder, store_bytes = store_size(dataset)
     del dataset  # its maps would keep their pages from being dropped
     log.info("the store %s takes %.2f GB", folder, store_bytes / 1e9)

@@ -68,6 +68,25 @@ LIBRARIES = {
 DGL_LAYERS = {"sage": "SAGEConv", "gat": "GATConv", "gcn": "GraphConv"}
 
 
+def check_timed_steps(dataset, batch_size: int, batches: int, profile: int = 0) -> int:
+    """Refuse more timed (and profiled) steps than one epoch of ``dataset``'s training nodes
+    has batches of ``batch_size``, each run starting with a warm-up step; returns the batches
+    an epoch has.
+
+    Raises:
+        ValueError: naming the most that fit.
+    """
+    batches_per_epoch = math.ceil(len(dataset.train_idx) / batch_size)
+    warm_ups = 2 if profile else 1
+    if batches + profile + warm_ups > batches_per_epoch:
+        asked = "'batches' and 'profile' together" if profile else "'batches'"
+        raise ValueError(
+            f"{asked} must be at most {batches_per_epoch - warm_ups}: an epoch has "
+            f"{batches_per_epoch} batches, and the timed steps start with a warm-up step"
+        )
+    return batches_per_epoch
+
+
 def run(
     dataset_name: str,
     fanouts: list[int],
@@ -115,14 +134,7 @@ def run(
     if rounds < 1:
         raise ValueError(f"'rounds' must be at least 1 (got {rounds})")
     dataset = load_dataset(dataset_name, root=root)  # generated here once, not per process
-    batches_per_epoch = math.ceil(len(dataset.train_idx) / batch_size)
-    warm_ups = 2 if profile else 1
-    if batches + profile + warm_ups > batches_per_epoch:
-        raise ValueError(
-            f"'batches' and 'profile' together must be at most {batches_per_epoch - warm_ups}: "
-            f"an epoch has {batches_per_epoch} batches, and the timed and profiled steps "
-            "each start with a warm-up step"
-        )
+    batches_per_epoch = check_timed_steps(dataset, batch_size, batches, profile)
     config = {
         "dataset": dataset_name,
         "root": root,
