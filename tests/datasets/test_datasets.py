@@ -10,6 +10,7 @@ import numpy as np
 import pytest
 import scipy.sparse as sp
 import torch
+from torch_geometric.io import read_planetoid_data
 
 from graphengine.datasets import GraphDataset, SyntheticSpec, generate, load_dataset
 from graphengine.datasets.npz import load_npz
@@ -69,6 +70,24 @@ def test_planetoid_matches_raw_files_and_published_sizes(shared_datasets, name):
     assert np.array_equal(dataset.train_idx, np.arange(num_train))
     assert np.array_equal(dataset.val_idx, np.arange(num_train, num_train + 500))
     assert np.array_equal(dataset.test_idx, np.sort(test_index))
+
+
+@pytest.mark.parametrize("name", sorted(PLANETOID))
+def test_planetoid_matches_pygs_reader(shared_datasets, name):
+    """The parts read as data only and assembled here give PyG's ``read_planetoid_data``'s
+    features, labels, split and edges (PyG unpickles the same trusted files itself)."""
+    raw = shared_datasets / "planetoid" / PLANETOID[name][0] / "raw"
+    dataset = load_planetoid(name, shared_datasets / "planetoid")
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        reference = read_planetoid_data(str(raw), name)
+    assert np.array_equal(dataset.x, reference.x.numpy())
+    assert np.array_equal(dataset.y, reference.y.numpy())
+    for split in ("train", "val", "test"):
+        mask = reference[f"{split}_mask"]
+        assert np.array_equal(dataset.split(split), mask.nonzero().view(-1).numpy())
+    assert edge_set(dataset.graph.to_edge_index()) == edge_set(reference.edge_index)
+    assert dataset.graph.num_edges == reference.edge_index.shape[1]
 
 
 def test_citeseer_test_index_gaps_are_featureless_unsplit_nodes(shared_datasets):

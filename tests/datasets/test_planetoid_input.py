@@ -1,7 +1,11 @@
 """Malformed Planetoid files (out-of-range pickled matrices, negative test ids or node ids)
-are refused with a ``ValueError`` naming the file and the bad value."""
+are refused with a ``ValueError`` naming the file and the bad value; pickles that would run
+code are refused, naming the file and the global, before any of it runs."""
 
+import builtins
+import os
 import pickle
+import subprocess
 
 import numpy as np
 import pytest
@@ -10,7 +14,17 @@ import scipy.sparse as sp
 from graphengine.datasets.planetoid import load_planetoid
 
 
-def write_planetoid(root, **changes):
+class Calls:
+    """Pickles as a call of ``function(*args)``, which unpickling it makes."""
+
+    def __init__(self, function, *args):
+        self.function, self.args = function, args
+
+    def __reduce__(self):
+        return self.function, self.args
+
+
+def write_planetoid(root, protocol=pickle.DEFAULT_PROTOCOL, **changes):
     """A valid 530-node ``cora``: 10 labelled training rows, 500 more rows (PyG's validation
     split), 20 test rows; 4 features, 2 classes; a path graph."""
     raw = root / "Cora" / "raw"
@@ -31,16 +45,85 @@ def write_planetoid(root, **changes):
     for part, value in parts.items():
         if part != "test.index":
             with (raw / f"ind.cora.{part}").open("wb") as f:
-                pickle.dump(value, f)
+                pickle.dump(value, f, protocol=protocol)
     index = parts.get("test.index", range(510, 530))
     (raw / "ind.cora.test.index").write_text("".join(f"{i}\n" for i in index))
     return raw
 
 
-def test_valid_planetoid_reads(tmp_path):
-    write_planetoid(tmp_path)
+@pytest.mark.parametrize("protocol", [2, 4, 5])
+def test_valid_planetoid_reads(tmp_path, protocol):
+    write_planetoid(tmp_path, protocol=protocol)
     dataset = load_planetoid("cora", tmp_path)
     assert dataset.num_nodes == 530 and dataset.graph.num_edges == 529
+
+
+def calls_that_touch(marker, tmp_path):
+    """Each call that, run, creates ``marker``, as (function, args); ``numpy.load`` opens a
+    second pickle that calls ``os.system``."""
+    inner = tmp_path / "inner.pkl"
+    inner.write_bytes(pickle.dumps(Calls(os.system, f"touch {marker}")))
+    return {
+        "os.system": (os.system, (f"touch {marker}",)),
+        "builtins.eval": (builtins.eval, (f"open({str(marker)!r}, 'w')",)),
+        "subprocess.Popen": (subprocess.Popen, (["touch", str(marker)],)),
+        "numpy.load": (np.load, (str(inner), None, True)),
+    }
+
+
+@pytest.mark.parametrize("call", ["os.system", "builtins.eval", "subprocess.Popen", "numpy.load"])
+@pytest.mark.parametrize("part", ["x", "graph"])
+def test_planetoid_pickle_that_calls_code_is_refused_before_it_runs(tmp_path, call, part):
+    marker = tmp_path / "ran"
+    function, args = calls_that_touch(marker, tmp_path)[call]
+    # In the graph, the call hides among the node ids of an otherwise valid dict.
+    value = Calls(function, *args) if part == "x" else {0: [1], 1: [Calls(function, *args)]}
+    write_planetoid(tmp_path / "root", **{part: value})
+    name = f"{function.__module__}.{function.__qualname__}"  # os.system is posix.system
+    with pytest.raises(ValueError, match=rf"ind\.cora\.{part}'.*'{name}'") as error:
+        load_planetoid("cora", tmp_path / "root")
+    assert "nothing of the file was run" in str(error.value)
+    assert not marker.exists()
+
+
+def test_planetoid_pickle_cannot_rewrite_a_class(tmp_path):
+    """BUILD on the csr_matrix class itself, with a slot state, would set its ``_format`` for
+    the whole process (and with it turn off the index checks of every matrix read after)."""
+    module = sp.csr_matrix.__module__.encode()
+    crafted = (
+        b"\x80\x02c" + module + b"\ncsr_matrix\nN}X\x07\x00\x00\x00_formatX\x03\x00\x00\x00lil"
+        b"s\x86b."
+    )
+    raw = write_planetoid(tmp_path)
+    (raw / "ind.cora.x").write_bytes(crafted)
+    with pytest.raises(ValueError, match=r"ind\.cora\.x'.*refused to set the state of"):
+        load_planetoid("cora", tmp_path)
+    assert sp.csr_matrix((2, 2)).format == "csr"
+
+
+def test_planetoid_matrix_attributes_from_the_file_are_not_trusted(tmp_path):
+    """A pickled matrix whose ``_format`` says 'lil' would skip the CSR index checks, and
+    densifying it would write its out-of-range entry into another row."""
+    tx = sp.csr_matrix(np.ones((20, 4), dtype=np.float32))
+    tx.indices[5] = 4
+    tx._format = "lil"
+    write_planetoid(tmp_path, tx=tx)
+    with pytest.raises(ValueError, match=r"ind\.cora\.tx'.*indices hold 4, outside \[0, 4\)"):
+        load_planetoid("cora", tmp_path)
+
+
+@pytest.mark.parametrize(
+    ("part", "value", "expected"),
+    [
+        ("x", [[1.0, 2.0]], "holds a list, expected a 2-D matrix of numbers"),
+        ("ally", np.array([[1, "a"]], dtype=object), "ndarray of object, expected a 2-D matrix"),
+        ("graph", [[0, 1]], "holds a list, expected a dict"),
+    ],
+)
+def test_planetoid_part_of_another_kind_is_named(tmp_path, part, value, expected):
+    write_planetoid(tmp_path, **{part: value})
+    with pytest.raises(ValueError, match=rf"ind\.cora\.{part}'.*{expected}"):
+        load_planetoid("cora", tmp_path)
 
 
 def test_planetoid_matrix_with_indices_out_of_range_is_named(tmp_path):
