@@ -4,7 +4,6 @@ drop-ins for PyG's classes of the same names."""
 
 from __future__ import annotations
 
-import hashlib
 import logging
 from dataclasses import dataclass
 from pathlib import Path
@@ -13,6 +12,7 @@ import numpy as np
 import torch
 from torch_geometric.data import Data
 
+from graphengine.data.computed_cache import cache_key, read_cached, write_cached
 from graphengine.data.graph_store import Graph
 from graphengine.data.partition.partitioner import check_num_parts, metis_parts, renumber
 from graphengine.loader.adapters import as_numpy, check_attribute_rows, select_rows
@@ -66,7 +66,9 @@ class ClusterData:
             clusters are cached under ``part_{num_parts}[_recursive]/{key}/``, ``key`` a
             digest of the graph's CSC arrays, ``num_parts``, ``recursive`` and ``seed``: a
             later ``ClusterData`` of the same graph and arguments reads them instead of
-            running METIS; another graph or other arguments never do.
+            running METIS; another graph or other arguments never do. A cache file that is
+            damaged or not this graph's is logged as a warning and overwritten with clusters
+            computed again.
         filename: the cache file's name (``metis.npz``).
         log: log the METIS run.
         keep_inter_cluster_edges: keep edges between clusters in ``cluster_data[c]``.
@@ -103,24 +105,21 @@ class ClusterData:
         self.keep_inter_cluster_edges = bool(keep_inter_cluster_edges)
         self.sparse_format = sparse_format
 
-        path = None
+        path = cluster = None
         if save_dir is not None:
             suffix = "_recursive" if self.recursive else ""
             key = _cache_key(graph, self.num_parts, self.recursive, seed)
             folder = Path(save_dir) / f"part_{self.num_parts}{suffix}" / key
             path = folder / (filename or "metis.npz")
-        if path is not None and path.exists():
             cluster = _read_clusters(path, graph.num_nodes, self.num_parts)
-        else:
+        if cluster is None:
             if log:
                 logger.info("Computing METIS partitioning into %d clusters", self.num_parts)
             cluster = metis_parts(
                 graph, self.num_parts, seed=seed, balanced=False, recursive=self.recursive
             )
             if path is not None:
-                path.parent.mkdir(parents=True, exist_ok=True)
-                with path.open("wb") as file:  # np.savez would add '.npz' to a name without
-                    np.savez(file, cluster=cluster, num_nodes=graph.num_nodes)
+                write_cached(path, cluster=cluster, num_nodes=np.int64(graph.num_nodes))
         edge_index = as_numpy(data.edge_index).astype(np.int64, copy=False)
         self.partition = _partition(edge_index, cluster, self.num_parts, sparse_format)
         self.data = _permute(data, self.partition)
@@ -314,28 +313,24 @@ def _sliced(data: Data, nodes: np.ndarray, edges: np.ndarray) -> Data:
 
 
 def _cache_key(graph: Graph, num_parts: int, recursive: bool, seed: int) -> str:
-    """A hex digest of what METIS's clusters depend on: the graph's CSC arrays (int64, so
-    that the index dtype does not matter) and the arguments. One pass over the arrays."""
-    # The node count fixes where indptr ends and indices begin in the hashed bytes.
-    digest = hashlib.sha256(f"{graph.num_nodes},{num_parts},{recursive},{seed};".encode())
-    for array in (graph.indptr, graph.indices):
-        digest.update(np.ascontiguousarray(array, dtype=np.int64).data)
-    return digest.hexdigest()[:32]
+    """A digest of what METIS's clusters depend on: the graph's CSC arrays and the arguments."""
+    arguments = {"num_nodes": graph.num_nodes, "num_parts": num_parts, "recursive": recursive}
+    return cache_key({**arguments, "seed": seed}, graph.indptr, graph.indices)
 
 
-def _read_clusters(path: Path, num_nodes: int, num_parts: int) -> np.ndarray:
-    """The cached clusters of ``path``, checked against the graph."""
-    try:
-        with np.load(path) as saved:
-            cluster = np.asarray(saved["cluster"])
-            saved_nodes = int(saved["num_nodes"])
-    except (OSError, KeyError, ValueError) as error:
-        raise ValueError(f"cached clusters {path} are unreadable: {error}") from None
-    if saved_nodes != num_nodes or cluster.shape != (num_nodes,):
-        raise ValueError(
-            f"cached clusters {path} belong to a graph of {saved_nodes} nodes, not this one of "
-            f"{num_nodes}: give another 'save_dir' or delete the file"
-        )
-    if cluster.size and (cluster.min() < 0 or cluster.max() >= num_parts):
-        raise ValueError(f"cached clusters {path} hold cluster ids outside [0, {num_parts})")
-    return cluster
+def _read_clusters(path: Path, num_nodes: int, num_parts: int) -> np.ndarray | None:
+    """The cached clusters of ``path`` (int64 ``[num_nodes]``, each in ``[0, num_parts)``), or
+    ``None`` when there are none or they cannot be this graph's (logged)."""
+
+    def why_not(saved: dict[str, np.ndarray]) -> str | None:
+        cluster, saved_nodes = saved["cluster"], saved["num_nodes"]
+        if saved_nodes.shape != () or saved_nodes != num_nodes:
+            return f"num_nodes {saved_nodes}, expected {num_nodes}"
+        if cluster.shape != (num_nodes,) or not np.issubdtype(cluster.dtype, np.integer):
+            return f"cluster of {cluster.dtype} {cluster.shape}, expected integers ({num_nodes},)"
+        if cluster.size and (cluster.min() < 0 or cluster.max() >= num_parts):
+            return f"cluster ids in [{cluster.min()}, {cluster.max()}], expected [0, {num_parts})"
+        return None
+
+    saved = read_cached(path, ("cluster", "num_nodes"), why_not)
+    return None if saved is None else saved["cluster"].astype(np.int64, copy=False)

@@ -1,9 +1,16 @@
 """Cluster-GCN's ClusterData and ClusterLoader against brute-force references, on graphs whose
 node features are node ids and edge attributes edge ids."""
 
+import logging
+import os
+import tempfile
+from pathlib import Path
+
 import numpy as np
 import pytest
 import torch
+from hypothesis import given, settings
+from hypothesis import strategies as st
 from torch_geometric.data import Data
 from torch_geometric.loader.cluster import ClusterData as PyGClusterData
 from torch_geometric.loader.cluster import ClusterLoader as PyGClusterLoader
@@ -122,9 +129,114 @@ def test_clusters_are_cached_under_save_dir(tmp_path):
     (cached,) = (tmp_path / "part_5").glob("*/metis.npz")
     again = ClusterData(data, num_parts=5, save_dir=tmp_path, log=False)
     np.testing.assert_array_equal(first.partition.node_perm, again.partition.node_perm)
-    cached.write_bytes(b"not an npz")
-    with pytest.raises(ValueError, match="unreadable"):
-        ClusterData(data, num_parts=5, save_dir=tmp_path, log=False)
+    # Read, not computed again: clusters of the right shape and range are taken as they are.
+    np.savez(cached, cluster=np.arange(240) % 5, num_nodes=240)
+    given_clusters = ClusterData(data, num_parts=5, save_dir=tmp_path, log=False)
+    expected = np.argsort(np.arange(240) % 5, kind="stable")
+    np.testing.assert_array_equal(given_clusters.partition.node_perm, expected)
+
+
+class Calls:
+    """Pickles as a call of ``function(*args)``, which unpickling it makes."""
+
+    def __init__(self, function, *args):
+        self.function, self.args = function, args
+
+    def __reduce__(self):
+        return self.function, self.args
+
+
+def damaged_caches(cached, marker):
+    """Ways the cache file ``cached`` (of 240 nodes, 5 clusters) can be wrong, by name."""
+    clusters = np.load(cached)["cluster"]
+    good = cached.read_bytes()
+    flipped = bytearray(good)
+    flipped[len(good) // 3] ^= 0xFF  # in the clusters' bytes: the zip's CRC no longer matches
+    return {
+        "flipped byte": bytes(flipped),
+        "truncated": good[: len(good) // 2],
+        "not a zip": b"not an npz",
+        "a .npy": {"npy": clusters},
+        "other arrays": {"parts": clusters, "num_nodes": 240},
+        "short": {"cluster": clusters[:-1], "num_nodes": 240},
+        "floats": {"cluster": clusters + 0.5, "num_nodes": 240},
+        "out of range": {"cluster": np.full(240, 5), "num_nodes": 240},
+        "negative": {"cluster": np.full(240, -1), "num_nodes": 240},
+        "another graph's": {"cluster": clusters, "num_nodes": 241},
+        "pickled objects": {
+            "cluster": np.array([Calls(os.system, f"touch {marker}")] * 240),
+            "num_nodes": 240,
+        },
+    }
+
+
+def write_damage(cached, damage) -> None:
+    if isinstance(damage, bytes):
+        cached.write_bytes(damage)
+    elif "npy" in damage:
+        with cached.open("wb") as f:
+            np.save(f, damage["npy"])
+    else:
+        with cached.open("wb") as f:
+            np.savez(f, **damage)
+
+
+@pytest.mark.parametrize(
+    "name",
+    [
+        "flipped byte",
+        "truncated",
+        "not a zip",
+        "a .npy",
+        "other arrays",
+        "short",
+        "floats",
+        "out of range",
+        "negative",
+        "another graph's",
+        "pickled objects",
+    ],
+)
+def test_damaged_cluster_cache_is_computed_again_and_overwritten(tmp_path, caplog, name):
+    data = communities(seed=3)
+    fresh = ClusterData(data, num_parts=5, log=False)
+    ClusterData(data, num_parts=5, save_dir=tmp_path / "cache", log=False)
+    (cached,) = (tmp_path / "cache" / "part_5").glob("*/metis.npz")
+    marker = tmp_path / "ran"
+    write_damage(cached, damaged_caches(cached, marker)[name])
+    with caplog.at_level(logging.WARNING):
+        redone = ClusterData(data, num_parts=5, save_dir=tmp_path / "cache", log=False)
+    assert f"cache file '{cached}' is not usable" in caplog.text
+    assert not marker.exists()
+    np.testing.assert_array_equal(redone.partition.node_perm, fresh.partition.node_perm)
+    np.testing.assert_array_equal(redone.partition.index, fresh.partition.index)
+    caplog.clear()
+    with caplog.at_level(logging.WARNING):
+        ClusterData(data, num_parts=5, save_dir=tmp_path / "cache", log=False)
+    assert not caplog.text  # overwritten with the clusters computed again
+
+
+@settings(max_examples=25, deadline=None)
+@given(st.data())
+def test_any_flipped_or_cut_cluster_cache_gives_the_graphs_clusters(data):
+    """Whatever byte is flipped, or wherever the file is cut, the clusters are this graph's
+    (read back when the damage left them whole, else computed again) and the cache reads back."""
+    graph = communities(seed=5)
+    fresh = ClusterData(graph, num_parts=4, log=False)
+    with tempfile.TemporaryDirectory() as save_dir:
+        ClusterData(graph, num_parts=4, save_dir=save_dir, log=False)
+        (cached,) = Path(save_dir, "part_4").glob("*/metis.npz")
+        good = bytearray(cached.read_bytes())
+        position = data.draw(st.integers(0, len(good) - 1), label="position")
+        if data.draw(st.booleans(), label="flip (else cut)"):
+            good[position] ^= data.draw(st.integers(1, 255), label="bits")
+            cached.write_bytes(bytes(good))
+        else:
+            cached.write_bytes(bytes(good[:position]))
+        again = ClusterData(graph, num_parts=4, save_dir=save_dir, log=False)
+        np.testing.assert_array_equal(again.partition.node_perm, fresh.partition.node_perm)
+        with np.load(cached, allow_pickle=False) as saved:
+            assert saved["cluster"].shape == (graph.num_nodes,)
 
 
 def test_cluster_cache_is_keyed_by_the_graph_and_the_arguments(tmp_path):

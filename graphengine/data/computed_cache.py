@@ -1,0 +1,100 @@
+"""Files caching computed arrays (METIS's clusters, GraphSAINT's coefficients) as ``.npz``.
+
+A cache file is named by :func:`cache_key`, a digest of everything its arrays are computed
+from, so another graph or other arguments never read it. :func:`read_cached` reads it as data
+only (``allow_pickle=False``) and hands its arrays back only when they are whole and pass the
+caller's check against the graph; a file that is not (a flipped byte, a truncated write,
+another file put in its place, arrays of other names, shapes, types or values) is reported
+by a warning naming it and why, and the caller computes the arrays again and
+:func:`write_cached` overwrites it: since the arrays can always be computed again, a damaged
+cache costs that time, not the run. :func:`write_cached` writes through a temporary file
+renamed over the cache, so a process killed mid-write leaves no half-written cache.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import logging
+import os
+import tempfile
+import zipfile
+import zlib
+from collections.abc import Callable
+from pathlib import Path
+
+import numpy as np
+
+logger = logging.getLogger(__name__)
+
+# What np.load raises on a damaged .npz (found by flipping and truncating every byte of one):
+# the zip reader's errors (a bad CRC, a truncated member, an unknown compression method), the
+# .npy header parser's, and zlib's for a compressed member.
+_DAMAGED = (
+    OSError,
+    ValueError,
+    KeyError,
+    EOFError,
+    RuntimeError,
+    NotImplementedError,
+    zipfile.BadZipFile,
+    zlib.error,
+)
+
+
+def cache_key(arguments: dict, *arrays: np.ndarray) -> str:
+    """A hex digest (32 characters) of ``arguments`` (their ``repr``s) and of ``arrays``
+    (integer arrays, hashed as int64 so that their dtype does not matter; each one's length
+    is hashed before it, so the bytes cannot shift from one to the next). One pass over them."""
+    digest = hashlib.sha256(repr(sorted(arguments.items())).encode())
+    for array in arrays:
+        digest.update(f";{np.shape(array)};".encode())
+        digest.update(np.ascontiguousarray(array, dtype=np.int64).data)
+    return digest.hexdigest()[:32]
+
+
+def read_cached(
+    path: Path, names: tuple[str, ...], check: Callable[[dict[str, np.ndarray]], str | None]
+) -> dict[str, np.ndarray] | None:
+    """The arrays ``names`` of the cache file ``path``, or ``None`` when there is no such file
+    or it does not hold them whole: unreadable, or refused by ``check`` (given the arrays, it
+    returns why they cannot be this graph's, or ``None``). A refused file is logged as a
+    warning naming it and why; the caller computes the arrays again and overwrites it."""
+    if not path.exists():
+        return None
+    try:
+        arrays = _load(path, names)
+    except _DAMAGED as error:
+        why = f"{type(error).__name__}: {error}"
+    else:
+        why = check(arrays)
+    if why is None:
+        return arrays
+    logger.warning("cache file '%s' is not usable (%s): computing it again", path, why)
+    return None
+
+
+def _load(path: Path, names: tuple[str, ...]) -> dict[str, np.ndarray]:
+    """The arrays ``names`` of the ``.npz`` file ``path``, read whole; ``ValueError`` when it is
+    another kind of file or lacks one."""
+    saved = np.load(path, allow_pickle=False)
+    if not isinstance(saved, np.lib.npyio.NpzFile):  # a .npy file's array
+        raise ValueError(f"a single {type(saved).__name__}, not an .npz archive")
+    with saved:
+        missing = [name for name in names if name not in saved.files]
+        if missing:
+            raise ValueError(f"no {missing} among its arrays {saved.files}")
+        return {name: np.asarray(saved[name]) for name in names}
+
+
+def write_cached(path: Path, **arrays: np.ndarray) -> None:
+    """Write ``arrays`` to the cache file ``path`` (its folder made when missing), through a
+    temporary file beside it renamed over it: a reader sees the old file or the new one."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with tempfile.NamedTemporaryFile(dir=path.parent, prefix=f"{path.name}.", delete=False) as f:
+        temporary = Path(f.name)
+    try:
+        with temporary.open("wb") as file:  # np.savez would add '.npz' to a name without
+            np.savez(file, **arrays)
+        os.replace(temporary, path)
+    finally:
+        temporary.unlink(missing_ok=True)
