@@ -12,6 +12,7 @@ import torch
 from torch_geometric.data import Data
 from tqdm import tqdm
 
+from graphengine.data.computed_cache import cache_key, read_cached, write_cached
 from graphengine.loader.adapters import as_numpy, check_attribute_rows
 from graphengine.loader.config import loading_config
 from graphengine.loader.pipeline import Stage, StagedLoader, copy_stages
@@ -46,7 +47,11 @@ class GraphSAINTSampler(StagedLoader):
         batch_size: the sampling budget (edges, or walks' roots; see the subclasses).
         num_steps: subgraphs per epoch.
         sample_coverage: samples per node for the coefficients (0: none).
-        save_dir: a directory to cache the coefficients in, and read them from.
+        save_dir: a directory to cache the coefficients in, and read them from, in a file
+            named by the sampler, ``sample_coverage`` and a digest of the edges and every
+            argument the coefficients depend on (another graph or other arguments never read
+            it). A cache file that is damaged or not this graph's is logged as a warning and
+            overwritten with coefficients computed again.
         log: show the coefficients' progress.
         seed: the base seed; ``None`` draws one per epoch from torch's global generator.
         num_workers: threads building subgraphs; 0 builds them in the caller's thread.
@@ -100,22 +105,34 @@ class GraphSAINTSampler(StagedLoader):
         self.seed = seed
         self.node_norm = self.edge_norm = None
         if sample_coverage > 0:
-            path = None if save_dir is None else Path(save_dir) / self._filename
-            if path is not None and path.exists():
+            path = None if save_dir is None else Path(save_dir) / self._cache_name()
+            if path is not None:
                 self.node_norm, self.edge_norm = _read_norms(path, self.N, self.E)
-            else:
+            if self.node_norm is None:
                 self.node_norm, self.edge_norm = self._compute_norm(log)
                 if path is not None:
-                    path.parent.mkdir(parents=True, exist_ok=True)
-                    with path.open("wb") as file:
-                        np.savez(file, node_norm=self.node_norm, edge_norm=self.edge_norm)
+                    write_cached(path, node_norm=self.node_norm, edge_norm=self.edge_norm)
         batches = SeedBatches(num_steps, 1, False, False, seed)
         stage = Stage("subgraph", self._subgraph, loading.threads)
         self._set_stages(batches, [stage, *copy], loading.in_flight)
 
-    @property
-    def _filename(self) -> str:
-        return f"{type(self).__name__.lower()}_{self.sample_coverage}.npz"
+    def _cache_name(self) -> str:
+        """The coefficients' cache file name: the sampler's, then a digest of all they are
+        computed from (the edges in their order, which ``edge_norm`` follows, and every
+        argument of the draws)."""
+        key = cache_key(self._draw_arguments(), as_numpy(self.data.edge_index))
+        return f"{type(self).__name__.lower()}_{self.sample_coverage}_{key}.npz"
+
+    def _draw_arguments(self) -> dict:
+        """What the coverage draws depend on besides the edges (subclasses add theirs)."""
+        return {
+            "sampler": type(self).__name__,
+            "num_nodes": self.N,
+            "batch_size": self.budget,
+            "num_steps": self.num_steps,
+            "sample_coverage": self.sample_coverage,
+            "seed": 0 if self.seed is None else self.seed,  # as _compute_norm draws them
+        }
 
     def __repr__(self) -> str:
         return f"{type(self).__name__}()"
@@ -227,25 +244,26 @@ class GraphSAINTRandomWalkSampler(GraphSAINTSampler):
         self.walk_length = walk_length
         super().__init__(data, batch_size, *args, **kwargs)
 
-    @property
-    def _filename(self) -> str:
-        return f"{type(self).__name__.lower()}_{self.walk_length}_{self.sample_coverage}.npz"
+    def _draw_arguments(self) -> dict:
+        return {**super()._draw_arguments(), "walk_length": self.walk_length}
 
     def _select(self, rng: np.random.Generator) -> np.ndarray:
         return walk_selection(self.graph, self.budget, self.walk_length, rng)
 
 
-def _read_norms(path: Path, num_nodes: int, num_edges: int) -> tuple[np.ndarray, np.ndarray]:
-    """Cached coefficients, checked against the graph."""
-    try:
-        with np.load(path) as saved:
-            node_norm, edge_norm = np.asarray(saved["node_norm"]), np.asarray(saved["edge_norm"])
-    except (OSError, KeyError, ValueError) as error:
-        raise ValueError(f"cached GraphSAINT coefficients {path} are unreadable: {error}") from None
-    if node_norm.shape != (num_nodes,) or edge_norm.shape != (num_edges,):
-        raise ValueError(
-            f"cached GraphSAINT coefficients {path} belong to another graph (shapes "
-            f"{node_norm.shape}, {edge_norm.shape}; this one has {num_nodes} nodes, {num_edges} "
-            "edges): give another 'save_dir' or delete the file"
-        )
-    return node_norm, edge_norm
+def _read_norms(path: Path, num_nodes: int, num_edges: int) -> tuple:
+    """The cached coefficients of ``path`` (float32 ``[num_nodes]`` and ``[num_edges]``, finite
+    and >= 0), or ``(None, None)`` when there are none or they cannot be this graph's
+    (logged)."""
+
+    def why_not(saved: dict[str, np.ndarray]) -> str | None:
+        for name, size in (("node_norm", num_nodes), ("edge_norm", num_edges)):
+            norm = saved[name]
+            if norm.shape != (size,) or norm.dtype != np.float32:
+                return f"{name} of {norm.dtype} {norm.shape}, expected float32 ({size},)"
+            if norm.size and not (np.isfinite(norm).all() and norm.min() >= 0):
+                return f"{name} holds values outside [0, inf)"
+        return None
+
+    saved = read_cached(path, ("node_norm", "edge_norm"), why_not)
+    return (None, None) if saved is None else (saved["node_norm"], saved["edge_norm"])

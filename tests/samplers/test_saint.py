@@ -1,6 +1,8 @@
 """GraphSAINT's samplers against exact probabilities and a direct computation of their
 coefficients, on graphs whose node features are node ids and edge attributes edge ids."""
 
+import logging
+
 import numpy as np
 import pytest
 import torch
@@ -153,14 +155,96 @@ def test_coefficients_equal_a_direct_computation(tmp_path):
     nodes = check_subgraph(batch, data)
     assert torch.equal(batch.node_norm, torch.from_numpy(loader.node_norm)[nodes])
     assert torch.equal(batch.edge_norm, torch.from_numpy(loader.edge_norm)[batch.edge_attr])
-    cached = GraphSAINTNodeSampler(
-        data, batch_size=20, num_steps=5, sample_coverage=10, seed=99, log=False, save_dir=tmp_path
+    (cached,) = tmp_path.glob("*.npz")
+    ones = np.ones(data.num_nodes, np.float32), np.ones(data.num_edges, np.float32)
+    np.savez(cached, node_norm=ones[0], edge_norm=ones[1])
+    again = GraphSAINTNodeSampler(
+        data, batch_size=20, num_steps=5, sample_coverage=10, seed=2, log=False, save_dir=tmp_path
     )
-    np.testing.assert_array_equal(cached.node_norm, loader.node_norm)  # read, not recomputed
-    with pytest.raises(ValueError, match="belong to another graph"):
-        GraphSAINTNodeSampler(
-            id_graph(num_nodes=40), batch_size=5, sample_coverage=10, log=False, save_dir=tmp_path
-        )
+    np.testing.assert_array_equal(again.node_norm, ones[0])  # read, not computed again
+    np.testing.assert_array_equal(again.edge_norm, ones[1])
+
+
+def reversed_edges(data: Data) -> Data:
+    """``data`` with its edges (and their ids) in the reverse order: the same graph, whose
+    ``edge_norm`` lists the same coefficients in the reverse order."""
+    order = torch.arange(data.num_edges - 1, -1, -1)
+    return Data(
+        x=data.x,
+        edge_index=data.edge_index[:, order],
+        edge_attr=data.edge_attr[order],
+        num_nodes=data.num_nodes,
+    )
+
+
+def test_coefficient_cache_is_keyed_by_the_graph_and_every_argument(tmp_path):
+    """One ``save_dir`` for another graph of the same sizes, the same graph's edges in another
+    order, other batch sizes, steps, seeds, walk lengths and samplers: each gets the
+    coefficients computed for it, as without a cache."""
+    data, other = id_graph(seed=6), id_graph(seed=7)
+    assert (data.num_nodes, data.num_edges) == (other.num_nodes, other.num_edges)
+    assert not torch.equal(data.edge_index, other.edge_index)
+    node, walk = GraphSAINTNodeSampler, GraphSAINTRandomWalkSampler
+    cases = [
+        (node, data, {"batch_size": 20}),
+        (node, other, {"batch_size": 20}),
+        (node, reversed_edges(data), {"batch_size": 20}),
+        (node, data, {"batch_size": 10}),
+        (node, data, {"batch_size": 20, "num_steps": 3}),
+        (node, data, {"batch_size": 20, "seed": 5}),
+        (walk, data, {"batch_size": 10, "walk_length": 2}),
+        (walk, data, {"batch_size": 10, "walk_length": 3}),
+        (GraphSAINTEdgeSampler, data, {"batch_size": 20}),
+    ]
+    for sampler, graph, arguments in cases:
+        cached = sampler(graph, sample_coverage=5, log=False, save_dir=tmp_path, **arguments)
+        fresh = sampler(graph, sample_coverage=5, log=False, **arguments)
+        np.testing.assert_array_equal(cached.node_norm, fresh.node_norm)
+        np.testing.assert_array_equal(cached.edge_norm, fresh.edge_norm)
+    assert len(list(tmp_path.glob("*.npz"))) == len(cases)
+
+
+@pytest.mark.parametrize(
+    ("name", "damage"),
+    [
+        ("not a zip", b"not an npz"),
+        ("cut short", None),
+        ("float64", {"node_norm": np.ones(60), "edge_norm": np.ones(400)}),
+        ("short", {"node_norm": np.ones(59, np.float32), "edge_norm": np.ones(400, np.float32)}),
+        (
+            "nan",
+            {"node_norm": np.full(60, np.nan, np.float32), "edge_norm": np.ones(400, np.float32)},
+        ),
+        (
+            "negative",
+            {"node_norm": np.ones(60, np.float32), "edge_norm": -np.ones(400, np.float32)},
+        ),
+        ("no edge_norm", {"node_norm": np.ones(60, np.float32)}),
+    ],
+)
+def test_damaged_coefficient_cache_is_computed_again_and_overwritten(
+    tmp_path, caplog, name, damage
+):
+    data = id_graph(seed=6)
+    arguments = {"batch_size": 20, "sample_coverage": 5, "log": False}
+    fresh = GraphSAINTNodeSampler(data, **arguments)
+    GraphSAINTNodeSampler(data, save_dir=tmp_path, **arguments)
+    (cached,) = tmp_path.glob("*.npz")
+    if damage is None:
+        cached.write_bytes(cached.read_bytes()[:-100])
+    elif isinstance(damage, bytes):
+        cached.write_bytes(damage)
+    else:
+        np.savez(cached, **damage)
+    with caplog.at_level(logging.WARNING):
+        redone = GraphSAINTNodeSampler(data, save_dir=tmp_path, **arguments)
+    assert f"cache file '{cached}' is not usable" in caplog.text
+    np.testing.assert_array_equal(redone.node_norm, fresh.node_norm)
+    np.testing.assert_array_equal(redone.edge_norm, fresh.edge_norm)
+    caplog.clear()
+    with caplog.at_level(logging.WARNING):
+        GraphSAINTNodeSampler(data, save_dir=tmp_path, **arguments)
+    assert not caplog.text  # overwritten with the coefficients computed again
 
 
 def test_bad_arguments():
