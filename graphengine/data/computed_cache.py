@@ -2,12 +2,12 @@
 
 A cache file is named by :func:`cache_key`, a digest of everything its arrays are computed
 from, so another graph or other arguments never read it. :func:`read_cached` reads it as data
-only (``allow_pickle=False``) and hands its arrays back only when they are whole and pass the
-caller's check against the graph; a file that is not (a flipped byte, a truncated write,
-another file put in its place, arrays of other names, shapes, types or values) is reported
-by a warning naming it and why, and the caller computes the arrays again and
-:func:`write_cached` overwrites it: since the arrays can always be computed again, a damaged
-cache costs that time, not the run. :func:`write_cached` writes through a temporary file
+only (:func:`graphengine.data.format.read_npz`) and hands its arrays back only when they are
+whole and pass the caller's check against the graph; a file that is not (a flipped byte, a
+truncated write, another file put in its place, arrays of other names, shapes, types or
+values) is reported by a warning naming it and why, and the caller computes the arrays again
+and :func:`write_cached` overwrites it: since the arrays can always be computed again, a
+damaged cache costs that time, not the run. :func:`write_cached` writes through a temporary file
 renamed over the cache, so a process killed mid-write leaves no half-written cache.
 """
 
@@ -16,29 +16,15 @@ from __future__ import annotations
 import hashlib
 import logging
 import os
-import tempfile
-import zipfile
-import zlib
+import threading
 from collections.abc import Callable
 from pathlib import Path
 
 import numpy as np
 
-logger = logging.getLogger(__name__)
+from graphengine.data.format import read_npz
 
-# What np.load raises on a damaged .npz (found by flipping and truncating every byte of one):
-# the zip reader's errors (a bad CRC, a truncated member, an unknown compression method), the
-# .npy header parser's, and zlib's for a compressed member.
-_DAMAGED = (
-    OSError,
-    ValueError,
-    KeyError,
-    EOFError,
-    RuntimeError,
-    NotImplementedError,
-    zipfile.BadZipFile,
-    zlib.error,
-)
+logger = logging.getLogger(__name__)
 
 
 def cache_key(arguments: dict, *arrays: np.ndarray) -> str:
@@ -62,9 +48,9 @@ def read_cached(
     if not path.exists():
         return None
     try:
-        arrays = _load(path, names)
-    except _DAMAGED as error:
-        why = f"{type(error).__name__}: {error}"
+        arrays = read_npz(path, names)
+    except ValueError as error:
+        why = str(error)
     else:
         why = check(arrays)
     if why is None:
@@ -73,25 +59,12 @@ def read_cached(
     return None
 
 
-def _load(path: Path, names: tuple[str, ...]) -> dict[str, np.ndarray]:
-    """The arrays ``names`` of the ``.npz`` file ``path``, read whole; ``ValueError`` when it is
-    another kind of file or lacks one."""
-    saved = np.load(path, allow_pickle=False)
-    if not isinstance(saved, np.lib.npyio.NpzFile):  # a .npy file's array
-        raise ValueError(f"a single {type(saved).__name__}, not an .npz archive")
-    with saved:
-        missing = [name for name in names if name not in saved.files]
-        if missing:
-            raise ValueError(f"no {missing} among its arrays {saved.files}")
-        return {name: np.asarray(saved[name]) for name in names}
-
-
 def write_cached(path: Path, **arrays: np.ndarray) -> None:
     """Write ``arrays`` to the cache file ``path`` (its folder made when missing), through a
     temporary file beside it renamed over it: a reader sees the old file or the new one."""
     path.parent.mkdir(parents=True, exist_ok=True)
-    with tempfile.NamedTemporaryFile(dir=path.parent, prefix=f"{path.name}.", delete=False) as f:
-        temporary = Path(f.name)
+    # One temporary file per writer: two processes or threads may compute the same cache.
+    temporary = path.with_name(f"{path.name}.{os.getpid()}.{threading.get_ident()}.tmp")
     try:
         with temporary.open("wb") as file:  # np.savez would add '.npz' to a name without
             np.savez(file, **arrays)

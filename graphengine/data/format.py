@@ -3,9 +3,25 @@
 from __future__ import annotations
 
 import json
+import zipfile
+import zlib
 from pathlib import Path
 
 import numpy as np
+
+# What np.load raises on a damaged .npz (found by flipping and truncating every byte of one):
+# the zip reader's errors (a bad CRC, a truncated member, an unknown compression method), the
+# .npy header parser's, and zlib's for a compressed member.
+_DAMAGED_NPZ = (
+    OSError,
+    ValueError,
+    KeyError,
+    EOFError,
+    RuntimeError,
+    NotImplementedError,
+    zipfile.BadZipFile,
+    zlib.error,
+)
 
 
 def write_manifest(path: Path, fmt: str, version: int, fields: dict) -> None:
@@ -68,6 +84,29 @@ def load_array(path: Path, dtype: str, shape: tuple[int, ...], mmap: bool) -> np
             f"'{path}' holds {array.dtype} {tuple(array.shape)}, expected {dtype} {tuple(shape)}"
         )
     return array
+
+
+def read_npz(path: Path, names: tuple[str, ...]) -> dict[str, np.ndarray]:
+    """The arrays ``names`` of the ``.npz`` file ``path``, read whole, as data only (an array
+    of pickled objects is refused, never unpickled).
+
+    Raises ``ValueError`` naming ``path`` when it is damaged, another kind of file, or lacks
+    one of ``names``.
+    """
+    try:
+        saved = np.load(path, allow_pickle=False)
+        if not isinstance(saved, np.lib.npyio.NpzFile):  # a .npy file's array
+            raise ValueError(f"a single {type(saved).__name__}, not an .npz archive")
+        with saved:
+            missing = [name for name in names if name not in saved.files]
+            if missing:
+                raise ValueError(f"no {missing} among its arrays {saved.files}")
+            return {name: np.asarray(saved[name]) for name in names}
+    except _DAMAGED_NPZ as error:
+        raise ValueError(
+            f"'{path}' is not a readable .npz archive of {list(names)} "
+            f"({type(error).__name__}: {error})"
+        ) from None
 
 
 def save_arrays(

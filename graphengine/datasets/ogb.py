@@ -31,7 +31,7 @@ from pathlib import Path
 import numpy as np
 from tqdm import tqdm
 
-from graphengine.data.format import NpyWriter
+from graphengine.data.format import NpyWriter, read_npz
 from graphengine.data.graph_store import write_graph_manifest
 from graphengine.datasets.dataset import GraphDataset, check_labels, write_dataset_manifest
 
@@ -294,8 +294,7 @@ def _skip(stream, size: int, path: Path) -> None:
 def _read_labels(path: Path, binary: bool, num_nodes: int) -> np.ndarray:
     """int64 ``[num_nodes]`` labels, -1 where OGB has NaN (unlabelled)."""
     if binary:
-        with np.load(path) as archive:
-            values = np.asarray(archive["node_label"])
+        values = read_npz(path, ("node_label",))["node_label"]
         _check_kind("node_label", values.shape, values.dtype, "biuf", "numbers", path)
         values = values.reshape(-1)
     else:

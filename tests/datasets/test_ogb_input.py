@@ -1,6 +1,8 @@
 """OGB files holding arrays of the wrong dtype, negative counts or labels outside the classes
 are refused with a ``ValueError`` naming the file, the array and what was expected."""
 
+import os
+
 import numpy as np
 import pytest
 
@@ -58,3 +60,32 @@ def test_ogb_negative_node_count_is_named(tmp_path):
     write_gz(tmp_path / "ogbn_arxiv" / "raw" / "num-node-list.csv.gz", [-3])
     with pytest.raises(ValueError, match=r"num-node-list\.csv\.gz'.*-3.*non-negative"):
         convert_ogb("ogbn-arxiv", tmp_path)
+
+
+class Calls:
+    """Pickles as a call of ``function(*args)``, which unpickling it makes."""
+
+    def __init__(self, function, *args):
+        self.function, self.args = function, args
+
+    def __reduce__(self):
+        return self.function, self.args
+
+
+@pytest.mark.parametrize("damage", ["not a zip", "cut short", "other array", "pickled objects"])
+def test_papers_unreadable_label_archive_is_named(tmp_path, damage):
+    """A node-label.npz that is damaged, lacks node_label, or holds pickled objects (never
+    unpickled: the marker file a call would create does not appear) is named."""
+    write_papers(tmp_path)
+    labels, marker = tmp_path / "ogbn_papers100M" / "raw" / "node-label.npz", tmp_path / "ran"
+    if damage == "not a zip":
+        labels.write_bytes(b"not an npz")
+    elif damage == "cut short":
+        labels.write_bytes(labels.read_bytes()[:-50])
+    elif damage == "other array":
+        np.savez(labels, labels=np.zeros(NUM_NODES))
+    else:
+        np.savez(labels, node_label=np.array([Calls(os.system, f"touch {marker}")] * NUM_NODES))
+    with pytest.raises(ValueError, match=r"node-label\.npz' is not a readable \.npz archive"):
+        convert_ogb("ogbn-papers100M", tmp_path)
+    assert not marker.exists()
