@@ -100,4 +100,4 @@ def original_ids(path: str | Path) -> np.ndarray | None:
     manifest = json.loads((Path(path) / "dataset.json").read_text())
     if "order" not in manifest:
         return None
-    return np.load(Path(path) / manifest["order"]["file"], mmap_mode="r")
+    return np.load(Path(path) / manifest["order"]["file"], mmap_mode="r", allow_pickle=False)
