@@ -71,6 +71,17 @@ class _DataUnpickler(pickle._Unpickler):
             raise pickle.UnpicklingError(
                 f"refused to set the state of {target!r}: only {DATA_KINDS} are built"
             )
+        state = self.stack[-1]
+        # A dtype's state is (version, byteorder, subarray, names, fields, ...): the files hold
+        # plain numbers, and a structured dtype's offsets and sizes are the state NumPy
+        # checks least.
+        if isinstance(target, np.dtype) and not (
+            isinstance(state, tuple) and len(state) >= 5 and state[2:5] == (None, None, None)
+        ):
+            raise pickle.UnpicklingError(
+                f"refused a structured or sub-array dtype (state {state!r:.80}): a file of "
+                f"{DATA_KINDS} holds plain numbers"
+            )
         super().load_build()
 
     dispatch[pickle.BUILD[0]] = _load_build

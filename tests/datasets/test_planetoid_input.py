@@ -101,6 +101,17 @@ def test_planetoid_pickle_cannot_rewrite_a_class(tmp_path):
     assert sp.csr_matrix((2, 2)).format == "csr"
 
 
+@pytest.mark.parametrize(
+    "value",
+    [np.zeros((10, 2), dtype=[("a", "<i4"), ("b", "<f8")]), np.dtype(("<f4", (2,)))],
+    ids=["array of fields", "sub-array dtype"],
+)
+def test_planetoid_structured_dtype_is_refused(tmp_path, value):
+    write_planetoid(tmp_path, y=value)
+    with pytest.raises(ValueError, match=r"ind\.cora\.y'.*refused a structured or sub-array"):
+        load_planetoid("cora", tmp_path)
+
+
 def test_planetoid_matrix_attributes_from_the_file_are_not_trusted(tmp_path):
     """A pickled matrix whose ``_format`` says 'lil' would skip the CSR index checks, and
     densifying it would write its out-of-range entry into another row."""
