@@ -10,6 +10,7 @@ from graphengine.distributed.data import DistData
 from graphengine.distributed.exchange import Exchange, ExchangeStats, new_exchange
 from graphengine.distributed.launch import (
     INTERRUPTED,
+    LOST_WORKER,
     finish,
     join,
     launch,
@@ -22,6 +23,7 @@ from graphengine.distributed.sampler import DistNeighborSampler, SamplingStats
 
 __all__ = [
     "INTERRUPTED",
+    "LOST_WORKER",
     "DistData",
     "DistNeighborSampler",
     "Exchange",

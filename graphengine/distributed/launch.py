@@ -18,16 +18,22 @@ import logging
 import os
 import sys
 from collections.abc import Iterator
+from typing import TYPE_CHECKING
 
 import torch
 import torch.distributed as dist
 
 from graphengine.distributed.liveness import start_heartbeat
 
+if TYPE_CHECKING:
+    from torch.distributed.elastic.multiprocessing.errors import ChildFailedError
+
 log = logging.getLogger(__name__)
 
 #: The exit status of a run stopped by Ctrl-C (SIGINT), as a shell reports it: 128 + 2.
 INTERRUPTED = 128 + 2
+#: The exit status of a run that lost a worker: it stopped answering, or a signal ended it.
+LOST_WORKER = 3
 
 
 def launched_by_torchrun() -> bool:
@@ -192,10 +198,10 @@ def launch(nproc: int, argv: list[str], max_restarts: int = 0) -> int:
     from it.
 
     Returns 0 when every worker succeeded (after restarts, if any); 130 when the launcher
-    was interrupted (Ctrl-C reaches the workers too, and rank 0 says where its last
-    checkpoint is); otherwise, once no restart is left, logs torchrun's error, which names
-    the failed rank and its exit code, and returns that exit code (1 when a signal ended
-    the worker).
+    was interrupted (SIGINT, SIGTERM, SIGHUP: torchrun passes the signal on to the workers,
+    and rank 0 says where its last checkpoint is); otherwise, once no restart is left, logs
+    torchrun's error, which names the failed rank and its exit code, and returns
+    :func:`failure_exit_code`.
     """
     from torch.distributed.elastic.multiprocessing.api import SignalException
     from torch.distributed.elastic.multiprocessing.errors import ChildFailedError
@@ -215,9 +221,25 @@ def launch(nproc: int, argv: list[str], max_restarts: int = 0) -> int:
             )
     except ChildFailedError as error:
         log.error("%s", error.format_msg())
-        _, root_cause = error.get_first_failure()
-        return root_cause.exitcode if root_cause.exitcode > 0 else 1
+        return failure_exit_code(error)
     except SignalException as error:  # torchrun's agent turns SIGINT/SIGTERM into this
         log.error("interrupted (%s): the workers were stopped", error.sigval.name)
         return INTERRUPTED
     return 0
+
+
+def failure_exit_code(error: ChildFailedError) -> int:
+    """The launcher's exit code for workers that failed (``error``, from torchrun): the code
+    of the first worker that failed (2: the user's error, 3: it lost another worker, 1: a
+    bug's traceback), or :data:`LOST_WORKER` where a signal ended that worker (killed, out
+    of memory, crashed), which is logged naming its rank and the signal."""
+    rank, failure = error.get_first_failure()
+    if failure.exitcode > 0:
+        return failure.exitcode
+    log.error(
+        "rank %d (pid %d) was ended by %s, without an error of its own: the run lost it",
+        rank,
+        failure.pid,
+        failure.signal_name(),
+    )
+    return LOST_WORKER
