@@ -53,9 +53,10 @@ fails within --dist-timeout and a few seconds, naming the lost worker's rank, ad
 process id (torchrun's "Root Cause" quotes it); with --nproc, a worker that a signal ended
 (killed, out of memory, crashed) is named with the signal as soon as it ends. With --nproc,
 the exit code is that of the first worker to fail (2 or 3 as above, 1 for a traceback), and
-130 when the launcher is interrupted (SIGINT, SIGTERM: the workers are stopped too). With
---max-restarts K, torchrun restarts every worker when one fails, up to K times, and they
-resume from --checkpoint; the exit code is then the last attempt's."""
+130 when the launcher is interrupted (SIGINT, SIGTERM: the workers are stopped too); a
+worker whose launcher was killed stops within seconds. With --max-restarts K, torchrun
+restarts every worker when one fails, up to K times, and they resume from --checkpoint; the
+exit code is then the last attempt's."""
 
 
 def add_parser(commands) -> None:

@@ -7,7 +7,9 @@ gloo otherwise. The process group has a timeout, so a worker that dies makes the
 fail within it instead of hanging; each worker's heartbeat
 (:mod:`graphengine.distributed.liveness`) tells them which worker stopped answering, and a
 worker that fails for that reason says so in torchrun's error file
-(:func:`record_failure`), so that torchrun's "Root Cause" names the lost rank too.
+(:func:`record_failure`), so that torchrun's "Root Cause" names the lost rank too. A
+worker whose launcher is gone (killed, so that it could not stop its workers) stops too
+(:func:`watch_launcher`).
 """
 
 from __future__ import annotations
@@ -17,6 +19,8 @@ import datetime
 import logging
 import os
 import sys
+import threading
+import time
 from collections.abc import Iterator
 from typing import TYPE_CHECKING
 
@@ -49,8 +53,9 @@ def join(timeout_s: float) -> tuple[int, int]:
     starts, so that :func:`~graphengine.distributed.liveness.lost_worker` can name a worker
     that stopped answering. After torchrun restarted the workers, each attempt joins in
     its own keys of torchrun's store (:func:`attempt_store`) and the log says which restart
-    it is.
+    it is. First of all, the worker starts watching its launcher (:func:`watch_launcher`).
     """
+    watch_launcher(int(os.environ.get("RANK", 0)))
     backend = "nccl" if torch.cuda.is_available() else "gloo"
     if backend == "nccl":
         torch.cuda.set_device(int(os.environ["LOCAL_RANK"]))
@@ -70,6 +75,38 @@ def join(timeout_s: float) -> tuple[int, int]:
     again = f", restart {restart} of {os.environ.get('TORCHELASTIC_MAX_RESTARTS')}"
     log.info("rank %d of %d joined (%s%s)", rank, world_size, backend, again if restart else "")
     return rank, world_size
+
+
+def watch_launcher(rank: int, interval_s: float = 1.0) -> threading.Thread:
+    """End this worker (exit code :data:`INTERRUPTED`, after a log line saying why) once the
+    process that started it is gone; returns the watching thread (a daemon).
+
+    torchrun's agent stops its workers when it is interrupted (SIGINT, SIGTERM), but one
+    that is killed (SIGKILL, out of memory) cannot: its workers, each in a session of its
+    own, would train on unsupervised to the end, holding their cores and GPUs. The thread
+    checks every ``interval_s`` seconds whether this process's parent (the launcher, or a
+    user's ``torchrun``: the agent starts its workers itself) is still the one it had when
+    the watch started. ``PR_SET_PDEATHSIG`` would do it without a thread, but on Linux only
+    and silently. A launcher killed before the worker got this far (while it imports) is
+    not seen; the worker then fails joining the group within ``--dist-timeout``, as the
+    launcher's store is gone.
+    """
+    launcher = os.getppid()
+
+    def watch() -> None:
+        while os.getppid() == launcher:
+            time.sleep(interval_s)
+        log.error(
+            "rank %d: the process that started this worker (pid %d) is gone, so nothing "
+            "supervises it any more: stopping",
+            rank,
+            launcher,
+        )
+        finish(INTERRUPTED, wait=False)
+
+    thread = threading.Thread(target=watch, name="launcher-watch", daemon=True)
+    thread.start()
+    return thread
 
 
 def attempt_store(timeout: datetime.timedelta) -> dist.Store | None:
@@ -175,7 +212,8 @@ def finish(code: int = 0, wait: bool = True) -> None:
     if wait:
         dist.barrier()
     for stream in (sys.stdout, sys.stderr):
-        stream.flush()
+        with contextlib.suppress(OSError, ValueError):  # a reader gone (its pipe broken)
+            stream.flush()
     logging.shutdown()
     os._exit(code)
 

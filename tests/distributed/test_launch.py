@@ -1,13 +1,24 @@
 """The launcher and its workers: the exit code of a run whose worker failed (its own code, or
-3 for a worker a signal ended, named)."""
+3 for a worker a signal ended, named), and workers that stop when their launcher is killed
+or interrupted, under ``graphengine train --nproc 2`` and under a plain torchrun."""
 
+import contextlib
 import logging
+import os
 import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
 
 import pytest
 from torch.distributed.elastic.multiprocessing.errors import ChildFailedError, ProcessFailure
 
-from graphengine.distributed.launch import LOST_WORKER, failure_exit_code
+from graphengine.distributed.launch import INTERRUPTED, LOST_WORKER, failure_exit_code
+from tests.helpers.processes import REPO, train_command, wait_until_trained, workers
+
+# The seconds the workers of a killed launcher may take to stop: their watch looks every second.
+STOPPED_WITHIN_S = 30
 
 
 def failed(*failures: tuple[int, int, int]) -> ChildFailedError:
@@ -31,3 +42,65 @@ def test_a_worker_a_signal_ended_is_a_lost_worker_named_with_the_signal(caplog):
 def test_a_worker_that_exited_gives_the_run_its_exit_code(code, caplog):
     assert failure_exit_code(failed((0, 4241, code), (1, 4242, -signal.SIGTERM))) == code
     assert "was ended by" not in caplog.text
+
+
+def gone(pid: int) -> bool:
+    """Whether process ``pid`` has ended (a zombie its new parent has not reaped has)."""
+    try:
+        status = Path(f"/proc/{pid}/stat").read_text()
+    except FileNotFoundError:
+        return True
+    return status.rpartition(")")[2].split()[0] == "Z"
+
+
+def plain_torchrun(root: Path, metrics: Path) -> list[str]:
+    """A user's own torchrun starting 2 ``graphengine train`` workers on synthetic-small."""
+    command = [sys.executable, "-m", "torch.distributed.run", "--standalone"]
+    command += ["--nproc-per-node=2", "-m", "graphengine", "train", "--epochs", "100000"]
+    command += ["--root", str(root), "--fanouts", "5,5", "--batch-size", "256"]
+    return [*command, "--no-progress", "--metrics", str(metrics), "--eval-every", "0"]
+
+
+@pytest.mark.parametrize(
+    "launcher_kind, signum",
+    [
+        ("graphengine", signal.SIGKILL),
+        ("graphengine", signal.SIGTERM),
+        ("torchrun", signal.SIGKILL),
+    ],
+)
+def test_workers_stop_when_their_launcher_is_killed(tmp_path, launcher_kind, signum):
+    metrics, errors = tmp_path / "metrics.jsonl", tmp_path / "stderr.txt"
+    if launcher_kind == "graphengine":
+        command = train_command(tmp_path / "data", 100000, "--metrics", metrics, "--eval-every", 0)
+    else:
+        command = plain_torchrun(tmp_path / "data", metrics)
+    with errors.open("w") as stderr:
+        launcher = subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=stderr, cwd=REPO)
+    started = []
+    try:
+        wait_until_trained(launcher, metrics, errors.read_text)
+        started = list(workers(launcher.pid).values())
+        assert len(started) == 2, started
+        os.kill(launcher.pid, signum)
+        launcher.wait(timeout=60)
+        killed_at = time.monotonic()
+        while not all(map(gone, started)):
+            assert time.monotonic() - killed_at < STOPPED_WITHIN_S, errors.read_text()[-3000:]
+            time.sleep(0.2)
+    finally:
+        if launcher.poll() is None:
+            launcher.kill()
+        for pid in started:
+            if not gone(pid):
+                with contextlib.suppress(ProcessLookupError):
+                    os.kill(pid, signal.SIGKILL)
+    log = errors.read_text()
+    if signum == signal.SIGKILL:
+        for rank in (0, 1):
+            assert (
+                f"rank {rank}: the process that started this worker (pid {launcher.pid}) is gone"
+            ) in log, log[-3000:]
+    else:  # torchrun's agent stops the workers itself, and says so
+        assert launcher.returncode == INTERRUPTED, log[-3000:]
+        assert "interrupted (SIGTERM): the workers were stopped" in log, log[-3000:]
