@@ -27,7 +27,7 @@ from typing import TYPE_CHECKING
 import torch
 import torch.distributed as dist
 
-from graphengine.distributed.liveness import start_heartbeat
+from graphengine.distributed.liveness import lost_worker, start_heartbeat
 
 if TYPE_CHECKING:
     from torch.distributed.elastic.multiprocessing.errors import ChildFailedError
@@ -201,16 +201,26 @@ def local_device() -> torch.device:
 
 def finish(code: int = 0, wait: bool = True) -> None:
     """End this worker: wait for the others (unless ``wait=False``, for a worker that
-    already met them at a barrier), flush output, exit without interpreter teardown.
+    already met them at a barrier), flush output, exit without interpreter teardown. A
+    barrier that fails (another worker ended without reaching it) is logged naming the
+    worker lost where the heartbeats tell, and the exit code is then :data:`LOST_WORKER`.
 
     Tearing down a gloo process group can deadlock: its destructor joins gloo's worker
     threads while holding the GIL, and a worker thread still releasing the Python tensor
     of the last collective waits for the GIL (seen here as a hang at exit in about one run
     in six, with py-spy showing ``~ProcessGroupGloo`` in ``std::thread::join``). Every file
-    the worker wrote is closed by then, so skipping the teardown loses nothing.
+    the worker wrote is closed by then, so skipping the teardown loses nothing; so a failed
+    barrier ends the worker here too, rather than raising into that teardown, where a
+    worker whose agent waits for it alone could hang for good.
     """
     if wait:
-        dist.barrier()
+        try:
+            dist.barrier()
+        except Exception as error:
+            lost = lost_worker(error) or error
+            log.error("rank %d: the workers did not all reach the end: %s", dist.get_rank(), lost)
+            record_failure(lost)
+            code = LOST_WORKER
     for stream in (sys.stdout, sys.stderr):
         with contextlib.suppress(OSError, ValueError):  # a reader gone (its pipe broken)
             stream.flush()

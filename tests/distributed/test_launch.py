@@ -12,9 +12,11 @@ import time
 from pathlib import Path
 
 import pytest
+import torch.distributed as dist
 from torch.distributed.elastic.multiprocessing.errors import ChildFailedError, ProcessFailure
 
-from graphengine.distributed.launch import INTERRUPTED, LOST_WORKER, failure_exit_code
+from graphengine.distributed import liveness
+from graphengine.distributed.launch import INTERRUPTED, LOST_WORKER, failure_exit_code, finish
 from tests.helpers.processes import REPO, train_command, wait_until_trained, workers
 
 # The seconds the workers of a killed launcher may take to stop: their watch looks every second.
@@ -42,6 +44,47 @@ def test_a_worker_a_signal_ended_is_a_lost_worker_named_with_the_signal(caplog):
 def test_a_worker_that_exited_gives_the_run_its_exit_code(code, caplog):
     assert failure_exit_code(failed((0, 4241, code), (1, 4242, -signal.SIGTERM))) == code
     assert "was ended by" not in caplog.text
+
+
+class Exited(Exception):
+    """``os._exit`` in a test: the code the worker would have exited with."""
+
+    def __init__(self, code: int):
+        super().__init__(code)
+        self.code = code
+
+
+@pytest.fixture
+def exits(monkeypatch):
+    """``finish`` in this process: it raises :class:`Exited` where it would exit, and leaves
+    the test's logging and the process group alone."""
+
+    def exit_(code: int):
+        raise Exited(code)
+
+    monkeypatch.setattr(os, "_exit", exit_)
+    monkeypatch.setattr(logging, "shutdown", lambda: None)
+    monkeypatch.setattr(dist, "get_rank", lambda: 0)
+    monkeypatch.setattr(liveness, "_current", None)  # no heartbeat to name the lost one
+
+
+def test_a_worker_whose_last_barrier_fails_exits_3_instead_of_raising(exits, monkeypatch, caplog):
+    def barrier():
+        raise RuntimeError("[../gloo/transport/tcp/pair.cc:534] Connection closed by peer")
+
+    monkeypatch.setattr(dist, "barrier", barrier)
+    with pytest.raises(Exited) as exited:
+        finish(0)
+    assert exited.value.code == LOST_WORKER
+    assert "rank 0: the workers did not all reach the end: " in caplog.text
+    assert "Connection closed by peer" in caplog.text
+
+
+def test_a_worker_whose_last_barrier_passes_exits_with_its_code(exits, monkeypatch, caplog):
+    monkeypatch.setattr(dist, "barrier", lambda: None)
+    with pytest.raises(Exited) as exited:
+        finish(0)
+    assert exited.value.code == 0 and caplog.text == ""
 
 
 def gone(pid: int) -> bool:
