@@ -15,6 +15,7 @@ import pytest
 import torch.distributed as dist
 from torch.distributed.elastic.multiprocessing.errors import ChildFailedError, ProcessFailure
 
+from graphengine.cli import build_parser, main
 from graphengine.distributed import liveness
 from graphengine.distributed.launch import INTERRUPTED, LOST_WORKER, failure_exit_code, finish
 from tests.helpers.processes import REPO, train_command, wait_until_trained, workers
@@ -147,3 +148,13 @@ def test_workers_stop_when_their_launcher_is_killed(tmp_path, launcher_kind, sig
     else:  # torchrun's agent stops the workers itself, and says so
         assert launcher.returncode == INTERRUPTED, log[-3000:]
         assert "interrupted (SIGTERM): the workers were stopped" in log, log[-3000:]
+
+
+@pytest.mark.parametrize("command", ["train", "plan"])
+def test_a_dist_timeout_past_a_week_is_refused_before_any_worker_starts(command, capsys):
+    # 1e10 s overflows torch's deadlines: the workers' store failed at once, with a traceback.
+    with pytest.raises(SystemExit) as exited:
+        main([command, "--nproc", "2", "--dist-timeout", "1e10"])
+    assert exited.value.code == 2
+    assert "argument --dist-timeout: must be in (0, 604800] (got 1e+10)" in capsys.readouterr().err
+    assert build_parser().parse_args([command, "--dist-timeout", "604800"]).dist_timeout == 604800
