@@ -11,6 +11,7 @@ from graphengine.distributed.exchange import Exchange, ExchangeStats, new_exchan
 from graphengine.distributed.launch import (
     INTERRUPTED,
     LOST_WORKER,
+    ending_on_error,
     finish,
     join,
     launch,
@@ -30,6 +31,7 @@ __all__ = [
     "ExchangeStats",
     "SamplingStats",
     "WorkerLost",
+    "ending_on_error",
     "finish",
     "join",
     "launch",

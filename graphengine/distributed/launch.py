@@ -228,6 +228,23 @@ def finish(code: int = 0, wait: bool = True) -> None:
     os._exit(code)
 
 
+@contextlib.contextmanager
+def ending_on_error(rank: int, world_size: int) -> Iterator[None]:
+    """Within the block, an error of worker ``rank`` of ``world_size`` > 1 (a bug: the
+    caller handles the others) is logged with its traceback, written to torchrun's error
+    file (:func:`record_failure`: its "Root Cause" then quotes it), and ends the worker with
+    exit code 1 through :func:`finish`: raised out of it, it would have the interpreter tear
+    the process group down, which can hang for good. Alone, the error passes."""
+    try:
+        yield
+    except Exception as error:
+        if world_size == 1:
+            raise
+        log.exception("rank %d failed", rank)
+        record_failure(error)
+        finish(1, wait=False)
+
+
 def record_failure(error: BaseException) -> None:
     """Write ``error`` to the file torchrun gave this worker (``TORCHELASTIC_ERROR_FILE``),
     as an uncaught exception under torchrun's ``@record`` would: its "Root Cause" then

@@ -3,6 +3,7 @@
 or interrupted, under ``graphengine train --nproc 2`` and under a plain torchrun."""
 
 import contextlib
+import json
 import logging
 import os
 import signal
@@ -17,7 +18,13 @@ from torch.distributed.elastic.multiprocessing.errors import ChildFailedError, P
 
 from graphengine.cli import build_parser, main
 from graphengine.distributed import liveness
-from graphengine.distributed.launch import INTERRUPTED, LOST_WORKER, failure_exit_code, finish
+from graphengine.distributed.launch import (
+    INTERRUPTED,
+    LOST_WORKER,
+    ending_on_error,
+    failure_exit_code,
+    finish,
+)
 from tests.helpers.processes import REPO, train_command, wait_until_trained, workers
 
 # The seconds the workers of a killed launcher may take to stop: their watch looks every second.
@@ -158,3 +165,21 @@ def test_a_dist_timeout_past_a_week_is_refused_before_any_worker_starts(command,
     assert exited.value.code == 2
     assert "argument --dist-timeout: must be in (0, 604800] (got 1e+10)" in capsys.readouterr().err
     assert build_parser().parse_args([command, "--dist-timeout", "604800"]).dist_timeout == 604800
+
+
+def test_a_bug_in_one_of_several_workers_ends_it_with_its_traceback_recorded(
+    exits, monkeypatch, tmp_path, caplog
+):
+    error_file = tmp_path / "error.json"
+    monkeypatch.setenv("TORCHELASTIC_ERROR_FILE", str(error_file))
+    with pytest.raises(Exited) as exited, ending_on_error(1, 2):
+        raise ZeroDivisionError("a bug")
+    assert exited.value.code == 1
+    assert "rank 1 failed" in caplog.text and "ZeroDivisionError: a bug" in caplog.text
+    # torchrun's "Root Cause" quotes this file rather than an exit code.
+    assert "ZeroDivisionError: a bug" in json.loads(error_file.read_text())["message"]["message"]
+
+
+def test_a_bug_of_a_worker_alone_keeps_its_traceback(exits):
+    with pytest.raises(ZeroDivisionError), ending_on_error(0, 1):
+        raise ZeroDivisionError("a bug")
