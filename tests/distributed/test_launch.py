@@ -1,6 +1,8 @@
 """The launcher and its workers: the exit code of a run whose worker failed (its own code, or
-3 for a worker a signal ended, named), and workers that stop when their launcher is killed
-or interrupted, under ``graphengine train --nproc 2`` and under a plain torchrun."""
+3 for a worker a signal ended, named); a worker's end (a failed last barrier, a bug) that
+never raises into the process group's teardown; workers that stop when their launcher is
+killed or interrupted, under ``graphengine train --nproc 2`` and under a plain torchrun; and
+``--dist-timeout`` within what torch's deadlines hold."""
 
 import contextlib
 import json
@@ -119,6 +121,7 @@ def plain_torchrun(root: Path, metrics: Path) -> list[str]:
         ("graphengine", signal.SIGTERM),
         ("torchrun", signal.SIGKILL),
     ],
+    ids=["graphengine-SIGKILL", "graphengine-SIGTERM", "torchrun-SIGKILL"],
 )
 def test_workers_stop_when_their_launcher_is_killed(tmp_path, launcher_kind, signum):
     metrics, errors = tmp_path / "metrics.jsonl", tmp_path / "stderr.txt"
