@@ -119,9 +119,10 @@ def plain_torchrun(root: Path, metrics: Path) -> list[str]:
     [
         ("graphengine", signal.SIGKILL),
         ("graphengine", signal.SIGTERM),
+        ("graphengine", signal.SIGINT),
         ("torchrun", signal.SIGKILL),
     ],
-    ids=["graphengine-SIGKILL", "graphengine-SIGTERM", "torchrun-SIGKILL"],
+    ids=["graphengine-SIGKILL", "graphengine-SIGTERM", "graphengine-SIGINT", "torchrun-SIGKILL"],
 )
 def test_workers_stop_when_their_launcher_is_killed(tmp_path, launcher_kind, signum):
     metrics, errors = tmp_path / "metrics.jsonl", tmp_path / "stderr.txt"
@@ -157,7 +158,9 @@ def test_workers_stop_when_their_launcher_is_killed(tmp_path, launcher_kind, sig
             ) in log, log[-3000:]
     else:  # torchrun's agent stops the workers itself, and says so
         assert launcher.returncode == INTERRUPTED, log[-3000:]
-        assert "interrupted (SIGTERM): the workers were stopped" in log, log[-3000:]
+        assert f"interrupted ({signum.name}): the workers were stopped" in log, log[-3000:]
+    if signum == signal.SIGINT:  # the workers see Ctrl-C as the launcher does
+        assert "interrupted: no checkpoint was saved" in log, log[-3000:]
 
 
 @pytest.mark.parametrize("command", ["train", "plan"])
