@@ -1,7 +1,7 @@
 """How a command's outcome becomes the exit code: 0 done, 2 the user's to fix (bad
 options or input: one log line, no traceback), 3 a worker of several lost another (one log
-line naming the worker that stopped answering), 130 interrupted; any other exception keeps
-its traceback, as a bug should."""
+line naming the worker that stopped answering; the launcher's for a worker a signal ended),
+130 interrupted; any other exception keeps its traceback, as a bug should."""
 
 from __future__ import annotations
 
@@ -15,7 +15,7 @@ from .paths import check_data_root
 log = logging.getLogger("graphengine")
 
 USAGE = 2
-LOST_WORKER = 3
+LOST_WORKER = distributed.LOST_WORKER
 INTERRUPTED = distributed.INTERRUPTED
 # Exceptions that are the user's to fix: one log line and exit code USAGE, no traceback. A
 # PermissionError is a path the user may not write or read (a read-only --root a dataset

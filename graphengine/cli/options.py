@@ -170,13 +170,19 @@ def add_nproc(parser: argparse.ArgumentParser, help: str) -> None:
     parser.add_argument("--nproc", type=values.at_least(1), default=1, help=help)
 
 
+# The longest --dist-timeout: torch's deadlines (now + timeout, in nanoseconds of an int64)
+# overflow past about 292 years, and a store then fails at once ("timed out after ...").
+MAX_DIST_TIMEOUT_S = 7 * 24 * 3600
+
+
 def add_dist_timeout(parser: argparse.ArgumentParser) -> None:
     """``--dist-timeout``: how long a worker waits for the others before it fails."""
     parser.add_argument(
         "--dist-timeout",
-        type=values.positive_float,
+        type=values.positive_float_at_most(MAX_DIST_TIMEOUT_S),
         default=300.0,
-        help="seconds a worker waits for the others before failing",
+        help=f"seconds a worker waits for the others before failing (at most a week, "
+        f"{MAX_DIST_TIMEOUT_S})",
     )
 
 

@@ -122,13 +122,14 @@ def run(args: argparse.Namespace) -> int:
     if distributed.launched_by_torchrun():
         rank, world_size = distributed.join(args.dist_timeout)
         device = distributed.local_device()
-    try:
-        code = _plan_here(args, rank, world_size, device)
-    except USER_ERRORS as error:
-        if world_size == 1:
-            raise
-        log.error("rank %d: %s", rank, error)
-        code = USAGE
+    with distributed.ending_on_error(rank, world_size):
+        try:
+            code = _plan_here(args, rank, world_size, device)
+        except USER_ERRORS as error:
+            if world_size == 1:
+                raise
+            log.error("rank %d: %s", rank, error)
+            code = USAGE
     if world_size > 1:
         distributed.finish(code, wait=code == 0)
     return code

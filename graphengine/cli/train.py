@@ -50,9 +50,13 @@ at that step, naming its epoch and step, without a metrics line or checkpoint fo
 epoch. Exit code 3: a worker
 of several stopped answering (stopped, killed, its host or link down): every other worker
 fails within --dist-timeout and a few seconds, naming the lost worker's rank, address and
-process id (torchrun's "Root Cause" quotes it). With --max-restarts K, torchrun restarts
-every worker when one fails, up to K times, and they resume from --checkpoint; the exit
-code is then the last attempt's."""
+process id (torchrun's "Root Cause" quotes it); with --nproc, a worker that a signal ended
+(killed, out of memory, crashed) is named with the signal as soon as it ends. With --nproc,
+the exit code is that of the first worker to fail (2 or 3 as above, 1 for a traceback), and
+130 when the launcher is interrupted (SIGINT, SIGTERM: the workers are stopped too); a
+worker whose launcher was killed stops within seconds. With --max-restarts K, torchrun
+restarts every worker when one fails, up to K times, and they resume from --checkpoint; the
+exit code is then the last attempt's."""
 
 
 def add_parser(commands) -> None:

@@ -40,7 +40,9 @@ def train_node(args: argparse.Namespace) -> int:
     rank, world_size = 0, 1
     if distributed.launched_by_torchrun():
         rank, world_size = distributed.join(args.dist_timeout)
-    code = _train_here(args, rank, world_size, training_device(args.device))
+    device = training_device(args.device)
+    with distributed.ending_on_error(rank, world_size):
+        code = _train_here(args, rank, world_size, device)
     if world_size > 1:
         # A worker that stops early cannot wait for the others at a barrier.
         distributed.finish(code, wait=code == 0)

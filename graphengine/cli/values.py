@@ -93,6 +93,18 @@ def positive_float(text: str) -> float:
     return value
 
 
+def positive_float_at_most(high: float):
+    """An argparse type: a float in ``(0, high]``."""
+
+    def parse(text: str) -> float:
+        value = positive_float(text)
+        if value > high:
+            raise argparse.ArgumentTypeError(f"must be in (0, {high:g}] (got {value:g})")
+        return value
+
+    return parse
+
+
 def nonnegative_float(text: str) -> float:
     """A finite float >= 0."""
     value = finite_float(text)

@@ -10,6 +10,8 @@ from graphengine.distributed.data import DistData
 from graphengine.distributed.exchange import Exchange, ExchangeStats, new_exchange
 from graphengine.distributed.launch import (
     INTERRUPTED,
+    LOST_WORKER,
+    ending_on_error,
     finish,
     join,
     launch,
@@ -22,12 +24,14 @@ from graphengine.distributed.sampler import DistNeighborSampler, SamplingStats
 
 __all__ = [
     "INTERRUPTED",
+    "LOST_WORKER",
     "DistData",
     "DistNeighborSampler",
     "Exchange",
     "ExchangeStats",
     "SamplingStats",
     "WorkerLost",
+    "ending_on_error",
     "finish",
     "join",
     "launch",

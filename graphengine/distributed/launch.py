@@ -7,7 +7,9 @@ gloo otherwise. The process group has a timeout, so a worker that dies makes the
 fail within it instead of hanging; each worker's heartbeat
 (:mod:`graphengine.distributed.liveness`) tells them which worker stopped answering, and a
 worker that fails for that reason says so in torchrun's error file
-(:func:`record_failure`), so that torchrun's "Root Cause" names the lost rank too.
+(:func:`record_failure`), so that torchrun's "Root Cause" names the lost rank too. A
+worker whose launcher is gone (killed, so that it could not stop its workers) stops too
+(:func:`watch_launcher`).
 """
 
 from __future__ import annotations
@@ -17,17 +19,25 @@ import datetime
 import logging
 import os
 import sys
+import threading
+import time
 from collections.abc import Iterator
+from typing import TYPE_CHECKING
 
 import torch
 import torch.distributed as dist
 
-from graphengine.distributed.liveness import start_heartbeat
+from graphengine.distributed.liveness import lost_worker, start_heartbeat
+
+if TYPE_CHECKING:
+    from torch.distributed.elastic.multiprocessing.errors import ChildFailedError
 
 log = logging.getLogger(__name__)
 
 #: The exit status of a run stopped by Ctrl-C (SIGINT), as a shell reports it: 128 + 2.
 INTERRUPTED = 128 + 2
+#: The exit status of a run that lost a worker: it stopped answering, or a signal ended it.
+LOST_WORKER = 3
 
 
 def launched_by_torchrun() -> bool:
@@ -43,8 +53,9 @@ def join(timeout_s: float) -> tuple[int, int]:
     starts, so that :func:`~graphengine.distributed.liveness.lost_worker` can name a worker
     that stopped answering. After torchrun restarted the workers, each attempt joins in
     its own keys of torchrun's store (:func:`attempt_store`) and the log says which restart
-    it is.
+    it is. First of all, the worker starts watching its launcher (:func:`watch_launcher`).
     """
+    watch_launcher(int(os.environ.get("RANK", 0)))
     backend = "nccl" if torch.cuda.is_available() else "gloo"
     if backend == "nccl":
         torch.cuda.set_device(int(os.environ["LOCAL_RANK"]))
@@ -64,6 +75,38 @@ def join(timeout_s: float) -> tuple[int, int]:
     again = f", restart {restart} of {os.environ.get('TORCHELASTIC_MAX_RESTARTS')}"
     log.info("rank %d of %d joined (%s%s)", rank, world_size, backend, again if restart else "")
     return rank, world_size
+
+
+def watch_launcher(rank: int, interval_s: float = 1.0) -> threading.Thread:
+    """End this worker (exit code :data:`INTERRUPTED`, after a log line saying why) once the
+    process that started it is gone; returns the watching thread (a daemon).
+
+    torchrun's agent stops its workers when it is interrupted (SIGINT, SIGTERM), but one
+    that is killed (SIGKILL, out of memory) cannot: its workers, each in a session of its
+    own, would train on unsupervised to the end, holding their cores and GPUs. The thread
+    checks every ``interval_s`` seconds whether this process's parent (the launcher, or a
+    user's ``torchrun``: the agent starts its workers itself) is still the one it had when
+    the watch started. ``PR_SET_PDEATHSIG`` would do it without a thread, but on Linux only
+    and silently. A launcher killed before the worker got this far (while it imports) is
+    not seen; the worker then fails joining the group within ``--dist-timeout``, as the
+    launcher's store is gone.
+    """
+    launcher = os.getppid()
+
+    def watch() -> None:
+        while os.getppid() == launcher:
+            time.sleep(interval_s)
+        log.error(
+            "rank %d: the process that started this worker (pid %d) is gone, so nothing "
+            "supervises it any more: stopping",
+            rank,
+            launcher,
+        )
+        finish(INTERRUPTED, wait=False)
+
+    thread = threading.Thread(target=watch, name="launcher-watch", daemon=True)
+    thread.start()
+    return thread
 
 
 def attempt_store(timeout: datetime.timedelta) -> dist.Store | None:
@@ -158,20 +201,48 @@ def local_device() -> torch.device:
 
 def finish(code: int = 0, wait: bool = True) -> None:
     """End this worker: wait for the others (unless ``wait=False``, for a worker that
-    already met them at a barrier), flush output, exit without interpreter teardown.
+    already met them at a barrier), flush output, exit without interpreter teardown. A
+    barrier that fails (another worker ended without reaching it) is logged naming the
+    worker lost where the heartbeats tell, and the exit code is then :data:`LOST_WORKER`.
 
     Tearing down a gloo process group can deadlock: its destructor joins gloo's worker
     threads while holding the GIL, and a worker thread still releasing the Python tensor
     of the last collective waits for the GIL (seen here as a hang at exit in about one run
     in six, with py-spy showing ``~ProcessGroupGloo`` in ``std::thread::join``). Every file
-    the worker wrote is closed by then, so skipping the teardown loses nothing.
+    the worker wrote is closed by then, so skipping the teardown loses nothing; so a failed
+    barrier ends the worker here too, rather than raising into that teardown, where a
+    worker whose agent waits for it alone could hang for good.
     """
     if wait:
-        dist.barrier()
+        try:
+            dist.barrier()
+        except Exception as error:
+            lost = lost_worker(error) or error
+            log.error("rank %d: the workers did not all reach the end: %s", dist.get_rank(), lost)
+            record_failure(lost)
+            code = LOST_WORKER
     for stream in (sys.stdout, sys.stderr):
-        stream.flush()
+        with contextlib.suppress(OSError, ValueError):  # a reader gone (its pipe broken)
+            stream.flush()
     logging.shutdown()
     os._exit(code)
+
+
+@contextlib.contextmanager
+def ending_on_error(rank: int, world_size: int) -> Iterator[None]:
+    """Within the block, an error of worker ``rank`` of ``world_size`` > 1 (a bug: the
+    caller handles the others) is logged with its traceback, written to torchrun's error
+    file (:func:`record_failure`: its "Root Cause" then quotes it), and ends the worker with
+    exit code 1 through :func:`finish`: raised out of it, it would have the interpreter tear
+    the process group down, which can hang for good. Alone, the error passes."""
+    try:
+        yield
+    except Exception as error:
+        if world_size == 1:
+            raise
+        log.exception("rank %d failed", rank)
+        record_failure(error)
+        finish(1, wait=False)
 
 
 def record_failure(error: BaseException) -> None:
@@ -192,10 +263,10 @@ def launch(nproc: int, argv: list[str], max_restarts: int = 0) -> int:
     from it.
 
     Returns 0 when every worker succeeded (after restarts, if any); 130 when the launcher
-    was interrupted (Ctrl-C reaches the workers too, and rank 0 says where its last
-    checkpoint is); otherwise, once no restart is left, logs torchrun's error, which names
-    the failed rank and its exit code, and returns that exit code (1 when a signal ended
-    the worker).
+    was interrupted (SIGINT, SIGTERM, SIGHUP: torchrun passes the signal on to the workers,
+    and rank 0 says where its last checkpoint is); otherwise, once no restart is left, logs
+    torchrun's error, which names the failed rank and its exit code, and returns
+    :func:`failure_exit_code`.
     """
     from torch.distributed.elastic.multiprocessing.api import SignalException
     from torch.distributed.elastic.multiprocessing.errors import ChildFailedError
@@ -215,9 +286,25 @@ def launch(nproc: int, argv: list[str], max_restarts: int = 0) -> int:
             )
     except ChildFailedError as error:
         log.error("%s", error.format_msg())
-        _, root_cause = error.get_first_failure()
-        return root_cause.exitcode if root_cause.exitcode > 0 else 1
+        return failure_exit_code(error)
     except SignalException as error:  # torchrun's agent turns SIGINT/SIGTERM into this
         log.error("interrupted (%s): the workers were stopped", error.sigval.name)
         return INTERRUPTED
     return 0
+
+
+def failure_exit_code(error: ChildFailedError) -> int:
+    """The launcher's exit code for workers that failed (``error``, from torchrun): the code
+    of the first worker that failed (2: the user's error, 3: it lost another worker, 1: a
+    bug's traceback), or :data:`LOST_WORKER` where a signal ended that worker (killed, out
+    of memory, crashed), which is logged naming its rank and the signal."""
+    rank, failure = error.get_first_failure()
+    if failure.exitcode > 0:
+        return failure.exitcode
+    log.error(
+        "rank %d (pid %d) was ended by %s, without an error of its own: the run lost it",
+        rank,
+        failure.pid,
+        failure.signal_name(),
+    )
+    return LOST_WORKER
