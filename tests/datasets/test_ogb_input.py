@@ -58,3 +58,12 @@ def test_ogb_negative_node_count_is_named(tmp_path):
     write_gz(tmp_path / "ogbn_arxiv" / "raw" / "num-node-list.csv.gz", [-3])
     with pytest.raises(ValueError, match=r"num-node-list\.csv\.gz'.*-3.*non-negative"):
         convert_ogb("ogbn-arxiv", tmp_path)
+
+
+def test_ogb_split_listing_a_node_twice_is_named(tmp_path):
+    edges, x, y, splits = random_ogb()
+    repeated = int(splits["valid"][1])
+    splits["valid"] = np.append(splits["valid"], repeated)
+    write_csv_ogb(tmp_path, "ogbn_arxiv", "time", edges, x, y, splits)
+    with pytest.raises(ValueError, match=rf"valid\.csv\.gz' lists node {repeated} more than once"):
+        convert_ogb("ogbn-arxiv", tmp_path)
