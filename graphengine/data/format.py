@@ -112,7 +112,7 @@ def manifest_dtype(value, path: Path, entry: str) -> str:
     ``ValueError`` naming the manifest ``path`` and its ``entry``."""
     try:
         known = isinstance(value, str) and np.dtype(value).kind in _ARRAY_KINDS
-    except TypeError:
+    except (TypeError, ValueError):  # NumPy raises either for a string it cannot parse
         known = False
     if not known:
         raise ValueError(
@@ -148,24 +148,28 @@ def manifest_file(directory: Path, name, path: Path, entry: str) -> Path:
     return joined
 
 
-def check_regular_file(path: Path, what: str) -> None:
-    """Refuse anything at ``path`` but a regular file (after symlinks), without opening it.
+def check_regular_file(path: Path, what: str, manifest: Path | None = None) -> None:
+    """Refuse anything at ``path`` but a regular file (after symlinks), without opening it;
+    the errors name the ``manifest`` that lists the file, when given.
 
     Raises ``FileNotFoundError`` ("missing ``what``") when nothing is there (a dangling
     symlink included), ``ValueError`` naming a symlink loop, a FIFO, socket, device or
     directory (opening a FIFO would block until a writer comes).
     """
+    listed = f" (listed in '{manifest}')" if manifest is not None else ""
     try:
         mode = path.stat().st_mode
     except FileNotFoundError:
-        raise FileNotFoundError(f"missing {what} '{path}'") from None
+        raise FileNotFoundError(f"missing {what} '{path}'{listed}") from None
     except OSError as error:
         if error.errno == errno.ELOOP:
-            raise ValueError(f"{what} '{path}' is a symlink loop, expected a file") from None
-        raise ValueError(f"{what} '{path}' cannot be read: {error.strerror}") from None
+            raise ValueError(
+                f"{what} '{path}'{listed} is a symlink loop, expected a file"
+            ) from None
+        raise ValueError(f"{what} '{path}'{listed} cannot be read: {error.strerror}") from None
     if not stat.S_ISREG(mode):
         kind = _FILE_KINDS.get(stat.S_IFMT(mode), "not a regular file")
-        raise ValueError(f"{what} '{path}' is {kind}, expected a regular file")
+        raise ValueError(f"{what} '{path}'{listed} is {kind}, expected a regular file")
 
 
 def load_array(
@@ -173,7 +177,7 @@ def load_array(
 ) -> np.ndarray:
     """Load one ``.npy`` file and check its dtype and shape against what a manifest (the
     file ``manifest``, named in the error when given) says."""
-    check_regular_file(path, "array file")
+    check_regular_file(path, "array file", manifest)
     try:
         array = np.load(path, mmap_mode="r" if mmap else None, allow_pickle=False)
     except (ValueError, OSError, EOFError) as error:

@@ -566,5 +566,5 @@ def test_part_features_that_are_not_float32_are_refused_naming_the_file(written)
 def test_a_fifo_partition_file_is_named_and_never_opened(written):
     (written / "part-1" / "y.npy").unlink()
     os.mkfifo(written / "part-1" / "y.npy")
-    with pytest.raises(ValueError, match=r"part-1/y\.npy' is a FIFO, expected a regular file"):
+    with pytest.raises(ValueError, match=r"part-1/y\.npy' \(listed in '.*\.json'\) is a FIFO"):
         load_partition(written)

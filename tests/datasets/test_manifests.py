@@ -105,9 +105,22 @@ def test_an_array_file_linked_outside_the_store_is_not_read(saved, tmp_path, fol
         ({"x": ["float32", [100, True]]}, r"'arrays' entry 'x' must be \[dtype, shape\]"),
         ({"x": ["floaty", [100, 4]]}, r"'arrays' entry 'x' has dtype 'floaty'"),
         ({"x": ["object", [100, 4]]}, r"'arrays' entry 'x' has dtype 'object'"),
+        ({"x": ["0Ö", [100, 4]]}, r"'arrays' entry 'x' has dtype '0Ö'"),
+        ({"x": ["f4,", [100, 4]]}, r"'arrays' entry 'x' has dtype 'f4,'"),
         ({"x": [["f4"], [100, 4]]}, r"'arrays' entry 'x' has dtype \['f4'\]"),
     ],
-    ids=["escaping-name", "list", "bare-dtype", "negative", "bool", "unknown", "object", "list"],
+    ids=[
+        "escaping-name",
+        "list",
+        "bare-dtype",
+        "negative",
+        "bool",
+        "unknown",
+        "object",
+        "unparsable",
+        "structured",
+        "list",
+    ],
 )
 def test_a_malformed_arrays_entry_is_named(saved, arrays, message):
     listed = json.loads((saved / "dataset.json").read_text())["arrays"]
@@ -174,7 +187,7 @@ def test_a_split_listing_a_node_twice_is_refused_naming_the_file(saved, split):
 def test_a_fifo_array_is_named_and_never_opened(saved):
     (saved / "y.npy").unlink()
     os.mkfifo(saved / "y.npy")  # opening it would wait for a writer forever
-    with pytest.raises(ValueError, match=r"y\.npy' is a FIFO, expected a regular file"):
+    with pytest.raises(ValueError, match=r"y\.npy' \(listed in '.*\.json'\) is a FIFO"):
         GraphDataset.load(saved)
 
 

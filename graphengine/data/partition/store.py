@@ -271,13 +271,13 @@ def load_partition(path: str | Path, verify: bool = True) -> PartitionBook:
     manifest, files = _read_partition_manifest(path)
     for name, (file, entry) in files.items():
         if _held(path, name):
-            _check_size(file, entry)
+            _check_size(file, entry, path / MANIFEST)
     n = manifest["num_nodes"]
     maps = {}
     for name in _MAPS:
         file, entry = files[f"{name}.npy"]
         if verify:
-            _check_hash(file, entry)
+            _check_hash(file, entry, path / MANIFEST)
         maps[name] = load_array(file, "int64", (n,), mmap=True, manifest=path / MANIFEST)
     bounds = np.asarray(manifest["bounds"], dtype=np.int64)
     return PartitionBook(bounds, maps["new_to_orig"], maps["orig_to_new"], manifest)
@@ -305,7 +305,7 @@ def open_part(path: str | Path, part: int, verify: bool = True) -> Part:
     check = _check_hash if verify else _check_size  # the book skipped an absent part's files
     for name, entry in book.manifest["files"].items():
         if name.startswith(f"{_part_dir(part)}/"):
-            check(path / name, entry)
+            check(path / name, entry, path / MANIFEST)
     part_path = directory / _PART_MANIFEST
     keys = ("part", "start", "stop", "arrays")
     manifest = read_manifest(directory, _PART_MANIFEST, PART_FORMAT, FORMAT_VERSION, "part", keys)
@@ -563,21 +563,24 @@ def _sha256(path: Path) -> str:
     return digest.hexdigest()
 
 
-def _check_size(path: Path, entry: dict) -> None:
-    check_regular_file(path, "partition file")
+def _check_size(path: Path, entry: dict, manifest: Path) -> None:
+    """Check the file ``path`` against its ``entry`` in the partition's ``manifest``:
+    a regular file of the recorded size."""
+    check_regular_file(path, "partition file", manifest)
     size = path.stat().st_size
     if size != entry["bytes"]:
         raise ValueError(
             f"truncated or mismatched partition file '{path}': "
-            f"{size} bytes, the manifest says {entry['bytes']}"
+            f"{size} bytes, '{manifest}' says {entry['bytes']}"
         )
 
 
-def _check_hash(path: Path, entry: dict) -> None:
-    _check_size(path, entry)
+def _check_hash(path: Path, entry: dict, manifest: Path) -> None:
+    """:func:`_check_size`, then the file's sha256 against the entry's."""
+    _check_size(path, entry, manifest)
     if _sha256(path) != entry["sha256"]:
         raise ValueError(
-            f"corrupted partition file '{path}': its sha256 does not match the manifest"
+            f"corrupted partition file '{path}': its sha256 does not match '{manifest}'"
         )
 
 
