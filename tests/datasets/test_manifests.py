@@ -9,7 +9,7 @@ import os
 import numpy as np
 import pytest
 
-from graphengine.datasets import GraphDataset, SyntheticSpec, generate
+from graphengine.datasets import GraphDataset, SyntheticSpec, generate, load_dataset
 from graphengine.datasets.catalog import HETERO
 from graphengine.datasets.hetero import HeteroGraphDataset, generate_hetero
 from graphengine.datasets.reorder import original_ids, reorder_dataset
@@ -275,3 +275,10 @@ def test_a_hetero_split_listing_a_node_twice_is_named(hetero):
     np.save(hetero / "val_idx.npy", ids)
     with pytest.raises(ValueError, match=rf"val_idx\.npy' lists node {ids[0]} more than once"):
         HeteroGraphDataset.load(hetero)
+
+
+def test_a_store_folder_whose_manifest_is_a_fifo_is_named_not_unknown(saved):
+    (saved / "dataset.json").unlink()
+    os.mkfifo(saved / "dataset.json")  # reading it would wait for a writer forever
+    with pytest.raises(ValueError, match=r"manifest '.*dataset\.json' is a FIFO"):
+        load_dataset(str(saved))
