@@ -37,6 +37,7 @@ from graphengine.datasets.dataset import (
     GraphDataset,
     write_dataset_manifest,
 )
+from samplers import check_node_ids
 
 ORDERS = ("degree",)
 ORDER_FILE = "order.npy"
@@ -112,7 +113,8 @@ def original_ids(path: str | Path) -> np.ndarray | None:
     memory-mapped), or ``None`` for a store that was not renumbered.
 
     Raises ``ValueError`` naming ``dataset.json`` for a malformed ``order`` entry or one whose
-    file leads outside the store, and naming the file when it does not hold one id a node.
+    file leads outside the store, and naming the file when it does not hold one id a node, or
+    holds an id outside ``[0, num_nodes)``.
     """
     path = Path(path)
     manifest_path = path / MANIFEST
@@ -125,6 +127,13 @@ def original_ids(path: str | Path) -> np.ndarray | None:
             f"corrupt manifest '{manifest_path}': 'order' must be {{\"policy\": one of "
             f'{ORDERS}, "file": a file name}} (got {order!r})'
         )
-    num_nodes = array_listing(manifest, manifest_path, ARRAYS)["y"][1]
+    labels = array_listing(manifest, manifest_path, ARRAYS)["y"][1]  # one a node
+    if len(labels) != 1:
+        raise ValueError(
+            f"corrupt manifest '{manifest_path}': 'arrays' entry 'y' must have shape "
+            f"[num_nodes] (got {list(labels)})"
+        )
     file = manifest_file(path, order["file"], manifest_path, "'order' entry 'file'")
-    return load_array(file, "int64", num_nodes, mmap=True, manifest=manifest_path)
+    order = load_array(file, "int64", labels, mmap=True, manifest=manifest_path)
+    check_node_ids(order, labels[0], str(file))  # callers index with it
+    return order

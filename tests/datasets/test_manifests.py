@@ -282,3 +282,27 @@ def test_a_store_folder_whose_manifest_is_a_fifo_is_named_not_unknown(saved):
     os.mkfifo(saved / "dataset.json")  # reading it would wait for a writer forever
     with pytest.raises(ValueError, match=r"manifest '.*dataset\.json' is a FIFO"):
         load_dataset(str(saved))
+
+
+@pytest.mark.parametrize(
+    ("edit", "message"),
+    [
+        (lambda order: order.__setitem__(3, 10**6), r"order\.npy' holds node id 1000000"),
+        (lambda order: order.__setitem__(0, -1), r"order\.npy' holds node id -1"),
+    ],
+)
+def test_a_reorder_file_holding_ids_outside_the_graph_is_named(small, tmp_path, edit, message):
+    reorder_dataset(small, tmp_path / "r")
+    order = np.load(tmp_path / "r" / "order.npy")
+    edit(order)
+    np.save(tmp_path / "r" / "order.npy", order)
+    with pytest.raises(ValueError, match=message):
+        original_ids(tmp_path / "r")
+
+
+def test_a_reorder_manifest_whose_labels_are_not_one_a_node_is_named(small, tmp_path):
+    reorder_dataset(small, tmp_path / "r")
+    listed = json.loads((tmp_path / "r" / "dataset.json").read_text())["arrays"]
+    _edit(tmp_path / "r" / "dataset.json", arrays={**listed, "y": ["int64", []]})
+    with pytest.raises(ValueError, match=r"dataset\.json'.*'y' must have shape \[num_nodes\]"):
+        original_ids(tmp_path / "r")
