@@ -521,14 +521,24 @@ def test_a_malformed_partition_field_is_named(written, change, message):
         open_part(written, 0)
 
 
-def test_a_part_manifest_with_a_malformed_field_is_named(written):
+@pytest.mark.parametrize(
+    ("change", "message"),
+    [
+        ({"start": "0"}, r"'start' must be a non-negative integer"),
+        ({"part": None}, r"'part' must be a non-negative integer"),
+        ({"num_edges": -1}, r"'num_edges' must be a non-negative integer"),
+        ({"num_edges": 10**9}, r"'num_edges' is 1000000000, but 'arrays' lists indices"),
+        ({"arrays": []}, r"'arrays' must be a JSON object"),
+    ],
+)
+def test_a_part_manifest_with_a_malformed_field_is_named(written, change, message):
     part_json = written / "part-1" / "part.json"
     fields = json.loads(part_json.read_text())
-    part_json.write_text(json.dumps({**fields, "start": "0"}))
+    part_json.write_text(json.dumps({**fields, **change}))
     files = json.loads((written / "partition.json").read_text())["files"]
     _edit_manifest(written, files={**files, "part-1/part.json": _entry(part_json)})
-    with pytest.raises(ValueError, match=r"part\.json'.*'start' must be a non-negative integer"):
-        open_part(written, 1, verify=False)
+    with pytest.raises(ValueError, match=rf"part\.json'.*{message}"):
+        open_part(written, 1)
 
 
 def _rewrite_part_x(out, part, x):

@@ -316,6 +316,13 @@ def open_part(path: str | Path, part: int, verify: bool = True) -> Part:
             f"expected part {part} [{start}, {stop})"
         )
     listing = array_listing(manifest, part_path, PART_ARRAYS)
+    if "num_edges" in manifest:  # as the writer records it: the length of indices
+        num_edges = manifest_count(manifest, "num_edges", part_path)
+        if listing["indices"][1] != (num_edges,):
+            raise ValueError(
+                f"corrupt manifest '{part_path}': 'num_edges' is {num_edges}, but 'arrays' "
+                f"lists indices of shape {list(listing['indices'][1])}"
+            )
     unlisted = [
         f"{_part_dir(part)}/{name}"
         for name in [_PART_MANIFEST, *(f"{key}.npy" for key in PART_ARRAYS)]
