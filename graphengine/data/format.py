@@ -40,10 +40,16 @@ def read_manifest(
 ) -> dict:
     """Read and check the manifest ``directory / filename`` of a ``what`` (e.g. "graph").
 
-    Raises ``FileNotFoundError`` when it is missing, ``ValueError`` when it is not a JSON
-    object, names another format or version, or lacks one of ``keys``.
+    Raises ``FileNotFoundError`` when it is missing, ``ValueError`` when it leads outside
+    ``directory`` (a symlink), is not a regular file or not a JSON object, names another
+    format or version, or lacks one of ``keys``.
     """
     path = directory / filename
+    if not is_inside(path, directory):
+        raise ValueError(
+            f"manifest '{path}' leads outside '{directory}'; a store's files must lie inside "
+            "its folder"
+        )
     try:
         check_regular_file(path, "manifest")
     except FileNotFoundError:
@@ -138,14 +144,18 @@ def manifest_file(directory: Path, name, path: Path, entry: str) -> Path:
             "name inside its folder (no absolute path, no '..')"
         )
     joined = directory / name
-    # realpath, not Path.resolve(): the latter stats the target, which may lie outside.
-    inside = Path(os.path.realpath(joined)).is_relative_to(os.path.realpath(directory))
-    if not inside:
+    if not is_inside(joined, directory):
         raise ValueError(
             f"corrupt manifest '{path}': {entry} names '{joined}', which leads outside "
             f"'{directory}'; a store's files must lie inside its folder"
         )
     return joined
+
+
+def is_inside(path: Path, directory: Path) -> bool:
+    """Whether ``path`` lies inside ``directory``, both with their symlinks followed."""
+    # realpath, not Path.resolve(): the latter stats the target, which may lie outside.
+    return Path(os.path.realpath(path)).is_relative_to(os.path.realpath(directory))
 
 
 def check_regular_file(path: Path, what: str, manifest: Path | None = None) -> None:
@@ -189,6 +199,18 @@ def load_array(
             f"{tuple(shape)}{listed}"
         )
     return array
+
+
+def check_feature_dtype(path: Path, dtype: str, manifest: Path) -> None:
+    """Refuse a feature table ``path`` of another dtype than float32, which every model and
+    loader computes in (a float16 or int64 table would fail inside the first layer as
+    "mat1 and mat2 must have the same dtype", naming no file). Checked on the dtype the
+    manifest ``manifest`` lists, before the file is opened."""
+    if dtype != FEATURE_DTYPE:
+        raise ValueError(
+            f"'{path}' holds {dtype} features ('{manifest}' lists them so), expected "
+            f"{FEATURE_DTYPE}: convert the table to {FEATURE_DTYPE} to train on it"
+        )
 
 
 def save_arrays(
@@ -272,15 +294,3 @@ class NpyWriter:
             raise RuntimeError(
                 f"'{self.path}': wrote {written} bytes of data, expected {self.expected}"
             )
-
-
-def check_feature_dtype(path: Path, dtype: str, manifest: Path) -> None:
-    """Refuse a feature table ``path`` of another dtype than float32, which every model and
-    loader computes in (a float16 or int64 table would fail inside the first layer as
-    "mat1 and mat2 must have the same dtype", naming no file). Checked on the dtype the
-    manifest ``manifest`` lists, before the file is opened."""
-    if dtype != FEATURE_DTYPE:
-        raise ValueError(
-            f"'{path}' holds {dtype} features ('{manifest}' lists them so), expected "
-            f"{FEATURE_DTYPE}: convert the table to {FEATURE_DTYPE} to train on it"
-        )

@@ -15,6 +15,7 @@ from graphengine.data.feature_store import FeatureStore
 from graphengine.data.format import (
     array_listing,
     check_feature_dtype,
+    is_inside,
     load_listed,
     manifest_count,
     manifest_string,
@@ -161,6 +162,11 @@ class GraphDataset:
         arrays = load_listed(path, manifest_path, listing, mmap)
         for split in SPLITS:
             check_distinct_ids(arrays[f"{split}_idx"], path / f"{split}_idx.npy")
+        if not is_inside(path / "graph", path):
+            raise ValueError(
+                f"the graph folder '{path / 'graph'}' leads outside '{path}'; a store's files "
+                "must lie inside its folder"
+            )
         graph = Graph.load(path / "graph", mmap=mmap)
         try:
             return cls(name=name, graph=graph, num_classes=num_classes, **arrays)

@@ -306,3 +306,12 @@ def test_a_reorder_manifest_whose_labels_are_not_one_a_node_is_named(small, tmp_
     _edit(tmp_path / "r" / "dataset.json", arrays={**listed, "y": ["int64", []]})
     with pytest.raises(ValueError, match=r"dataset\.json'.*'y' must have shape \[num_nodes\]"):
         original_ids(tmp_path / "r")
+
+
+@pytest.mark.parametrize("linked", ["dataset.json", "graph/graph.json", "graph"])
+def test_a_manifest_or_graph_folder_linked_outside_the_store_is_not_read(saved, tmp_path, linked):
+    outside = tmp_path / "outside"
+    (saved / linked).rename(outside)  # a valid copy: only where it lies is wrong
+    (saved / linked).symlink_to(outside)
+    with pytest.raises(ValueError, match=r"leads outside"):
+        GraphDataset.load(saved)
