@@ -1,7 +1,9 @@
 """Partitioning: assignment, renumbering, the range partition book and the on-disk parts,
 checked against brute-force references built from the original CSC."""
 
+import builtins
 import hashlib
+import io
 import json
 import os
 import shutil
@@ -578,3 +580,22 @@ def test_a_fifo_partition_file_is_named_and_never_opened(written):
     os.mkfifo(written / "part-1" / "y.npy")
     with pytest.raises(ValueError, match=r"part-1/y\.npy' \(listed in '.*\.json'\) is a FIFO"):
         load_partition(written)
+
+
+def test_a_part_folder_linked_outside_and_left_unlisted_is_not_read(written, monkeypatch):
+    outside = written.parent / "elsewhere"
+    (written / "part-0").rename(outside)
+    (written / "part-0").symlink_to(outside)
+    files = json.loads((written / "partition.json").read_text())["files"]
+    _edit_manifest(written, files={k: v for k, v in files.items() if not k.startswith("part-0/")})
+    opened = []
+    for module in (builtins, io):
+        original = module.open
+        monkeypatch.setattr(
+            module,
+            "open",
+            lambda file, *a, _open=original, **kw: opened.append(file) or _open(file, *a, **kw),
+        )
+    with pytest.raises(ValueError, match=r"partition\.json'.*'files' lists no 'part-0/part\.json'"):
+        open_part(written, 0)
+    assert [f for f in opened if "part-0" in str(f)] == []

@@ -302,6 +302,18 @@ def open_part(path: str | Path, part: int, verify: bool = True) -> Part:
     book = load_partition(path, verify=verify)
     start, stop = book.part_range(part)
     directory = path / _part_dir(part)
+    # Every file of the part is listed, so that the book has checked each lies inside ``path``
+    # (the part's folder could be a symlink leading elsewhere) before it is read.
+    unlisted = [
+        f"{_part_dir(part)}/{name}"
+        for name in [_PART_MANIFEST, *(f"{key}.npy" for key in PART_ARRAYS)]
+        if f"{_part_dir(part)}/{name}" not in book.manifest["files"]
+    ]
+    if unlisted:
+        raise ValueError(
+            f"corrupt manifest '{path / MANIFEST}': 'files' lists no {unlisted[0]!r}; every "
+            "file of a part is listed with its size and sha256"
+        )
     check = _check_hash if verify else _check_size  # the book skipped an absent part's files
     for name, entry in book.manifest["files"].items():
         if name.startswith(f"{_part_dir(part)}/"):
@@ -323,16 +335,6 @@ def open_part(path: str | Path, part: int, verify: bool = True) -> Part:
                 f"corrupt manifest '{part_path}': 'num_edges' is {num_edges}, but 'arrays' "
                 f"lists indices of shape {list(listing['indices'][1])}"
             )
-    unlisted = [
-        f"{_part_dir(part)}/{name}"
-        for name in [_PART_MANIFEST, *(f"{key}.npy" for key in PART_ARRAYS)]
-        if f"{_part_dir(part)}/{name}" not in book.manifest["files"]
-    ]
-    if unlisted:
-        raise ValueError(
-            f"corrupt manifest '{path / MANIFEST}': 'files' lists no {unlisted[0]!r}; every "
-            "file of a part is listed with its size and sha256"
-        )
     _check_part_features(directory / "x.npy", listing["x"], part_path, book.manifest)
     arrays = load_listed(directory, part_path, listing, mmap=True)
     totals = (book.manifest["num_nodes"], book.manifest["num_edges"])
