@@ -1,10 +1,10 @@
 """Property tests of the store manifests as untrusted data: a small store of each kind (graph,
 dataset, hetero dataset, partition, part) is written by the project's own writers, one field of
 its manifest is mutated (removed, replaced by a value of another type or range or by a path
-that leads outside, a key renamed to such a path) or one of its files replaced by a symlink to
-a copy outside the store; opening it then either gives the same arrays or raises
-``ValueError``/``FileNotFoundError`` naming the manifest file, never another exception, and
-never opens or stats a file outside the store's folder."""
+that leads outside, a key renamed to such a path) or one of its files or folders replaced by a
+symlink to a copy outside the store; opening it then either gives the same arrays or raises
+``ValueError``/``FileNotFoundError`` naming the manifest file (the store, for a link), never
+another exception, and never opens or stats a file outside the store's folder."""
 
 from __future__ import annotations
 
@@ -33,7 +33,7 @@ SETTINGS = settings(max_examples=40, deadline=None, suppress_health_check=[Healt
 # A path-like value, a store's file name may be any of them: absolute, escaping with "..",
 # escaping from a sub-folder, a name of its own, empty.
 PATHS = st.sampled_from(
-    ["/etc/hostname", "../outside.npy", "part-0/../../outside.npy", "graph/../x", "", "."]
+    ["/etc/hostname", "../outside", "part-0/../../outside", "graph/../x", "", "."]
 )
 VALUES = st.one_of(
     st.none(),
@@ -132,7 +132,7 @@ def _json_paths(value, prefix=()) -> list[tuple]:
 @st.composite
 def mutations(draw, manifest: dict):
     """``(description, mutate)``: one edit of ``manifest`` (a JSON object, edited in place) or,
-    with ``mutate=None``, a data file replaced by a symlink to a copy outside the store."""
+    with ``mutate=None``, a file or folder replaced by a symlink to a copy outside the store."""
     if draw(st.integers(0, 9)) == 0:
         return "symlink", None
     path = draw(st.sampled_from(_json_paths(manifest)))
@@ -159,12 +159,17 @@ def _sha256_entry(path: Path) -> dict:
 
 
 def _symlink_outside(store: Path, outside: Path, seed: int) -> None:
-    """Replace one of the store's ``.npy`` files by a symlink to a copy of it beside the
-    store: the same bytes, so only where the file lies is wrong."""
-    files = sorted(store.rglob("*.npy"))
-    target = files[seed % len(files)]
-    shutil.copy(target, outside)
-    target.unlink()
+    """Replace one of the store's files or folders (an array, a manifest, ``graph/``, a part)
+    by a symlink to a copy of it beside the store: the same bytes, so only where it lies is
+    wrong."""
+    entries = sorted(p for p in store.rglob("*") if p.suffix in (".npy", ".json") or p.is_dir())
+    target = entries[seed % len(entries)]
+    if target.is_dir():
+        shutil.copytree(target, outside)
+        shutil.rmtree(target)
+    else:
+        shutil.copy(target, outside)
+        target.unlink()
     target.symlink_to(outside)
 
 
@@ -222,7 +227,7 @@ def test_a_mutated_manifest_opens_the_same_data_or_is_refused_naming_it(template
         shutil.copytree(template, store, symlinks=True)
         manifest = store / manifest_name
         if mutate is None:
-            _symlink_outside(store, Path(tmp) / "outside.npy", data.draw(st.integers(0, 99)))
+            _symlink_outside(store, Path(tmp) / "outside", data.draw(st.integers(0, 99)))
         else:
             mutate(fields)
             manifest.write_text(json.dumps(fields))
