@@ -30,6 +30,7 @@ from graphengine import ops
 from graphengine.data import pinning
 from graphengine.data.arrays import as_tensor, memmap_source, open_memmap_source
 from graphengine.data.cache import RowCache
+from graphengine.data.format import check_regular_file
 
 Group = str | tuple[str, str, str] | None
 Key = str | tuple[Group, str]
@@ -68,8 +69,7 @@ class FeatureStore(PyGFeatureStore):
         """Tables from ``.npy`` files, memory-mapped (read-only) unless ``mmap=False``."""
         tables = {}
         for key, path in paths.items():
-            if not Path(path).is_file():
-                raise FileNotFoundError(f"missing table file '{path}' for {_name(_key(key))}")
+            check_regular_file(Path(path), f"table file for {_name(_key(key))}:")
             try:
                 tables[key] = np.load(path, mmap_mode="r" if mmap else None, allow_pickle=False)
             except (ValueError, OSError, EOFError) as error:

@@ -1,14 +1,35 @@
-"""On-disk layout shared by the graph and dataset stores: ``.npy`` arrays and a JSON manifest."""
+"""On-disk layout shared by the graph and dataset stores: ``.npy`` arrays and a JSON manifest.
+
+Stores are shared between people and machines, so a manifest and the files it names are data,
+never trusted: every file name a manifest lists must stay inside the manifest's folder
+(:func:`manifest_file`, checked before the file is touched), every field is type- and
+range-checked (``manifest_*``), and only regular files are opened (:func:`check_regular_file`:
+opening a FIFO would block forever).
+"""
 
 from __future__ import annotations
 
+import errno
 import json
+import os
+import stat
 import zipfile
 import zlib
-from pathlib import Path
+from collections.abc import Collection
+from pathlib import Path, PurePosixPath
 
 import numpy as np
 
+FEATURE_DTYPE = "float32"  # what feature tables hold on disk and in batches
+# What an array file may hold: booleans, integers and floats (never objects or strings).
+_ARRAY_KINDS = "biuf"
+_FILE_KINDS = {
+    stat.S_IFIFO: "a FIFO",
+    stat.S_IFSOCK: "a socket",
+    stat.S_IFCHR: "a character device",
+    stat.S_IFBLK: "a block device",
+    stat.S_IFDIR: "a directory",
+}
 # What np.load raises on a damaged .npz (found by flipping and truncating every byte of one):
 # the zip reader's errors (a bad CRC, a truncated member, an unknown compression method), the
 # .npy header parser's, and zlib's for a compressed member.
@@ -34,16 +55,26 @@ def read_manifest(
 ) -> dict:
     """Read and check the manifest ``directory / filename`` of a ``what`` (e.g. "graph").
 
-    Raises ``FileNotFoundError`` when it is missing, ``ValueError`` when it is not a JSON
-    object, names another format or version, or lacks one of ``keys``.
+    Raises ``FileNotFoundError`` when it is missing, ``ValueError`` when it leads outside
+    ``directory`` (a symlink), is not a regular file or not a JSON object, names another
+    format or version, or lacks one of ``keys``.
     """
     path = directory / filename
-    if not path.is_file():
-        raise FileNotFoundError(f"no {what} at '{directory}': '{path}' does not exist")
+    if not is_inside(path, directory):
+        raise ValueError(
+            f"manifest '{path}' leads outside '{directory}'; a store's files must lie inside "
+            "its folder"
+        )
+    try:
+        check_regular_file(path, "manifest")
+    except FileNotFoundError:
+        raise FileNotFoundError(f"no {what} at '{directory}': '{path}' does not exist") from None
     try:
         manifest = json.loads(path.read_text())
-    except json.JSONDecodeError as error:
+    except (json.JSONDecodeError, UnicodeDecodeError) as error:
         raise ValueError(f"corrupt manifest '{path}': {error}") from None
+    except RecursionError:
+        raise ValueError(f"corrupt manifest '{path}': nested too deeply") from None
     if not isinstance(manifest, dict):
         raise ValueError(f"corrupt manifest '{path}': expected a JSON object")
     if manifest.get("format") != fmt or manifest.get("version") != version:
@@ -60,28 +91,127 @@ def read_manifest(
     return manifest
 
 
-def manifest_count(manifest: dict, key: str, path: Path) -> int:
+def is_count(value) -> bool:
+    """Whether a JSON value is a non-negative integer (``true`` is not one)."""
+    return isinstance(value, int) and not isinstance(value, bool) and value >= 0
+
+
+def manifest_count(manifest: dict, key: str, path: Path, minimum: int = 0) -> int:
     """``manifest[key]`` as a count, or ``ValueError`` naming the manifest ``path`` and the
-    value unless it is a non-negative integer."""
+    value unless it is an integer ``>= minimum`` (``minimum >= 0``)."""
     value = manifest[key]
-    if isinstance(value, bool) or not isinstance(value, int) or value < 0:
+    if not is_count(value) or value < minimum:
+        expected = "a non-negative integer" if minimum == 0 else f"an integer >= {minimum}"
+        raise ValueError(f"corrupt manifest '{path}': {key!r} must be {expected} (got {value!r})")
+    return value
+
+
+def manifest_string(manifest: dict, key: str, path: Path) -> str:
+    """``manifest[key]``, or ``ValueError`` naming the manifest ``path`` and the value unless
+    it is a non-empty string."""
+    value = manifest[key]
+    if not isinstance(value, str) or not value:
         raise ValueError(
-            f"corrupt manifest '{path}': {key!r} must be a non-negative integer (got {value!r})"
+            f"corrupt manifest '{path}': {key!r} must be a non-empty string (got {value!r})"
         )
     return value
 
 
-def load_array(path: Path, dtype: str, shape: tuple[int, ...], mmap: bool) -> np.ndarray:
-    """Load one ``.npy`` file and check its dtype and shape against what a manifest says."""
-    if not path.is_file():
-        raise FileNotFoundError(f"missing array file '{path}'")
+def manifest_mapping(manifest: dict, key: str, path: Path) -> dict:
+    """``manifest[key]``, or ``ValueError`` naming the manifest ``path`` and the value unless
+    it is a JSON object."""
+    value = manifest[key]
+    if not isinstance(value, dict):
+        raise ValueError(
+            f"corrupt manifest '{path}': {key!r} must be a JSON object (got {value!r})"
+        )
+    return value
+
+
+def manifest_dtype(value, path: Path, entry: str) -> str:
+    """``value`` if it is the name of a boolean, integer or float dtype NumPy knows, else
+    ``ValueError`` naming the manifest ``path`` and its ``entry``."""
+    try:
+        known = isinstance(value, str) and np.dtype(value).kind in _ARRAY_KINDS
+    except (TypeError, ValueError):  # NumPy raises either for a string it cannot parse
+        known = False
+    if not known:
+        raise ValueError(
+            f"corrupt manifest '{path}': {entry} has dtype {value!r}, expected the name of a "
+            "NumPy boolean, integer or float dtype"
+        )
+    return value
+
+
+def manifest_file(directory: Path, name, path: Path, entry: str) -> Path:
+    """``directory / name`` for a file name the manifest ``path`` (in ``directory``) lists, once
+    it is known to stay inside ``directory``: ``name`` must be a plain relative name (no
+    absolute path, no ``..``), and the joined path, after symlinks, must lie inside the
+    resolved ``directory``. Checked before the file is stat'ed, opened or hashed, so that a
+    shared store cannot make a reader report on a file outside it.
+
+    Raises ``ValueError`` naming the manifest, its ``entry`` and the name otherwise.
+    """
+    parts = PurePosixPath(name).parts if isinstance(name, str) else ()
+    if not parts or name.startswith("/") or "\\" in name or ".." in parts or "\0" in name:
+        raise ValueError(
+            f"corrupt manifest '{path}': {entry} names the file {name!r}, expected a relative "
+            "name inside its folder (no absolute path, no '..')"
+        )
+    joined = directory / name
+    if not is_inside(joined, directory):
+        raise ValueError(
+            f"corrupt manifest '{path}': {entry} names '{joined}', which leads outside "
+            f"'{directory}'; a store's files must lie inside its folder"
+        )
+    return joined
+
+
+def is_inside(path: Path, directory: Path) -> bool:
+    """Whether ``path`` lies inside ``directory``, both with their symlinks followed."""
+    # realpath, not Path.resolve(): the latter stats the target, which may lie outside.
+    return Path(os.path.realpath(path)).is_relative_to(os.path.realpath(directory))
+
+
+def check_regular_file(path: Path, what: str, manifest: Path | None = None) -> None:
+    """Refuse anything at ``path`` but a regular file (after symlinks), without opening it;
+    the errors name the ``manifest`` that lists the file, when given.
+
+    Raises ``FileNotFoundError`` ("missing ``what``") when nothing is there (a dangling
+    symlink included), ``ValueError`` naming a symlink loop, a FIFO, socket, device or
+    directory (opening a FIFO would block until a writer comes).
+    """
+    listed = f" (listed in '{manifest}')" if manifest is not None else ""
+    try:
+        mode = path.stat().st_mode
+    except FileNotFoundError:
+        raise FileNotFoundError(f"missing {what} '{path}'{listed}") from None
+    except OSError as error:
+        if error.errno == errno.ELOOP:
+            raise ValueError(
+                f"{what} '{path}'{listed} is a symlink loop, expected a file"
+            ) from None
+        raise ValueError(f"{what} '{path}'{listed} cannot be read: {error.strerror}") from None
+    if not stat.S_ISREG(mode):
+        kind = _FILE_KINDS.get(stat.S_IFMT(mode), "not a regular file")
+        raise ValueError(f"{what} '{path}'{listed} is {kind}, expected a regular file")
+
+
+def load_array(
+    path: Path, dtype: str, shape: tuple[int, ...], mmap: bool, manifest: Path | None = None
+) -> np.ndarray:
+    """Load one ``.npy`` file and check its dtype and shape against what a manifest (the
+    file ``manifest``, named in the error when given) says."""
+    check_regular_file(path, "array file", manifest)
     try:
         array = np.load(path, mmap_mode="r" if mmap else None, allow_pickle=False)
     except (ValueError, OSError, EOFError) as error:
         raise ValueError(f"corrupt or truncated array file '{path}': {error}") from None
     if str(array.dtype) != dtype or tuple(array.shape) != tuple(shape):
+        listed = f" as '{manifest}' lists" if manifest is not None else ""
         raise ValueError(
-            f"'{path}' holds {array.dtype} {tuple(array.shape)}, expected {dtype} {tuple(shape)}"
+            f"'{path}' holds {array.dtype} {tuple(array.shape)}, expected {dtype} "
+            f"{tuple(shape)}{listed}"
         )
     return array
 
@@ -109,6 +239,18 @@ def read_npz(path: Path, names: tuple[str, ...]) -> dict[str, np.ndarray]:
         ) from None
 
 
+def check_feature_dtype(path: Path, dtype: str, manifest: Path) -> None:
+    """Refuse a feature table ``path`` of another dtype than float32, which every model and
+    loader computes in (a float16 or int64 table would fail inside the first layer as
+    "mat1 and mat2 must have the same dtype", naming no file). Checked on the dtype the
+    manifest ``manifest`` lists, before the file is opened."""
+    if dtype != FEATURE_DTYPE:
+        raise ValueError(
+            f"'{path}' holds {dtype} features ('{manifest}' lists them so), expected "
+            f"{FEATURE_DTYPE}: convert the table to {FEATURE_DTYPE} to train on it"
+        )
+
+
 def save_arrays(
     directory: Path, filename: str, fmt: str, version: int, arrays: dict, fields: dict
 ) -> None:
@@ -121,24 +263,50 @@ def save_arrays(
     write_manifest(directory / filename, fmt, version, {**fields, "arrays": listing})
 
 
-def load_arrays(
-    directory: Path,
-    filename: str,
-    fmt: str,
-    version: int,
-    what: str,
-    mmap: bool,
-    keys: tuple[str, ...] = (),
-) -> tuple[dict, dict]:
-    """``(manifest, arrays)`` of a directory :func:`save_arrays` wrote, every array checked
-    against the manifest (memory-mapped unless ``mmap=False``); the manifest must hold
-    ``keys`` besides ``arrays``."""
-    manifest = read_manifest(directory, filename, fmt, version, what, ("arrays", *keys))
-    arrays = {
-        key: load_array(directory / f"{key}.npy", dtype, tuple(shape), mmap)
-        for key, (dtype, shape) in manifest["arrays"].items()
+def array_listing(
+    manifest: dict, path: Path, names: Collection[str]
+) -> dict[str, tuple[str, tuple[int, ...]]]:
+    """The manifest's ``arrays`` (as :func:`save_arrays` writes it) checked: a JSON object
+    listing exactly ``names``, each as ``[dtype name, [non-negative ints]]``. Returns name ->
+    ``(dtype, shape)``; raises ``ValueError`` naming the manifest ``path`` and the entry."""
+    listed = manifest_mapping(manifest, "arrays", path)
+    if set(listed) != set(names):
+        raise ValueError(
+            f"corrupt manifest '{path}': 'arrays' lists {sorted(listed)}, expected {sorted(names)}"
+        )
+    listing = {}
+    for name, entry in listed.items():
+        if (
+            not isinstance(entry, list)
+            or len(entry) != 2
+            or not isinstance(entry[1], list)
+            or not all(is_count(size) for size in entry[1])
+        ):
+            raise ValueError(
+                f"corrupt manifest '{path}': 'arrays' entry {name!r} must be [dtype, shape] "
+                f"with a list of non-negative integers as the shape (got {entry!r})"
+            )
+        dtype = manifest_dtype(entry[0], path, f"'arrays' entry {name!r}")
+        listing[name] = (dtype, tuple(entry[1]))
+    return listing
+
+
+def load_listed(
+    directory: Path, path: Path, listing: dict[str, tuple[str, tuple[int, ...]]], mmap: bool
+) -> dict[str, np.ndarray]:
+    """The arrays ``<name>.npy`` of ``listing`` (name -> ``(dtype, shape)``, from the manifest
+    ``path`` in ``directory``), each file checked to lie inside ``directory`` before it is
+    opened and to hold what is listed; memory-mapped unless ``mmap=False``."""
+    return {
+        name: load_array(
+            manifest_file(directory, f"{name}.npy", path, f"'arrays' entry {name!r}"),
+            dtype,
+            shape,
+            mmap,
+            path,
+        )
+        for name, (dtype, shape) in listing.items()
     }
-    return manifest, arrays
 
 
 class NpyWriter:

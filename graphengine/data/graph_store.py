@@ -16,7 +16,13 @@ from torch_geometric.data import EdgeAttr, GraphStore
 from torch_geometric.data.graph_store import EdgeLayout
 
 from graphengine.data.arrays import as_tensor
-from graphengine.data.format import load_array, manifest_count, read_manifest, write_manifest
+from graphengine.data.format import (
+    load_listed,
+    manifest_count,
+    manifest_dtype,
+    read_manifest,
+    write_manifest,
+)
 from samplers import check_csc
 
 FORMAT = "graphengine.graph"  # on disk since version 1: not the module path
@@ -265,9 +271,10 @@ class Graph(GraphStore):
                 or a truncated or mismatched array file.
         """
         path = Path(path)
+        manifest_path = path / _MANIFEST
         keys = ("num_nodes", "num_edges", "arrays")
         manifest = read_manifest(path, _MANIFEST, FORMAT, FORMAT_VERSION, "graph", keys)
-        num_nodes, num_edges = (manifest_count(manifest, key, path / _MANIFEST) for key in keys[:2])
+        num_nodes, num_edges = (manifest_count(manifest, key, manifest_path) for key in keys[:2])
         lengths = {"indptr": num_nodes + 1, "indices": num_edges, "edge_ids": num_edges}
         listed = manifest["arrays"]
         if (
@@ -275,14 +282,23 @@ class Graph(GraphStore):
             or not {"indptr", "indices"} <= listed.keys() <= lengths.keys()
         ):
             raise ValueError(
-                f"corrupt manifest '{path / _MANIFEST}': 'arrays' must map 'indptr', 'indices' "
+                f"corrupt manifest '{manifest_path}': 'arrays' must map 'indptr', 'indices' "
                 f"and optionally 'edge_ids' to their dtypes (got {listed!r})"
             )
-        arrays = {
-            name: load_array(path / f"{name}.npy", dtype, (lengths[name],), mmap)
+        listing = {
+            name: (
+                manifest_dtype(dtype, manifest_path, f"'arrays' entry {name!r}"),
+                (lengths[name],),
+            )
             for name, dtype in listed.items()
         }
-        graph = cls(arrays["indptr"], arrays["indices"], arrays.get("edge_ids"), validate=validate)
+        arrays = load_listed(path, manifest_path, listing, mmap)
+        try:
+            graph = cls(
+                arrays["indptr"], arrays["indices"], arrays.get("edge_ids"), validate=validate
+            )
+        except (TypeError, ValueError) as error:
+            raise ValueError(f"corrupt graph '{manifest_path}': {error}") from None
         graph._path = path
         return graph
 

@@ -191,7 +191,9 @@ def load_dataset(
         return _with_features(name, root, mmap, num_features)
     if name.endswith(".npz"):
         return npz.load_npz(name)
-    if (Path(name) / "dataset.json").is_file():  # a store's folder, e.g. a reordered one
+    # A store's folder (e.g. a reordered one): whatever its manifest is, the store's reader
+    # says what is wrong with it (a FIFO, a symlink loop) rather than "unknown dataset".
+    if os.path.lexists(Path(name) / "dataset.json"):
         return GraphDataset.load(name, mmap=mmap)
     if name not in CATALOG:
         raise ValueError(

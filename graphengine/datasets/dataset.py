@@ -12,14 +12,25 @@ from torch_geometric.data import Data
 
 from graphengine.data.disk_io import advise
 from graphengine.data.feature_store import FeatureStore
-from graphengine.data.format import load_arrays, save_arrays, write_manifest
+from graphengine.data.format import (
+    array_listing,
+    check_feature_dtype,
+    is_inside,
+    load_listed,
+    manifest_count,
+    manifest_string,
+    read_manifest,
+    save_arrays,
+    write_manifest,
+)
 from graphengine.data.graph_store import Graph
 from samplers import check_node_ids
 
 FORMAT = "graphengine.dataset"
 FORMAT_VERSION = 1
-_MANIFEST = "dataset.json"
+MANIFEST = "dataset.json"
 SPLITS = ("train", "val", "test")
+ARRAYS = ("x", "y", *(f"{split}_idx" for split in SPLITS))  # the .npy files of a store
 
 
 @dataclass
@@ -129,29 +140,38 @@ class GraphDataset:
         path.mkdir(parents=True, exist_ok=True)
         self.graph.save(path / "graph")
         fields = {"name": self.name, "num_classes": self.num_classes}
-        save_arrays(path, _MANIFEST, FORMAT, FORMAT_VERSION, self._arrays(), fields)
+        save_arrays(path, MANIFEST, FORMAT, FORMAT_VERSION, self._arrays(), fields)
 
     @classmethod
     def load(cls, path: str | Path, mmap: bool = True) -> GraphDataset:
         """Open a dataset written by :meth:`save`, memory-mapped unless ``mmap=False``.
 
-        Raises ``FileNotFoundError`` for a missing dataset or file, ``ValueError`` for a
-        manifest of another format or a truncated or mismatched array.
+        Raises ``FileNotFoundError`` for a missing dataset or file, ``ValueError`` naming the
+        manifest or file for a manifest of another format or with a malformed field, a file
+        name leading outside the store, features that are not float32, a split listing a
+        node twice, or a truncated or mismatched array.
         """
         path = Path(path)
-        manifest, arrays = load_arrays(
-            path, _MANIFEST, FORMAT, FORMAT_VERSION, "dataset", mmap, ("name", "num_classes")
-        )
-        return cls(
-            name=manifest["name"],
-            graph=Graph.load(path / "graph", mmap=mmap),
-            x=arrays["x"],
-            y=arrays["y"],
-            train_idx=arrays["train_idx"],
-            val_idx=arrays["val_idx"],
-            test_idx=arrays["test_idx"],
-            num_classes=int(manifest["num_classes"]),
-        )
+        manifest_path = path / MANIFEST
+        keys = ("name", "num_classes", "arrays")
+        manifest = read_manifest(path, MANIFEST, FORMAT, FORMAT_VERSION, "dataset", keys)
+        name = manifest_string(manifest, "name", manifest_path)
+        num_classes = manifest_count(manifest, "num_classes", manifest_path, minimum=1)
+        listing = array_listing(manifest, manifest_path, ARRAYS)
+        check_feature_dtype(path / "x.npy", listing["x"][0], manifest_path)
+        arrays = load_listed(path, manifest_path, listing, mmap)
+        for split in SPLITS:
+            check_distinct_ids(arrays[f"{split}_idx"], path / f"{split}_idx.npy")
+        if not is_inside(path / "graph", path):
+            raise ValueError(
+                f"the graph folder '{path / 'graph'}' leads outside '{path}'; a store's files "
+                "must lie inside its folder"
+            )
+        graph = Graph.load(path / "graph", mmap=mmap)
+        try:
+            return cls(name=name, graph=graph, num_classes=num_classes, **arrays)
+        except (TypeError, ValueError) as error:
+            raise ValueError(f"corrupt dataset '{manifest_path}': {error}") from None
 
     def _arrays(self) -> dict[str, np.ndarray]:
         return {
@@ -196,6 +216,21 @@ def check_labels(name: str, y: np.ndarray, num_classes: int, splits: dict) -> No
             )
 
 
+def check_distinct_ids(ids: np.ndarray, path: Path) -> None:
+    """Refuse a split (the file ``path``) listing a node twice: it would count twice in the
+    loss and the accuracy. One sort of a copy of ``ids``.
+
+    Raises ``ValueError`` naming the file and one repeated id.
+    """
+    ordered = np.sort(np.asarray(ids))
+    repeated = ordered[1:][ordered[1:] == ordered[:-1]]
+    if repeated.size:
+        raise ValueError(
+            f"'{path}' lists node {int(repeated[0])} more than once, expected each node of a "
+            "split once"
+        )
+
+
 def write_dataset_manifest(
     path: Path,
     name: str,
@@ -212,4 +247,4 @@ def write_dataset_manifest(
     listing = {key: [str(a.dtype), list(a.shape)] for key, a in arrays.items()}
     listing["x"] = [x_listing[0], list(x_listing[1])]
     fields = {"name": name, "num_classes": num_classes, **fields, "arrays": listing}
-    write_manifest(path / _MANIFEST, FORMAT, FORMAT_VERSION, fields)
+    write_manifest(path / MANIFEST, FORMAT, FORMAT_VERSION, fields)

@@ -32,8 +32,18 @@ import numpy as np
 import torch
 from torch_geometric.data import HeteroData
 
-from graphengine.data.format import load_arrays, save_arrays
-from graphengine.datasets.dataset import check_labels
+from graphengine.data.format import (
+    array_listing,
+    check_feature_dtype,
+    is_count,
+    load_listed,
+    manifest_count,
+    manifest_mapping,
+    manifest_string,
+    read_manifest,
+    save_arrays,
+)
+from graphengine.datasets.dataset import check_distinct_ids, check_labels
 from samplers import check_node_ids
 
 FORMAT = "graphengine.hetero-dataset"
@@ -244,28 +254,50 @@ class HeteroGraphDataset:
     def load(cls, path: str | Path, mmap: bool = True) -> HeteroGraphDataset:
         """Open a dataset written by :meth:`save`, memory-mapped unless ``mmap=False``.
 
-        Raises ``FileNotFoundError`` for a missing dataset or file, ``ValueError`` for a
-        manifest of another format or a truncated or mismatched array.
+        Raises ``FileNotFoundError`` for a missing dataset or file, ``ValueError`` naming the
+        manifest or file for a manifest of another format or with a malformed field (an edge
+        type of a node type without nodes included), a file name leading outside the store,
+        features that are not float32, a split listing a node twice, or a truncated or
+        mismatched array.
         """
         path = Path(path)
-        keys = ("name", "num_nodes", "edge_types", "num_classes", "target")
-        manifest, arrays = load_arrays(
-            path, _MANIFEST, FORMAT, FORMAT_VERSION, "hetero dataset", mmap, keys
-        )
-        num_nodes = {t: int(n) for t, n in manifest["num_nodes"].items()}
-        edge_types = [tuple(t) for t in manifest["edge_types"]]
-        return cls(
-            name=manifest["name"],
-            num_nodes=num_nodes,
-            x={t: arrays[f"x.{t}"] for t in num_nodes},
-            edge_index={t: arrays[f"edge_index.{'.'.join(t)}"] for t in edge_types},
-            y=arrays["y"],
-            train_idx=arrays["train_idx"],
-            val_idx=arrays["val_idx"],
-            test_idx=arrays["test_idx"],
-            num_classes=int(manifest["num_classes"]),
-            target=manifest["target"],
-        )
+        manifest_path = path / _MANIFEST
+        keys = ("name", "num_nodes", "edge_types", "num_classes", "target", "arrays")
+        manifest = read_manifest(path, _MANIFEST, FORMAT, FORMAT_VERSION, "hetero dataset", keys)
+        name = manifest_string(manifest, "name", manifest_path)
+        num_classes = manifest_count(manifest, "num_classes", manifest_path, minimum=1)
+        num_nodes = _node_counts(manifest, manifest_path)
+        edge_types = _edge_types(manifest, manifest_path, num_nodes)
+        target = manifest_string(manifest, "target", manifest_path)
+        if target not in num_nodes:
+            raise ValueError(
+                f"corrupt manifest '{manifest_path}': 'target' {target!r} is not one of the "
+                f"node types {sorted(num_nodes)}"
+            )
+        features = {t: f"x.{t}" for t in num_nodes}
+        edges = {t: f"edge_index.{'.'.join(t)}" for t in edge_types}
+        names = [*features.values(), *edges.values(), "y", *(f"{s}_idx" for s in SPLITS)]
+        listing = array_listing(manifest, manifest_path, names)
+        for key in features.values():
+            check_feature_dtype(path / f"{key}.npy", listing[key][0], manifest_path)
+        arrays = load_listed(path, manifest_path, listing, mmap)
+        for split in SPLITS:
+            check_distinct_ids(arrays[f"{split}_idx"], path / f"{split}_idx.npy")
+        try:
+            return cls(
+                name=name,
+                num_nodes=num_nodes,
+                x={t: arrays[key] for t, key in features.items()},
+                edge_index={t: arrays[key] for t, key in edges.items()},
+                y=arrays["y"],
+                train_idx=arrays["train_idx"],
+                val_idx=arrays["val_idx"],
+                test_idx=arrays["test_idx"],
+                num_classes=num_classes,
+                target=target,
+            )
+        except (TypeError, ValueError) as error:
+            raise ValueError(f"corrupt dataset '{manifest_path}': {error}") from None
 
     def _arrays(self) -> dict[str, np.ndarray]:
         arrays = {f"x.{t}": x for t, x in self.x.items()}
@@ -274,6 +306,50 @@ class HeteroGraphDataset:
             y=self.y, train_idx=self.train_idx, val_idx=self.val_idx, test_idx=self.test_idx
         )
         return arrays
+
+
+def _node_counts(manifest: dict, path: Path) -> dict[str, int]:
+    """The manifest's ``num_nodes``: node type (an identifier: it names files) -> count."""
+    counts = manifest_mapping(manifest, "num_nodes", path)
+    for node_type, count in counts.items():
+        if not node_type.isidentifier() or not is_count(count):
+            raise ValueError(
+                f"corrupt manifest '{path}': 'num_nodes' must map node type names "
+                f"(identifiers) to non-negative integers (got {node_type!r}: {count!r})"
+            )
+    return dict(counts)
+
+
+def _edge_types(manifest: dict, path: Path, num_nodes: dict[str, int]) -> list[EdgeType]:
+    """The manifest's ``edge_types``: distinct ``[src, relation, dst]`` triples of identifiers
+    whose ``src`` and ``dst`` are node types of ``num_nodes``."""
+    listed = manifest["edge_types"]
+    if not isinstance(listed, list):
+        raise ValueError(
+            f"corrupt manifest '{path}': 'edge_types' must be a list of [src, relation, dst] "
+            f"(got {listed!r})"
+        )
+    edge_types = []
+    for entry in listed:
+        if (
+            not isinstance(entry, list)
+            or len(entry) != 3
+            or not all(isinstance(name, str) and name.isidentifier() for name in entry)
+        ):
+            raise ValueError(
+                f"corrupt manifest '{path}': edge type {entry!r} must be [src, relation, dst], "
+                "three identifiers"
+            )
+        for end in (entry[0], entry[2]):
+            if end not in num_nodes:
+                raise ValueError(
+                    f"corrupt manifest '{path}': edge type {tuple(entry)} names node type "
+                    f"{end!r}, which has no store ('num_nodes' lists {sorted(num_nodes)})"
+                )
+        edge_types.append(tuple(entry))
+    if len(set(edge_types)) != len(edge_types):
+        raise ValueError(f"corrupt manifest '{path}': 'edge_types' lists an edge type twice")
+    return edge_types
 
 
 def generate_hetero(name: str, spec: HeteroSpec) -> HeteroGraphDataset:

@@ -33,7 +33,12 @@ from tqdm import tqdm
 
 from graphengine.data.format import NpyWriter, read_npz
 from graphengine.data.graph_store import write_graph_manifest
-from graphengine.datasets.dataset import GraphDataset, check_labels, write_dataset_manifest
+from graphengine.datasets.dataset import (
+    GraphDataset,
+    check_distinct_ids,
+    check_labels,
+    write_dataset_manifest,
+)
 
 log = logging.getLogger(__name__)
 
@@ -108,6 +113,8 @@ def convert_ogb(name: str, root: str | Path, progress: bool = False) -> GraphDat
         key: _ids(read_csv(path, np.int64, 1)[:, 0], num_nodes, path)
         for key, path in zip(("train_idx", "val_idx", "test_idx"), files[-3:], strict=True)
     }
+    for key, path in zip(splits, files[-3:], strict=True):
+        check_distinct_ids(splits[key], path)
     # Before the manifest: a store with bad labels would be complete, and refused at each load.
     check_labels(name, labels, info.num_classes, {k[: -len("_idx")]: v for k, v in splits.items()})
     write_dataset_manifest(

@@ -15,15 +15,29 @@ id maps (16 bytes a node) and one chunk. ``order.npy`` keeps the map: new node `
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 
 import numpy as np
 from tqdm import tqdm
 
-from graphengine.data.format import NpyWriter
+from graphengine.data.format import (
+    NpyWriter,
+    array_listing,
+    load_array,
+    manifest_file,
+    manifest_mapping,
+    read_manifest,
+)
 from graphengine.data.graph_store import write_graph_manifest
-from graphengine.datasets.dataset import GraphDataset, write_dataset_manifest
+from graphengine.datasets.dataset import (
+    ARRAYS,
+    FORMAT,
+    FORMAT_VERSION,
+    MANIFEST,
+    GraphDataset,
+    write_dataset_manifest,
+)
+from samplers import check_node_ids
 
 ORDERS = ("degree",)
 ORDER_FILE = "order.npy"
@@ -95,9 +109,31 @@ def reorder_dataset(
 
 
 def original_ids(path: str | Path) -> np.ndarray | None:
-    """The old id of each node of the store at ``path`` (``order.npy``), or ``None`` for a
-    store that was not renumbered."""
-    manifest = json.loads((Path(path) / "dataset.json").read_text())
+    """The old id of each node of the store at ``path`` (``order.npy``, int64 ``[num_nodes]``,
+    memory-mapped), or ``None`` for a store that was not renumbered.
+
+    Raises ``ValueError`` naming ``dataset.json`` for a malformed ``order`` entry or one whose
+    file leads outside the store, and naming the file when it does not hold one id a node, or
+    holds an id outside ``[0, num_nodes)``.
+    """
+    path = Path(path)
+    manifest_path = path / MANIFEST
+    manifest = read_manifest(path, MANIFEST, FORMAT, FORMAT_VERSION, "dataset", ("arrays",))
     if "order" not in manifest:
         return None
-    return np.load(Path(path) / manifest["order"]["file"], mmap_mode="r", allow_pickle=False)
+    order = manifest_mapping(manifest, "order", manifest_path)
+    if set(order) != {"policy", "file"} or order["policy"] not in ORDERS:
+        raise ValueError(
+            f"corrupt manifest '{manifest_path}': 'order' must be {{\"policy\": one of "
+            f'{ORDERS}, "file": a file name}} (got {order!r})'
+        )
+    labels = array_listing(manifest, manifest_path, ARRAYS)["y"][1]  # one a node
+    if len(labels) != 1:
+        raise ValueError(
+            f"corrupt manifest '{manifest_path}': 'arrays' entry 'y' must have shape "
+            f"[num_nodes] (got {list(labels)})"
+        )
+    file = manifest_file(path, order["file"], manifest_path, "'order' entry 'file'")
+    order = load_array(file, "int64", labels, mmap=True, manifest=manifest_path)
+    check_node_ids(order, labels[0], str(file))  # callers index with it
+    return order

@@ -1,9 +1,13 @@
 """Partitioning: assignment, renumbering, the range partition book and the on-disk parts,
 checked against brute-force references built from the original CSC."""
 
+import builtins
 import hashlib
+import io
 import json
+import os
 import shutil
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -440,3 +444,158 @@ def test_an_edited_part_with_a_matching_sha256_is_refused_by_name(written, name,
     open_part(written, 0)  # another part is untouched
     with pytest.raises(ValueError, match=rf"corrupt partition file '.*part-1/{message}"):
         open_part(written, 1)
+
+
+# -- Untrusted partitions: names stay inside the partition, fields are checked ---------------
+
+
+def _edit_manifest(out, **changes):
+    manifest = json.loads((out / "partition.json").read_text())
+    manifest.update(changes)
+    (out / "partition.json").write_text(json.dumps(manifest))
+    return manifest
+
+
+def _entry(path):
+    return {"bytes": path.stat().st_size, "sha256": hashlib.sha256(path.read_bytes()).hexdigest()}
+
+
+@pytest.mark.parametrize("name", ["/etc/hostname", "part-0/../../secret.npy", "..", "part-9"])
+def test_a_files_entry_outside_the_partition_is_refused_before_it_is_touched(
+    written, name, monkeypatch
+):
+    secret = written.parent / "secret.npy"
+    secret.write_bytes(b"secret")
+    (written / "part-9").symlink_to(secret)
+    files = json.loads((written / "partition.json").read_text())["files"]
+    # With the right size and sha256, the old reader hashed the file and said nothing:
+    # a guessed sha256 confirmed a file's content.
+    _edit_manifest(written, files={**files, name: _entry(secret)})
+    touched = []
+    monkeypatch.setattr(Path, "stat", lambda self, **kw: touched.append(self) or os.stat(self))
+    with pytest.raises(ValueError, match=rf"partition\.json'.*'files' entry {name!r}"):
+        open_part(written, 0)
+    assert [path for path in touched if not path.is_relative_to(written)] == []
+
+
+def test_a_part_file_linked_outside_the_partition_is_refused(written):
+    outside = written.parent / "x.npy"
+    (written / "part-0" / "x.npy").rename(outside)
+    (written / "part-0" / "x.npy").symlink_to(outside)
+    with pytest.raises(ValueError, match=r"partition\.json'.*'part-0/x\.npy'.*leads outside"):
+        load_partition(written)
+
+
+def test_a_part_array_named_outside_its_folder_is_refused(written):
+    part_json = written / "part-0" / "part.json"
+    fields = json.loads(part_json.read_text())
+    fields["arrays"]["../x"] = fields["arrays"].pop("x")
+    part_json.write_text(json.dumps(fields))
+    files = json.loads((written / "partition.json").read_text())["files"]
+    _edit_manifest(written, files={**files, "part-0/part.json": _entry(part_json)})
+    with pytest.raises(ValueError, match=r"part\.json'.*'arrays' lists \['\.\./x'"):
+        open_part(written, 0)
+
+
+@pytest.mark.parametrize(
+    ("change", "message"),
+    [
+        ({"files": ["new_to_orig.npy"]}, r"'files' must be a JSON object"),
+        ({"files": {"new_to_orig.npy": 5}}, r"'files' entry 'new_to_orig\.npy' must be"),
+        ({"files": {"new_to_orig.npy": {"bytes": -1, "sha256": "0" * 64}}}, r"must be \{"),
+        ({"files": {"new_to_orig.npy": {"bytes": 8, "sha256": "zz"}}}, r"must be \{"),
+        ({"files": {}}, r"'files' lists no 'new_to_orig\.npy'"),
+        ({"bounds": [0, 99999]}, r"'bounds' must be 3 integers.*rising from 0"),
+        ({"bounds": "0,1"}, r"'bounds' must be 3 integers"),
+        ({"bounds": [0, -1, None]}, r"'bounds' must be 3 integers"),
+        ({"num_parts": 0}, r"'num_parts' must be an integer >= 1 \(got 0\)"),
+        ({"num_parts": 3}, r"'bounds' must be 4 integers"),
+        ({"num_nodes": "60"}, r"'num_nodes' must be a non-negative integer \(got '60'\)"),
+        ({"num_classes": None}, r"'num_classes' must be an integer >= 1 \(got None\)"),
+        ({"num_features": -2}, r"'num_features' must be a non-negative integer"),
+        ({"dataset": ["d"]}, r"'dataset' must be a non-empty string"),
+        ({"stats": 1}, r"'stats' must be a JSON object"),
+    ],
+)
+def test_a_malformed_partition_field_is_named(written, change, message):
+    _edit_manifest(written, **change)
+    with pytest.raises(ValueError, match=rf"partition\.json'.*{message}"):
+        open_part(written, 0)
+
+
+@pytest.mark.parametrize(
+    ("change", "message"),
+    [
+        ({"start": "0"}, r"'start' must be a non-negative integer"),
+        ({"part": None}, r"'part' must be a non-negative integer"),
+        ({"num_edges": -1}, r"'num_edges' must be a non-negative integer"),
+        ({"num_edges": 10**9}, r"'num_edges' is 1000000000, but 'arrays' lists indices"),
+        ({"arrays": []}, r"'arrays' must be a JSON object"),
+    ],
+)
+def test_a_part_manifest_with_a_malformed_field_is_named(written, change, message):
+    part_json = written / "part-1" / "part.json"
+    fields = json.loads(part_json.read_text())
+    part_json.write_text(json.dumps({**fields, **change}))
+    files = json.loads((written / "partition.json").read_text())["files"]
+    _edit_manifest(written, files={**files, "part-1/part.json": _entry(part_json)})
+    with pytest.raises(ValueError, match=rf"part\.json'.*{message}"):
+        open_part(written, 1)
+
+
+def _rewrite_part_x(out, part, x):
+    """Replace ``part-<part>/x.npy`` by ``x``, with part.json and partition.json updated to
+    match, as a part written from another dataset would be."""
+    directory = out / f"part-{part}"
+    np.save(directory / "x.npy", x)
+    fields = json.loads((directory / "part.json").read_text())
+    fields["arrays"]["x"] = [x.dtype.name, list(x.shape)]
+    (directory / "part.json").write_text(json.dumps(fields))
+    files = json.loads((out / "partition.json").read_text())["files"]
+    for name in ("x.npy", "part.json"):
+        files[f"part-{part}/{name}"] = _entry(directory / name)
+    _edit_manifest(out, files=files)
+
+
+def test_a_part_of_another_feature_width_is_refused_naming_the_file(written):
+    x = np.load(written / "part-1" / "x.npy")
+    _rewrite_part_x(written, 1, np.zeros((x.shape[0], x.shape[1] + 3), np.float32))
+    open_part(written, 0)
+    with pytest.raises(
+        ValueError,
+        match=rf"part-1/x\.npy' holds {x.shape[1] + 3} features a node.*expected {x.shape[1]}",
+    ):
+        open_part(written, 1)
+
+
+def test_part_features_that_are_not_float32_are_refused_naming_the_file(written):
+    x = np.load(written / "part-1" / "x.npy")
+    _rewrite_part_x(written, 1, x.astype(np.float64))
+    with pytest.raises(ValueError, match=r"part-1/x\.npy' holds float64 features.*float32"):
+        open_part(written, 1)
+
+
+def test_a_fifo_partition_file_is_named_and_never_opened(written):
+    (written / "part-1" / "y.npy").unlink()
+    os.mkfifo(written / "part-1" / "y.npy")
+    with pytest.raises(ValueError, match=r"part-1/y\.npy' \(listed in '.*\.json'\) is a FIFO"):
+        load_partition(written)
+
+
+def test_a_part_folder_linked_outside_and_left_unlisted_is_not_read(written, monkeypatch):
+    outside = written.parent / "elsewhere"
+    (written / "part-0").rename(outside)
+    (written / "part-0").symlink_to(outside)
+    files = json.loads((written / "partition.json").read_text())["files"]
+    _edit_manifest(written, files={k: v for k, v in files.items() if not k.startswith("part-0/")})
+    opened = []
+    for module in (builtins, io):
+        original = module.open
+        monkeypatch.setattr(
+            module,
+            "open",
+            lambda file, *a, _open=original, **kw: opened.append(file) or _open(file, *a, **kw),
+        )
+    with pytest.raises(ValueError, match=r"partition\.json'.*'files' lists no 'part-0/part\.json'"):
+        open_part(written, 0)
+    assert [f for f in opened if "part-0" in str(f)] == []

@@ -3,6 +3,7 @@ bookkeeping (with a fake CUDA runtime), shared memory and pickling of memory map
 
 import gc
 import multiprocessing
+import os
 import pickle
 from concurrent.futures import ProcessPoolExecutor
 
@@ -194,6 +195,17 @@ def test_read_only_memory_map_refuses_row_updates(tmp_path):
     store = FeatureStore({"x": writable})
     store.update("x", np.ones((1, 5), dtype=np.float32), torch.tensor([2]))
     assert np.array_equal(np.load(tmp_path / "x.npy")[2], np.ones(5))
+
+
+def test_from_npy_says_what_a_table_file_is_instead_of_missing(tmp_path):
+    os.mkfifo(tmp_path / "fifo.npy")  # opening it would wait for a writer forever
+    (tmp_path / "loop.npy").symlink_to(tmp_path / "loop.npy")
+    (tmp_path / "dir.npy").mkdir()
+    for name, what in [("fifo", "a FIFO"), ("loop", "a symlink loop"), ("dir", "a directory")]:
+        with pytest.raises(ValueError, match=rf"table file for 'x': '.*{name}\.npy' is {what}"):
+            FeatureStore.from_npy({"x": tmp_path / f"{name}.npy"})
+    with pytest.raises(FileNotFoundError, match=r"missing table file for 'x': '.*gone\.npy'"):
+        FeatureStore.from_npy({"x": tmp_path / "gone.npy"})
 
 
 class FakeCudart:

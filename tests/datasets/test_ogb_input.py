@@ -89,3 +89,12 @@ def test_papers_unreadable_label_archive_is_named(tmp_path, damage):
     with pytest.raises(ValueError, match=r"node-label\.npz' is not a readable \.npz archive"):
         convert_ogb("ogbn-papers100M", tmp_path)
     assert not marker.exists()
+
+
+def test_ogb_split_listing_a_node_twice_is_named(tmp_path):
+    edges, x, y, splits = random_ogb()
+    repeated = int(splits["valid"][1])
+    splits["valid"] = np.append(splits["valid"], repeated)
+    write_csv_ogb(tmp_path, "ogbn_arxiv", "time", edges, x, y, splits)
+    with pytest.raises(ValueError, match=rf"valid\.csv\.gz' lists node {repeated} more than once"):
+        convert_ogb("ogbn-arxiv", tmp_path)

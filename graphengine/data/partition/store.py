@@ -23,6 +23,7 @@ directory without it is not a partition.
 from __future__ import annotations
 
 import hashlib
+import itertools
 import logging
 import resource
 import shutil
@@ -35,7 +36,20 @@ from typing import Protocol
 import numpy as np
 
 from graphengine.data.compressed import check_compressed
-from graphengine.data.format import load_array, read_manifest, write_manifest
+from graphengine.data.format import (
+    array_listing,
+    check_feature_dtype,
+    check_regular_file,
+    is_count,
+    load_array,
+    load_listed,
+    manifest_count,
+    manifest_file,
+    manifest_mapping,
+    manifest_string,
+    read_manifest,
+    write_manifest,
+)
 from graphengine.data.graph_store import Graph
 from graphengine.data.partition.book import PartitionBook
 from graphengine.data.partition.partitioner import (
@@ -56,6 +70,8 @@ _MAPS = ("new_to_orig", "orig_to_new")
 _INT32_MAX = np.iinfo(np.int32).max
 _HASH_CHUNK = 1 << 22
 SPLITS = ("train", "val", "test")  # the splits a PartitionSource names
+# The .npy files of a part, each listed in part.json and partition.json.
+PART_ARRAYS = ("indptr", "indices", "edge_ids", "x", "y", *(f"{split}_idx" for split in SPLITS))
 
 
 class PartitionSource(Protocol):
@@ -239,28 +255,30 @@ def partition_dataset(
 def load_partition(path: str | Path, verify: bool = True) -> PartitionBook:
     """Open the partition book of the partition under ``path`` (id maps memory-mapped).
 
-    Every file the manifest lists must exist with its recorded size, except those of a part
-    whose whole directory is absent: a host of a cluster holds only its own parts
-    (``docs/cluster.md``). With ``verify`` the id maps are also checked against their sha256
-    (a part's own files are hashed by :func:`open_part`).
+    Every file the manifest lists must lie inside ``path`` (checked for all before any is
+    touched) and exist with its recorded size, except those of a part whose whole directory is
+    absent: a host of a cluster holds only its own parts (``docs/cluster.md``). With
+    ``verify`` the id maps are also checked against their sha256 (a part's own files are
+    hashed by :func:`open_part`).
 
     Raises:
         FileNotFoundError: no partition at ``path``, or a missing file (named).
-        ValueError: a manifest of another format or version, or a truncated or mismatched
-            file (named).
+        ValueError: a manifest of another format or version or with a malformed field (the
+            manifest and the field named), a file name leading outside ``path``, or a
+            truncated, mismatched or irregular file (named).
     """
     path = Path(path)
-    keys = ("files", "num_nodes", "bounds")
-    manifest = read_manifest(path, MANIFEST, FORMAT, FORMAT_VERSION, "partition", keys)
-    for name, entry in manifest["files"].items():
+    manifest, files = _read_partition_manifest(path)
+    for name, (file, entry) in files.items():
         if _held(path, name):
-            _check_size(path / name, entry)
+            _check_size(file, entry, path / MANIFEST)
     n = manifest["num_nodes"]
     maps = {}
     for name in _MAPS:
+        file, entry = files[f"{name}.npy"]
         if verify:
-            _check_hash(path / f"{name}.npy", manifest["files"][f"{name}.npy"])
-        maps[name] = load_array(path / f"{name}.npy", "int64", (n,), mmap=True)
+            _check_hash(file, entry, path / MANIFEST)
+        maps[name] = load_array(file, "int64", (n,), mmap=True, manifest=path / MANIFEST)
     bounds = np.asarray(manifest["bounds"], dtype=np.int64)
     return PartitionBook(bounds, maps["new_to_orig"], maps["orig_to_new"], manifest)
 
@@ -273,33 +291,139 @@ def open_part(path: str | Path, part: int, verify: bool = True) -> Part:
 
     Raises:
         FileNotFoundError: no partition at ``path``, or a missing file (named).
-        ValueError: ``part`` outside ``[0, num_parts)``, a truncated, corrupted or
-            mismatched file, or a part whose CSC arrays are malformed (an ``indptr`` that
-            decreases, a source outside the graph: the file and the value named).
+        ValueError: ``part`` outside ``[0, num_parts)``, a malformed manifest (named, with
+            the field), a part file the top-level manifest does not list, a truncated,
+            corrupted or mismatched file, features that are not float32 or of another width
+            than the partition's ``num_features``, or a part whose CSC arrays are malformed
+            (an ``indptr`` that decreases, a source outside the graph: the file and the value
+            named).
     """
     path = Path(path)
     book = load_partition(path, verify=verify)
     start, stop = book.part_range(part)
     directory = path / _part_dir(part)
-    files = book.manifest["files"]
+    # Every file of the part is listed, so that the book has checked each lies inside ``path``
+    # (the part's folder could be a symlink leading elsewhere) before it is read.
+    unlisted = [
+        f"{_part_dir(part)}/{name}"
+        for name in [_PART_MANIFEST, *(f"{key}.npy" for key in PART_ARRAYS)]
+        if f"{_part_dir(part)}/{name}" not in book.manifest["files"]
+    ]
+    if unlisted:
+        raise ValueError(
+            f"corrupt manifest '{path / MANIFEST}': 'files' lists no {unlisted[0]!r}; every "
+            "file of a part is listed with its size and sha256"
+        )
     check = _check_hash if verify else _check_size  # the book skipped an absent part's files
-    for name, entry in files.items():
+    for name, entry in book.manifest["files"].items():
         if name.startswith(f"{_part_dir(part)}/"):
-            check(path / name, entry)
+            check(path / name, entry, path / MANIFEST)
+    part_path = directory / _PART_MANIFEST
     keys = ("part", "start", "stop", "arrays")
     manifest = read_manifest(directory, _PART_MANIFEST, PART_FORMAT, FORMAT_VERSION, "part", keys)
-    if (manifest["part"], manifest["start"], manifest["stop"]) != (part, start, stop):
+    described = tuple(manifest_count(manifest, key, part_path) for key in keys[:3])
+    if described != (part, start, stop):
         raise ValueError(
-            f"'{directory / _PART_MANIFEST}' describes part {manifest['part']} "
-            f"[{manifest['start']}, {manifest['stop']}), expected part {part} [{start}, {stop})"
+            f"'{part_path}' describes part {described[0]} [{described[1]}, {described[2]}), "
+            f"expected part {part} [{start}, {stop})"
         )
-    arrays = {
-        name: load_array(directory / f"{name}.npy", dtype, tuple(shape), mmap=True)
-        for name, (dtype, shape) in manifest["arrays"].items()
-    }
+    listing = array_listing(manifest, part_path, PART_ARRAYS)
+    if "num_edges" in manifest:  # as the writer records it: the length of indices
+        num_edges = manifest_count(manifest, "num_edges", part_path)
+        if listing["indices"][1] != (num_edges,):
+            raise ValueError(
+                f"corrupt manifest '{part_path}': 'num_edges' is {num_edges}, but 'arrays' "
+                f"lists indices of shape {list(listing['indices'][1])}"
+            )
+    _check_part_features(directory / "x.npy", listing["x"], part_path, book.manifest)
+    arrays = load_listed(directory, part_path, listing, mmap=True)
     totals = (book.manifest["num_nodes"], book.manifest["num_edges"])
     _check_part_csc(directory, arrays, stop - start, *totals)
     return Part(part=part, start=start, stop=stop, book=book, **arrays)
+
+
+def _read_partition_manifest(path: Path) -> tuple[dict, dict[str, tuple[Path, dict]]]:
+    """``(manifest, files)`` of the partition under ``path``, every field checked (the counts,
+    ``bounds`` rising from 0 to ``num_nodes`` in ``num_parts`` steps, each ``files`` entry a
+    name inside ``path`` with ``{"bytes": count, "sha256": 64 hex digits}``, the id maps
+    among them); ``files`` maps each listed name to its path and entry. Nothing the manifest
+    names is touched here.
+
+    Raises ``ValueError`` naming the manifest and the field.
+    """
+    manifest_path = path / MANIFEST
+    counts = {"num_parts": 1, "num_nodes": 0, "num_edges": 0, "num_features": 0, "num_classes": 1}
+    keys = ("files", "bounds", *counts)
+    manifest = read_manifest(path, MANIFEST, FORMAT, FORMAT_VERSION, "partition", keys)
+    for key, minimum in counts.items():
+        manifest_count(manifest, key, manifest_path, minimum)
+    for key in ("dataset", "method"):
+        if key in manifest:
+            manifest_string(manifest, key, manifest_path)
+    for key in ("seed", "edge_cut"):
+        if key in manifest:
+            manifest_count(manifest, key, manifest_path)
+    if "stats" in manifest:
+        manifest_mapping(manifest, "stats", manifest_path)
+    bounds = manifest["bounds"]
+    num_parts, num_nodes = manifest["num_parts"], manifest["num_nodes"]
+    if (
+        not isinstance(bounds, list)
+        or len(bounds) != num_parts + 1
+        or not all(is_count(bound) for bound in bounds)
+        or bounds[0] != 0
+        or bounds[-1] != num_nodes
+        or any(high < low for low, high in itertools.pairwise(bounds))
+    ):
+        raise ValueError(
+            f"corrupt manifest '{manifest_path}': 'bounds' must be {num_parts + 1} integers "
+            f"(num_parts + 1) rising from 0 to num_nodes={num_nodes} (got {bounds!r})"
+        )
+    files = {}
+    for name, entry in manifest_mapping(manifest, "files", manifest_path).items():
+        where = f"'files' entry {name!r}"
+        file = manifest_file(path, name, manifest_path, where)
+        if (
+            not isinstance(entry, dict)
+            or not is_count(entry.get("bytes"))
+            or not _is_sha256(entry.get("sha256"))
+        ):
+            raise ValueError(
+                f"corrupt manifest '{manifest_path}': {where} must be {{\"bytes\": a "
+                f'non-negative integer, "sha256": 64 hex digits}} (got {entry!r})'
+            )
+        files[name] = (file, entry)
+    missing = [f"{name}.npy" for name in _MAPS if f"{name}.npy" not in files]
+    if missing:
+        raise ValueError(f"corrupt manifest '{manifest_path}': 'files' lists no {missing[0]!r}")
+    return manifest, files
+
+
+def _is_sha256(value) -> bool:
+    return (
+        isinstance(value, str)
+        and len(value) == 64
+        and all(digit in "0123456789abcdef" for digit in value)
+    )
+
+
+def _check_part_features(
+    x_path: Path, listed: tuple[str, tuple[int, ...]], part_path: Path, partition: dict
+) -> None:
+    """Refuse a part's features (``x.npy``, listed in ``part.json`` as ``listed``) that are
+    not float32 or not ``num_features`` wide as the partition's manifest says (every part's
+    are): another width would only fail later, inside the distributed model, naming no
+    file."""
+    dtype, shape = listed
+    check_feature_dtype(x_path, dtype, part_path)
+    expected = partition["num_features"]
+    if len(shape) != 2 or shape[1] != expected:
+        width = shape[1] if len(shape) == 2 else f"shape {list(shape)}"
+        raise ValueError(
+            f"'{x_path}' holds {width} features a node ('{part_path}' lists shape "
+            f"{list(shape)}), expected {expected}: the 'num_features' of every part in "
+            f"'{x_path.parent.parent / MANIFEST}'"
+        )
 
 
 def _check_part_csc(
@@ -314,9 +438,6 @@ def _check_part_csc(
     index with them unchecked, and a file can be edited with its sha256 updated. Raises
     ``ValueError`` naming the file, the bad value and what was expected."""
     names = ("indptr", "indices", "edge_ids")
-    missing = [name for name in names if name not in arrays]
-    if missing:
-        raise ValueError(f"'{directory / _PART_MANIFEST}' lists no {missing} array")
     indptr, indices, edge_ids = arrays["indptr"], arrays["indices"], arrays["edge_ids"]
     where = {name: f"corrupt partition file '{directory / name}.npy':" for name in names}
     check_compressed(indptr, indices, num_local, num_nodes, where.__getitem__, "source")
@@ -451,22 +572,24 @@ def _sha256(path: Path) -> str:
     return digest.hexdigest()
 
 
-def _check_size(path: Path, entry: dict) -> None:
-    if not path.is_file():
-        raise FileNotFoundError(f"missing partition file '{path}'")
+def _check_size(path: Path, entry: dict, manifest: Path) -> None:
+    """Check the file ``path`` against its ``entry`` in the partition's ``manifest``:
+    a regular file of the recorded size."""
+    check_regular_file(path, "partition file", manifest)
     size = path.stat().st_size
     if size != entry["bytes"]:
         raise ValueError(
             f"truncated or mismatched partition file '{path}': "
-            f"{size} bytes, the manifest says {entry['bytes']}"
+            f"{size} bytes, '{manifest}' says {entry['bytes']}"
         )
 
 
-def _check_hash(path: Path, entry: dict) -> None:
-    _check_size(path, entry)
+def _check_hash(path: Path, entry: dict, manifest: Path) -> None:
+    """:func:`_check_size`, then the file's sha256 against the entry's."""
+    _check_size(path, entry, manifest)
     if _sha256(path) != entry["sha256"]:
         raise ValueError(
-            f"corrupted partition file '{path}': its sha256 does not match the manifest"
+            f"corrupted partition file '{path}': its sha256 does not match '{manifest}'"
         )
 
 
