@@ -28,6 +28,8 @@ from pathlib import Path
 
 import torch
 
+from graphengine.data.output_files import output_target, replace_file
+
 log = logging.getLogger(__name__)
 
 MAGIC = b"GRAPHENGINE-CHECKPOINT"
@@ -40,23 +42,27 @@ _MAX_HEADER = 256
 
 def write_state(path: str | Path, state: dict) -> None:
     """Write ``state`` (tensors, numbers, strings, lists and dicts of them) to ``path``,
-    through a temporary file so that a crash leaves the previous checkpoint whole."""
-    path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
+    through a temporary file beside it, renamed onto it once whole, so that a crash or a
+    full disk leaves the previous checkpoint whole and no temporary file. A symlinked
+    ``path`` is followed: its target is replaced and the link stays
+    (:mod:`graphengine.data.output_files`).
+
+    Raises:
+        ValueError: ``path`` (or a link's target) exists and is not a regular file (a
+            device, a FIFO, ...): it is neither opened nor replaced.
+        WriteError: (an ``OSError``) the file cannot be written; the message names it and
+            the error.
+    """
+    target = output_target(path, f"checkpoint '{path}'")
     buffer = io.BytesIO()
     torch.save(state, buffer)
     payload = buffer.getvalue()
     digest = hashlib.sha256(payload).hexdigest()
     header = b"%s %d sha256=%s length=%d\n" % (MAGIC, VERSION, digest.encode(), len(payload))
-    remove_stale_temporaries(path)
-    temporary = path.with_name(f"{path.name}.{os.getpid()}.tmp")
-    try:
-        with temporary.open("wb") as f:
-            f.write(header)
-            f.write(payload)
-        temporary.replace(path)
-    finally:
-        temporary.unlink(missing_ok=True)
+    if target.parent.is_dir():
+        remove_stale_temporaries(target)
+    temporary = target.with_name(f"{target.name}.{os.getpid()}.tmp")
+    replace_file(path, target, temporary, [header, payload])
 
 
 def remove_stale_temporaries(path: str | Path) -> list[Path]:

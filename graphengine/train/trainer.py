@@ -17,6 +17,7 @@ import torch
 from tqdm import tqdm
 
 from graphengine.data.disk_io import IoCounters
+from graphengine.data.output_files import append_line
 from graphengine.distributed.liveness import naming_lost_workers
 from graphengine.parallel import Strategy, strategy_for
 from graphengine.runtime import host_memory_cache
@@ -362,7 +363,6 @@ class Trainer:
         if self.strategy.is_writer:
             log.info("%s", summary(metrics))
             if self.config.metrics_path is not None:
-                with self.config.metrics_path.open("a") as f:
-                    f.write(json_line(metrics) + "\n")
+                append_line(self.config.metrics_path, json_line(metrics))
         if self.config.checkpoint is not None:
             self.save_checkpoint(self.config.checkpoint)

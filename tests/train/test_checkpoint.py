@@ -2,18 +2,20 @@
 
 import hashlib
 import os
+import stat
 import subprocess
 import sys
-from pathlib import Path
 
 import pytest
 import torch
 
+from graphengine.data.output_files import WriteError
 from graphengine.datasets import load_dataset
 from graphengine.nn.models import build_model
 from graphengine.parallel import SingleProcess
 from graphengine.train.checkpoint import MAGIC, read_state, write_state
 from graphengine.train.trainer import Trainer
+from tests.helpers.special_files import char_device, fill, tmpfs
 
 
 def state():
@@ -228,10 +230,41 @@ def test_a_failed_write_leaves_no_temporary_file(tmp_path, monkeypatch):
     def no_room(*args):
         raise OSError(28, "No space left on device")
 
-    monkeypatch.setattr(Path, "replace", no_room)
-    with pytest.raises(OSError, match="No space left"):
+    monkeypatch.setattr(os, "replace", no_room)
+    with pytest.raises(WriteError, match=f"'{path}': cannot write it \\(No space left"):
         write_state(path, state())
     assert list(tmp_path.iterdir()) == []
+
+
+def test_a_full_disk_keeps_the_previous_checkpoint_and_no_temporary_file(tmp_path):
+    with tmpfs(tmp_path / "small", size="256k") as small:
+        path = small / "ckpt.pt"
+        write_state(path, {"epoch": 1})
+        fill(small)
+        with pytest.raises(WriteError, match=f"'{path}': cannot write it \\(No space left"):
+            write_state(path, state())
+        (small / "filler").unlink()
+        assert sorted(p.name for p in small.iterdir()) == ["ckpt.pt"]
+        assert read_state(path) == {"epoch": 1}
+
+
+def test_a_symlinked_checkpoint_replaces_its_target_and_stays_a_link(tmp_path):
+    target = tmp_path / "runs" / "ckpt.pt"
+    target.parent.mkdir()
+    write_state(target, {"epoch": 1})
+    link = tmp_path / "latest.pt"
+    link.symlink_to(target)
+    write_state(link, state())
+    assert link.is_symlink() and read_state(target)["epoch"] == 3
+    assert sorted(p.name for p in target.parent.iterdir()) == ["ckpt.pt"]
+
+
+def test_a_device_at_the_checkpoint_path_is_neither_written_nor_replaced(tmp_path):
+    device = char_device(tmp_path / "full")
+    with pytest.raises(ValueError, match="is a character device: expected a regular file"):
+        write_state(device, state())
+    assert stat.S_ISCHR(os.lstat(device).st_mode)
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["full"]
 
 
 def test_resuming_with_another_lr_and_weight_decay_uses_them_and_says_so(dataset, tmp_path, caplog):
