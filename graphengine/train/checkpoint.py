@@ -104,10 +104,13 @@ def read_state(path: str | Path) -> dict:
 
     Raises:
         FileNotFoundError: no file at ``path``.
-        ValueError: the file is not a graphengine checkpoint (no header), has a format
+        ValueError: ``path`` is not a regular file (a FIFO, a device: never read), or the
+            file is not a graphengine checkpoint (no header), has a format
             version this code does not read, or is corrupt (checksum or length mismatch).
     """
     path = Path(path)
+    if path.exists() and not path.is_file():  # a FIFO would block the read, a device not end
+        raise ValueError(f"{path} is not a regular file: expected a graphengine checkpoint")
     data = path.read_bytes()
     newline = data.find(b"\n", 0, _MAX_HEADER)
     if not data.startswith(MAGIC + b" ") or newline < 0:

@@ -7,6 +7,7 @@ import re
 import stat
 import subprocess
 import sys
+import threading
 
 import pytest
 import torch
@@ -17,7 +18,7 @@ from graphengine.nn.models import build_model
 from graphengine.parallel import SingleProcess
 from graphengine.train.checkpoint import MAGIC, read_state, write_state
 from graphengine.train.trainer import Trainer
-from tests.helpers.special_files import char_device, fill, tmpfs
+from tests.helpers.special_files import char_device, fifo, fill, tmpfs
 
 
 def state():
@@ -350,3 +351,21 @@ def test_an_edited_checkpoint_that_still_fits_resumes(dataset, saved_state, tmp_
     path = tmp_path / "same.pt"
     write_state(path, copy.deepcopy(saved_state))
     assert trainer(dataset, path).epoch == 1
+
+
+def test_reading_a_fifo_is_refused_without_opening_it(tmp_path):
+    """A FIFO with no writer blocked the read forever (here: past the thread's wait)."""
+    path = fifo(tmp_path / "fifo")
+    errors = []
+
+    def read():
+        try:
+            read_state(path)
+        except ValueError as error:
+            errors.append(str(error))
+
+    reader = threading.Thread(target=read, daemon=True)
+    reader.start()
+    reader.join(timeout=10)
+    assert not reader.is_alive(), "reading the FIFO blocked"
+    assert errors == [f"{path} is not a regular file: expected a graphengine checkpoint"]
