@@ -110,12 +110,13 @@ def _write_or_truncate(fd: int, data: bytes, size: int, name: str) -> None:
         ) from None
 
 
-def replace_file(path: str | Path, target: Path, temporary: Path, chunks: list[bytes]) -> None:
-    """Replace ``target`` (:func:`output_target` of ``path``) by ``chunks``, written to
-    ``temporary`` (a name beside it) and renamed onto it only once whole and on disk, so
-    that a crash or a full disk leaves the previous file.
+def replace_file(name: str, target: Path, temporary: Path, chunks: list[bytes]) -> None:
+    """Replace ``target`` (an :func:`output_target`) by ``chunks``, written to ``temporary``
+    (a name beside it) and renamed onto it only once whole and on disk, so that a crash or
+    a full disk leaves the previous file. ``name``: how errors call the file
+    (``"checkpoint 'run.pt'"``).
 
-    Raises :class:`WriteError` naming ``path`` when it cannot be written; then ``target`` is
+    Raises :class:`WriteError` naming ``name`` when it cannot be written; then ``target`` is
     as it was and ``temporary`` gone."""
     try:
         try:
@@ -134,5 +135,5 @@ def replace_file(path: str | Path, target: Path, temporary: Path, chunks: list[b
             temporary.unlink(missing_ok=True)
     except OSError as error:
         raise WriteError(
-            f"'{path}': cannot write it ({error.strerror}); the previous file, if any, is kept"
+            f"{name}: cannot write it ({error.strerror}); the previous file, if any, is kept"
         ) from None

@@ -60,7 +60,8 @@ def write_state(path: str | Path, state: dict) -> None:
         WriteError: (an ``OSError``) the file cannot be written; the message names it and
             the error.
     """
-    target = output_target(path, f"checkpoint '{path}'")
+    name = f"checkpoint '{path}'"
+    target = output_target(path, name)
     buffer = io.BytesIO()
     torch.save(state, buffer)
     payload = buffer.getvalue()
@@ -69,7 +70,7 @@ def write_state(path: str | Path, state: dict) -> None:
     if target.parent.is_dir():
         remove_stale_temporaries(target)
     temporary = target.with_name(f"{target.name}.{os.getpid()}.tmp")
-    replace_file(path, target, temporary, [header, payload])
+    replace_file(name, target, temporary, [header, payload])
 
 
 def remove_stale_temporaries(path: str | Path) -> list[Path]:

@@ -234,7 +234,7 @@ def test_a_failed_write_leaves_no_temporary_file(tmp_path, monkeypatch):
         raise OSError(28, "No space left on device")
 
     monkeypatch.setattr(os, "replace", no_room)
-    with pytest.raises(WriteError, match=f"'{path}': cannot write it \\(No space left"):
+    with pytest.raises(WriteError, match=f"checkpoint '{path}': cannot write it \\(No space left"):
         write_state(path, state())
     assert list(tmp_path.iterdir()) == []
 
@@ -244,7 +244,9 @@ def test_a_full_disk_keeps_the_previous_checkpoint_and_no_temporary_file(tmp_pat
         path = small / "ckpt.pt"
         write_state(path, {"epoch": 1})
         fill(small)
-        with pytest.raises(WriteError, match=f"'{path}': cannot write it \\(No space left"):
+        with pytest.raises(
+            WriteError, match=f"checkpoint '{path}': cannot write it \\(No space left"
+        ):
             write_state(path, state())
         (small / "filler").unlink()
         assert sorted(p.name for p in small.iterdir()) == ["ckpt.pt"]
