@@ -43,6 +43,9 @@ _NO_COLUMNS = np.empty(0, dtype=np.int64)
 
 
 SUBGRAPH_TYPES = ("directional", "bidirectional", "induced")
+# The largest fanout: an int32, as PyG's num_neighbors; larger ones overflowed the kernels'
+# int64 sample counts (a Numba TypingError, or "negative dimensions").
+MAX_FANOUT = 2**31 - 1
 TEMPORAL_STRATEGIES = ("uniform", "last")
 
 
@@ -869,12 +872,15 @@ def table_bits_for(num_nodes: int) -> int:
 
 
 def check_fanouts(fanouts: Sequence[int], name: str = "fanouts") -> tuple[int, ...]:
-    """``fanouts`` as a tuple of ints ``>= -1``, or an error that calls it ``name``."""
+    """``fanouts`` as a tuple of ints in ``[-1, MAX_FANOUT]`` (``-1``: all neighbors), or an
+    error that calls it ``name``."""
     if isinstance(fanouts, (str, bytes)) or not isinstance(fanouts, Sequence):
         raise TypeError(f"'{name}' must be a sequence of ints (got {type(fanouts).__name__})")
     out = []
     for f in fanouts:
-        if isinstance(f, bool) or not isinstance(f, (int, np.integer)) or f < -1:
-            raise ValueError(f"'{name}' entries must be ints >= -1 (got {list(fanouts)!r})")
+        if isinstance(f, bool) or not isinstance(f, (int, np.integer)) or not -1 <= f <= MAX_FANOUT:
+            raise ValueError(
+                f"'{name}' entries must be ints >= -1 and <= 2^31 - 1 (got {list(fanouts)!r})"
+            )
         out.append(int(f))
     return tuple(out)

@@ -52,6 +52,7 @@ from pathlib import Path
 
 from graphengine.bench.plan_stats import CANDIDATES, LINKS, compare, summarize
 from graphengine.bench.report import print_report
+from graphengine.data.output_files import append_line
 from graphengine.datasets.catalog import SYNTHETIC
 from graphengine.datasets.dataset import GraphDataset
 from graphengine.datasets.synthetic import generate
@@ -186,8 +187,7 @@ class RawResults:
         self.path = path
 
     def append(self, record: dict) -> None:
-        with open(self.path, "a") as out:
-            out.write(json.dumps(record) + "\n")
+        append_line(self.path, json.dumps(record))
 
 
 def bench_spec(nodes: int, width: int):

@@ -10,7 +10,7 @@ from graphengine.bench.plan_stats import CANDIDATES, LINKS
 from . import options, values
 from .errors import USAGE
 from .output import figure_written
-from .paths import check_figure_file
+from .paths import check_figure_file, check_output_file
 
 log = logging.getLogger(__name__)
 
@@ -116,6 +116,7 @@ def run(args) -> int:
     from graphengine.bench.plan import run as run_bench
     from graphengine.distributed.emulated_cluster import emulation_unavailable
 
+    check_output_file("--out", args.out)
     if args.plot is not None:
         check_figure_file("--plot", args.plot)
     unavailable = emulation_unavailable()

@@ -9,6 +9,7 @@ import argparse
 import logging
 
 from graphengine import distributed
+from graphengine.data.output_files import WriteError
 
 from .paths import check_data_root
 
@@ -19,8 +20,10 @@ LOST_WORKER = distributed.LOST_WORKER
 INTERRUPTED = distributed.INTERRUPTED
 # Exceptions that are the user's to fix: one log line and exit code USAGE, no traceback. A
 # PermissionError is a path the user may not write or read (a read-only --root a dataset
-# must be generated in), whatever the command; its message names the path.
-USER_ERRORS = (ValueError, FileNotFoundError, PermissionError, NotImplementedError)
+# must be generated in), whatever the command; its message names the path. A WriteError is
+# an output file or a dataset that could not be written (a full disk, a read-only file
+# system), named with the error.
+USER_ERRORS = (ValueError, FileNotFoundError, PermissionError, NotImplementedError, WriteError)
 
 
 def run_command(args: argparse.Namespace) -> int:

@@ -98,8 +98,14 @@ def add_clusters_per_batch(
 def add_walk_length(
     parser: argparse.ArgumentParser, help: str, default: int | None = None, shortest: int = 1
 ) -> None:
-    """``--walk-length``: the steps of each GraphSAINT random walk, at least ``shortest``."""
-    parser.add_argument("--walk-length", type=values.at_least(shortest), default=default, help=help)
+    """``--walk-length``: the steps of each GraphSAINT random walk, at least ``shortest``
+    and at most :data:`~graphengine.cli.values.MAX_WALK_LENGTH`."""
+    parser.add_argument(
+        "--walk-length",
+        type=values.between(shortest, values.MAX_WALK_LENGTH, f"[{shortest}, 2^16]"),
+        default=default,
+        help=help,
+    )
 
 
 def add_fanouts(parser: argparse.ArgumentParser, help: str = FANOUTS_HELP) -> None:
@@ -139,7 +145,7 @@ def add_batch_size(parser: argparse.ArgumentParser, help: str = "seeds per batch
 def add_hidden(parser: argparse.ArgumentParser, default: int) -> None:
     """``--hidden``: the model's hidden channels."""
     parser.add_argument(
-        "--hidden", type=values.at_least(1), default=default, help="hidden channels"
+        "--hidden", type=values.hidden, default=default, help="hidden channels, in [1, 2^20]"
     )
 
 
@@ -170,19 +176,13 @@ def add_nproc(parser: argparse.ArgumentParser, help: str) -> None:
     parser.add_argument("--nproc", type=values.at_least(1), default=1, help=help)
 
 
-# The longest --dist-timeout: torch's deadlines (now + timeout, in nanoseconds of an int64)
-# overflow past about 292 years, and a store then fails at once ("timed out after ...").
-MAX_DIST_TIMEOUT_S = 7 * 24 * 3600
-
-
 def add_dist_timeout(parser: argparse.ArgumentParser) -> None:
     """``--dist-timeout``: how long a worker waits for the others before it fails."""
     parser.add_argument(
         "--dist-timeout",
-        type=values.positive_float_at_most(MAX_DIST_TIMEOUT_S),
+        type=values.dist_timeout,
         default=300.0,
-        help=f"seconds a worker waits for the others before failing (at most a week, "
-        f"{MAX_DIST_TIMEOUT_S})",
+        help="seconds a worker waits for the others before failing, in [1, 604800] (a week)",
     )
 
 

@@ -13,16 +13,21 @@ import os
 import tempfile
 from pathlib import Path
 
+from graphengine.data.output_files import output_target
+
 
 def check_output_file(option: str, path: str | Path, replaced: bool = False) -> None:
-    """Refuse ``path`` as the file ``option`` writes: a directory, or a file whose directory
-    is missing, not a directory or not writable. ``replaced``: the writer creates missing
-    directories and writes a temporary file that it renames over ``path`` (a checkpoint), so
-    only the directory needs to be writable; else the file is appended to in place and, if
-    it exists, must itself be writable."""
-    target = Path(path)
-    if target.is_dir():
+    """Refuse ``path`` as the file ``option`` writes: a directory, a character or block
+    device, a FIFO, a socket or a symlink loop (never opened: a device or FIFO would be
+    written, blocked on or replaced), or a file whose directory is missing, not a directory
+    or not writable. A symlink is followed: its final target is what is checked and
+    written, a dangling link's target is created (:mod:`graphengine.data.output_files`).
+    ``replaced``: the writer creates missing directories and writes a temporary file that
+    it renames over the target (a checkpoint), so only the directory needs to be writable;
+    else the file is appended to in place and, if it exists, must itself be writable."""
+    if Path(path).is_dir():
         raise ValueError(f"{option} '{path}' is a directory: expected a file to write")
+    target = output_target(path, f"{option} '{path}'")
     if not replaced and target.exists() and not os.access(target, os.W_OK):
         raise ValueError(f"{option} '{path}' is not writable")
     directory = _existing_ancestor(target.parent) if replaced else target.parent

@@ -227,9 +227,9 @@ def _add_evaluation_options(train: argparse.ArgumentParser) -> None:
     )
     train.add_argument(
         "--num-workers",
-        type=values.at_least(0),
+        type=values.between(0, values.MAX_THREADS),
         default=1,
-        help="sampling threads (0: load in the training thread)",
+        help=f"sampling threads, at most {values.MAX_THREADS} (0: load in the training thread)",
     )
     train.add_argument("--checkpoint", help="save every epoch to this file; resume if it exists")
     train.add_argument("--metrics", help="append per-epoch JSON lines to this file")

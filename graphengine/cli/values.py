@@ -10,6 +10,7 @@ import re
 
 from graphengine.data.sizes import BYTE_UNITS, parse_size
 from graphengine.datasets.papers import MAX_SCALE
+from samplers.neighbor import MAX_FANOUT
 
 
 def at_least(low: int):
@@ -67,10 +68,13 @@ def ints(text: str) -> list[int]:
 
 
 def fanouts(text: str) -> list[int]:
-    """Neighbors per hop, comma-separated; ``-1`` takes all of them."""
+    """Neighbors per hop, comma-separated, each in ``[-1, MAX_FANOUT]``; ``-1`` takes all
+    of them."""
     values = ints(text)
     if any(v < -1 for v in values):
         raise argparse.ArgumentTypeError(f"fanouts must be >= -1 (got {text!r})")
+    if any(v > MAX_FANOUT for v in values):
+        raise argparse.ArgumentTypeError(f"fanouts must be <= 2^31 - 1 (got {text!r})")
     return values
 
 
@@ -85,24 +89,46 @@ def finite_float(text: str) -> float:
     return value
 
 
+def float_between(low: float, high: float, shown: str | None = None):
+    """An argparse type: a finite float in ``[low, high]`` (``shown``: how errors write the
+    range)."""
+    shown = shown or f"[{low}, {high}]"
+
+    def parse(text: str) -> float:
+        value = finite_float(text)
+        if not low <= value <= high:
+            raise argparse.ArgumentTypeError(f"must be in {shown} (got {text})")
+        return value
+
+    return parse
+
+
+#: How long a worker waits for the others, in seconds: a second at least (below, the
+#: rendezvous itself times out, inside torch's TCPStore), a week at most.
+dist_timeout = float_between(1, 7 * 24 * 3600, "[1, 604800] seconds")
+
+#: A model's hidden channels: 2^20 makes a hidden layer of 2^40 weights (4 TiB), past any
+#: machine; within it, the memory a model needs is checked as it is built
+#: (:func:`graphengine.nn.models.check_training_memory`), and its counts stay in int64.
+MAX_HIDDEN = 2**20
+hidden = between(1, MAX_HIDDEN, "[1, 2^20]")
+
+
+#: GraphSAINT's longest walk: each batch holds its walks' nodes, batch size x (length + 1)
+#: int64s, which a billion steps made an allocation of terabytes.
+MAX_WALK_LENGTH = 2**16
+
+#: The most loading threads: each holds batches in flight, and a hundred thousand of them
+#: took most of a minute to start for an epoch of one second.
+MAX_THREADS = 1024
+
+
 def positive_float(text: str) -> float:
     """A finite float > 0."""
     value = finite_float(text)
     if value <= 0:
         raise argparse.ArgumentTypeError(f"must be > 0 (got {value})")
     return value
-
-
-def positive_float_at_most(high: float):
-    """An argparse type: a float in ``(0, high]``."""
-
-    def parse(text: str) -> float:
-        value = positive_float(text)
-        if value > high:
-            raise argparse.ArgumentTypeError(f"must be in (0, {high:g}] (got {value:g})")
-        return value
-
-    return parse
 
 
 def nonnegative_float(text: str) -> float:

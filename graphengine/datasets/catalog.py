@@ -15,6 +15,7 @@ from graphengine.datasets.hetero import HeteroGraphDataset, HeteroSpec, generate
 from graphengine.datasets.ogb import OGB, convert_ogb
 from graphengine.datasets.papers import PapersSpec, store_name, write_papers
 from graphengine.datasets.synthetic import SyntheticSpec, generate
+from graphengine.datasets.writing import writing_store
 
 log = logging.getLogger(__name__)
 
@@ -212,8 +213,8 @@ def load_dataset(
     except FileNotFoundError:
         pass
     log.info("generating %s under %s", name, cache)
-    dataset = generate(name, SYNTHETIC[name])
-    dataset.save(cache)
+    with writing_store(name, cache):
+        generate(name, SYNTHETIC[name]).save(cache)
     return GraphDataset.load(cache, mmap=mmap)
 
 
@@ -225,7 +226,8 @@ def load_ogb(name: str, root: Path, progress: bool = False) -> GraphDataset:
     except FileNotFoundError:
         pass
     log.info("converting %s from %s", name, root / OGB[name].folder)
-    return convert_ogb(name, root, progress=progress)
+    with writing_store(name, CATALOG[name].location(root)):
+        return convert_ogb(name, root, progress=progress)
 
 
 def papers_scale(name: str) -> int | None:
@@ -251,7 +253,8 @@ def load_papers(root: Path, scale: int, progress: bool = False) -> GraphDataset:
         cache,
         spec.disk_bytes() / 1e9,
     )
-    return write_papers(spec, cache, progress=progress)
+    with writing_store(store_name(scale), cache):
+        return write_papers(spec, cache, progress=progress)
 
 
 def is_heterogeneous(name: str) -> bool:
@@ -282,7 +285,8 @@ def load_hetero_dataset(
     except FileNotFoundError:
         pass
     log.info("generating %s under %s", name, cache)
-    generate_hetero(name, HETERO[name]).save(cache)
+    with writing_store(name, cache):
+        generate_hetero(name, HETERO[name]).save(cache)
     return HeteroGraphDataset.load(cache, mmap=mmap)
 
 
@@ -305,7 +309,8 @@ def _with_features(name: str, root: Path, mmap: bool, num_features: int) -> Grap
     except FileNotFoundError:
         pass
     log.info("generating %s under %s", variant, cache)
-    generate(variant, dataclasses.replace(spec, num_features=num_features)).save(cache)
+    with writing_store(variant, cache):
+        generate(variant, dataclasses.replace(spec, num_features=num_features)).save(cache)
     return GraphDataset.load(cache, mmap=mmap)
 
 

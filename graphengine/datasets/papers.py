@@ -33,6 +33,7 @@ from tqdm import tqdm
 
 from graphengine.data.format import NpyWriter
 from graphengine.data.graph_store import write_graph_manifest
+from graphengine.data.output_files import WriteError
 from graphengine.datasets.dataset import GraphDataset, write_dataset_manifest
 from graphengine.datasets.synthetic import draw_weighted
 
@@ -89,14 +90,15 @@ def write_papers(spec: PapersSpec, path: str | Path, progress: bool = False) -> 
     open it memory-mapped. The manifests are written last, so an interrupted run leaves a
     folder that does not open and is generated again.
 
-    Raises ``OSError`` when the disk lacks :meth:`PapersSpec.disk_bytes` (checked first).
+    Raises :class:`~graphengine.data.output_files.WriteError` (an ``OSError``) when the disk
+    lacks :meth:`PapersSpec.disk_bytes` (checked first).
     """
     path = Path(path)
     (path / "graph").mkdir(parents=True, exist_ok=True)
     free = shutil.disk_usage(path).free
     edge_bytes = int(spec.num_nodes * spec.mean_degree * 8)  # the edges are copied at the end
     if free < spec.disk_bytes() * 1.05 + edge_bytes:
-        raise OSError(
+        raise WriteError(
             f"synthetic-papers at scale {spec.scale} needs about {spec.disk_bytes() / 1e9:.1f} GB "
             f"on disk (and {edge_bytes / 1e9:.1f} GB more while written); '{path}' has "
             f"{free / 1e9:.1f} GB free"

@@ -5,6 +5,8 @@ from __future__ import annotations
 import torch
 from torch_geometric.nn import GAT, GCN, GIN, GraphSAGE, to_hetero
 
+from graphengine.data.memory import available_memory
+
 #: The models ``graphengine train --model`` builds, by name: PyG's ``GraphSAGE``, ``GCN``,
 #: ``GIN`` and ``GAT`` (:func:`build_model`).
 MODELS = {"sage": GraphSAGE, "gcn": GCN, "gin": GIN, "gat": GAT}
@@ -40,7 +42,8 @@ def build_model(
 
     Raises:
         ValueError: an unknown ``name``; with ``metadata``, a model other than ``sage`` or
-            ``in_channels`` that does not give every node type's width.
+            ``in_channels`` that does not give every node type's width; a homogeneous
+            model too large to train in the memory available (:func:`check_training_memory`).
     """
     if name not in MODELS:
         raise ValueError(f"'model' must be one of {sorted(MODELS)} (got {name!r})")
@@ -53,13 +56,37 @@ def build_model(
             "'in_channels' per node type builds a heterogeneous model: pass the data's "
             "'metadata' too"
         )
-    return MODELS[name](
-        in_channels=in_channels,
-        hidden_channels=hidden_channels,
-        out_channels=out_channels,
-        num_layers=num_layers,
-        dropout=dropout,
-    )
+
+    def build() -> torch.nn.Module:
+        return MODELS[name](
+            in_channels=in_channels,
+            hidden_channels=hidden_channels,
+            out_channels=out_channels,
+            num_layers=num_layers,
+            dropout=dropout,
+        )
+
+    with torch.device("meta"):  # shapes only: nothing allocated
+        shapes = build()
+    check_training_memory(shapes, f"the {name} model of {hidden_channels} hidden channels")
+    return build()
+
+
+def check_training_memory(model: torch.nn.Module, what: str) -> None:
+    """Refuse ``model`` (``what``, in the error) when training it would take more memory
+    than the process can still allocate (:func:`~graphengine.data.memory.available_memory`):
+    its parameters, their gradients and Adam's two moments, four float copies. Else the
+    allocator fails with a traceback as the model is built, or the machine swaps.
+
+    Raises ``ValueError`` naming ``what``, the bytes needed and the bytes available."""
+    needed = 4 * sum(p.numel() * p.element_size() for p in model.parameters())
+    available = available_memory()
+    if available is not None and needed > available:
+        raise ValueError(
+            f"{what} needs {needed / 2**30:.1f} GiB to train (parameters, gradients and "
+            f"Adam's moments), more than the {available / 2**30:.1f} GiB of memory available: "
+            "lower the hidden channels (--hidden)"
+        )
 
 
 def check_hetero_model(name: str) -> None:

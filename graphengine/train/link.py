@@ -17,6 +17,7 @@ from torch_geometric.utils import is_undirected
 from tqdm import tqdm
 
 from graphengine.data.graph_store import Graph
+from graphengine.data.output_files import append_line
 from graphengine.datasets.dataset import GraphDataset
 from graphengine.loader.link_neighbor_loader import LinkNeighborLoader
 from graphengine.nn.blocks import supports_layerwise
@@ -177,8 +178,7 @@ class LinkTrainer:
             history.append(metrics)
             log.info("%s", _summary(metrics))
             if self.metrics_path is not None:
-                with self.metrics_path.open("a") as f:
-                    f.write(json_line(metrics) + "\n")
+                append_line(self.metrics_path, json_line(metrics))
             if on_epoch is not None:
                 on_epoch(metrics)
         return history

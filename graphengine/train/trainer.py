@@ -17,11 +17,19 @@ import torch
 from tqdm import tqdm
 
 from graphengine.data.disk_io import IoCounters
+from graphengine.data.output_files import append_line
 from graphengine.distributed.liveness import naming_lost_workers
 from graphengine.parallel import Strategy, strategy_for
 from graphengine.runtime import host_memory_cache
 from graphengine.train.batches import TrainingBatches, training_batches
-from graphengine.train.checkpoint import check_trained_on, read_state, trained_on, write_state
+from graphengine.train.checkpoint import (
+    check_resume_fields,
+    check_trained_on,
+    described,
+    read_state,
+    trained_on,
+    write_state,
+)
 from graphengine.train.config import TrainConfig
 from graphengine.train.evaluate import Evaluator
 from graphengine.train.metrics import check_finite_loss, json_line, summary, traffic_metrics
@@ -183,6 +191,9 @@ class Trainer:
         Raises:
             WorkerLost: (:class:`graphengine.distributed.WorkerLost`) a collective failed
                 because other workers stopped answering; the message names them.
+            WriteError: (:class:`graphengine.data.output_files.WriteError`, an ``OSError``)
+                the metrics line or the checkpoint could not be written (a full disk); the
+                message names the file, which is left as it was.
         """
         check_schedule(epochs, eval_every)
         history = []
@@ -294,19 +305,47 @@ class Trainer:
         ``weight_decay`` trains on with the new ones, and the log says which changed.
 
         Raises:
-            ValueError: ``path`` is not a graphengine checkpoint, is corrupt, or was
-                trained on another model or dataset (the message says what differs).
+            ValueError: ``path`` is not a graphengine checkpoint, is corrupt, was trained
+                on another model or dataset (the message says what differs), or a field
+                it holds is of the wrong type, range or shape (the message names it).
         """
         state = read_state(path)
+        check_resume_fields(state, path, torch.get_rng_state().numel())
         check_trained_on(state.get("trained_on"), trained_on(self.model, self.dataset), path)
-        self.model.load_state_dict(state["model"])
+        try:
+            self.model.load_state_dict(state["model"])
+        except RuntimeError as error:  # names or shapes not this model's
+            shown = " ".join(str(error).split())  # torch's message spans lines
+            raise ValueError(
+                f"checkpoint '{path}': 'model' does not fit the model: {shown}"
+            ) from None
         self.strategy.reshard_model(self.batches.train_module)
-        self.optimizer.load_state_dict(self._own_optimizer_state(state["optimizer"], path))
+        self._load_optimizer_state(self._own_optimizer_state(state["optimizer"], path), path)
         self._apply_optimizer_settings(path)
-        self.epoch = int(state["epoch"])
+        self.epoch = state["epoch"]
         rng_states = state["torch_rng"]
         torch.set_rng_state(rng_states[self.rank % len(rng_states)])
         log.info("resumed from %s at epoch %d", path, self.epoch)
+
+    def _load_optimizer_state(self, saved: dict, path: str | Path) -> None:
+        """Load ``saved`` (a state_dict checked for its form) into the optimizer, refusing
+        one of other parameter groups or whose per-parameter tensors (Adam's moments) are
+        not their parameter's shape: they would fail, or broadcast, at the first step."""
+        try:
+            self.optimizer.load_state_dict(saved)
+        except (ValueError, KeyError, TypeError, RuntimeError) as error:
+            shown = " ".join(str(error).split())
+            raise ValueError(
+                f"checkpoint '{path}': 'optimizer' does not fit this model's optimizer ({shown})"
+            ) from None
+        for parameter, moments in self.optimizer.state.items():
+            for name, value in moments.items():
+                if not _fits(name, value, parameter):
+                    raise ValueError(
+                        f"checkpoint '{path}': 'optimizer' state {name!r} of a parameter of "
+                        f"shape {list(parameter.shape)} (got {described(value)}), expected a "
+                        "tensor of that shape (a step count >= 0 for 'step')"
+                    )
 
     def _apply_optimizer_settings(self, path: str | Path) -> None:
         """Put this run's ``lr`` and ``weight_decay`` back into the optimizer after a
@@ -362,7 +401,16 @@ class Trainer:
         if self.strategy.is_writer:
             log.info("%s", summary(metrics))
             if self.config.metrics_path is not None:
-                with self.config.metrics_path.open("a") as f:
-                    f.write(json_line(metrics) + "\n")
+                append_line(self.config.metrics_path, json_line(metrics))
         if self.config.checkpoint is not None:
             self.save_checkpoint(self.config.checkpoint)
+
+
+def _fits(name: str, value, parameter: torch.Tensor) -> bool:
+    """Whether an optimizer's per-parameter state ``name`` can be ``value``: a step count
+    (one number >= 0) for ``step``, else a tensor of ``parameter``'s shape."""
+    if not isinstance(value, torch.Tensor):
+        return False
+    if name == "step":
+        return value.numel() == 1 and bool(value >= 0)
+    return value.shape == parameter.shape

@@ -6,6 +6,7 @@ import dataclasses
 import json
 import math
 import os
+import stat
 import subprocess
 import sys
 
@@ -18,6 +19,7 @@ from graphengine.cli import main
 from graphengine.cli.paths import check_output_file
 from graphengine.datasets import load_dataset
 from graphengine.train.metrics import json_line
+from tests.helpers.special_files import char_device, fifo, fill, tmpfs, unix_socket
 
 SMALL = ["--fanouts", "4,4", "--batch-size", "400", "--hidden", "16", "--no-progress"]
 
@@ -83,6 +85,43 @@ def test_unwritable_output_paths_are_refused_before_the_dataset_is_opened(tmp_pa
     assert list(root.iterdir()) == []  # refused before synthetic-small was generated
 
 
+def test_devices_fifos_and_sockets_are_refused_before_training_and_left_alone(tmp_path, caplog):
+    """A checkpoint path at /dev/full used to become a regular file, a metrics FIFO with no
+    reader blocked the end of the first epoch: every output option refuses a target that
+    is not a regular file, followed through a symlink, before the dataset is opened."""
+    root = tmp_path / "root"
+    root.mkdir()
+    device = char_device(tmp_path / "full")
+    link = tmp_path / "link"
+    link.symlink_to(device)
+    pipe = fifo(tmp_path / "fifo")
+    with unix_socket(tmp_path / "sock") as sock:
+        cases = [
+            (["train", "--checkpoint", str(device)], f"--checkpoint '{device}' is a character"),
+            (["train", "--checkpoint", str(link)], f"--checkpoint '{link}' is a character"),
+            (["train", "--metrics", str(pipe)], f"--metrics '{pipe}' is a FIFO"),
+            (["train", "--metrics", str(sock)], f"--metrics '{sock}' is a socket"),
+            (["plot", str(tmp_path / "m.jsonl"), "--out", str(device)], "--out '"),
+        ]
+        for argv, message in cases:
+            caplog.clear()
+            assert main([*argv, "--root", str(root)] if argv[0] == "train" else argv) == 2
+            assert message in caplog.text and len(caplog.records) == 1, caplog.text
+    assert stat.S_ISCHR(os.lstat(device).st_mode) and link.is_symlink()
+    assert stat.S_ISFIFO(os.lstat(pipe).st_mode)
+    assert list(root.iterdir()) == []  # refused before synthetic-small was generated
+
+
+def test_a_full_disk_under_metrics_is_one_line_and_no_partial_json(data_root, tmp_path, caplog):
+    with tmpfs(tmp_path / "small") as small:
+        metrics = small / "m.jsonl"
+        fill(small)
+        argv = ["train", "--root", data_root, "--epochs", "1", "--eval-every", "0", *SMALL]
+        assert main([*argv, "--metrics", str(metrics)]) == 2
+        assert f"'{metrics}': cannot append a line (No space left on device)" in caplog.text
+        assert metrics.read_bytes() == b""
+
+
 def test_a_read_only_directory_is_refused_unless_root_can_write_there(tmp_path):
     """Writability is tried by creating a file: root writes in a read-only directory, so
     there the check passes (the checkpoint would be written); anyone else is refused."""
@@ -107,6 +146,13 @@ def test_a_read_only_directory_is_refused_unless_root_can_write_there(tmp_path):
         (["train", "--seed", str(2**64)], r"argument --seed: must be in [0, 2^63 - 1]"),
         (["train", "--seed", "-1"], r"argument --seed: must be in [0, 2^63 - 1] (got -1)"),
         (["partition", "--seed", str(2**63)], r"argument --seed: must be in [0, 2^63 - 1]"),
+        (["train", "--fanouts", "99999999999999999999"], "argument --fanouts: fanouts must be <="),
+        (["train", "--fanouts", f"5,{2**63 - 1}"], "argument --fanouts: fanouts must be <= 2^31"),
+        (["train", "--dist-timeout", "1e-9"], "--dist-timeout: must be in [1, 604800] seconds"),
+        (["train", "--dist-timeout", "nan"], "argument --dist-timeout: expected a finite number"),
+        (["train", "--hidden", str(10**12)], "argument --hidden: must be in [1, 2^20]"),
+        (["train", "--walk-length", str(10**9)], "argument --walk-length: must be in [1, 2^16]"),
+        (["train", "--num-workers", "100000"], "argument --num-workers: must be in [0, 1024]"),
     ],
 )
 def test_out_of_range_sizes_and_seeds_name_their_option_and_range(argv, message, capsys):

@@ -1,19 +1,24 @@
 """Checkpoint files: checksummed, refused when foreign or damaged, tied to model and dataset."""
 
+import copy
 import hashlib
 import os
+import re
+import stat
 import subprocess
 import sys
-from pathlib import Path
+import threading
 
 import pytest
 import torch
 
+from graphengine.data.output_files import WriteError
 from graphengine.datasets import load_dataset
 from graphengine.nn.models import build_model
 from graphengine.parallel import SingleProcess
 from graphengine.train.checkpoint import MAGIC, read_state, write_state
 from graphengine.train.trainer import Trainer
+from tests.helpers.special_files import char_device, fifo, fill, tmpfs
 
 
 def state():
@@ -228,10 +233,43 @@ def test_a_failed_write_leaves_no_temporary_file(tmp_path, monkeypatch):
     def no_room(*args):
         raise OSError(28, "No space left on device")
 
-    monkeypatch.setattr(Path, "replace", no_room)
-    with pytest.raises(OSError, match="No space left"):
+    monkeypatch.setattr(os, "replace", no_room)
+    with pytest.raises(WriteError, match=f"checkpoint '{path}': cannot write it \\(No space left"):
         write_state(path, state())
     assert list(tmp_path.iterdir()) == []
+
+
+def test_a_full_disk_keeps_the_previous_checkpoint_and_no_temporary_file(tmp_path):
+    with tmpfs(tmp_path / "small", size="256k") as small:
+        path = small / "ckpt.pt"
+        write_state(path, {"epoch": 1})
+        fill(small)
+        with pytest.raises(
+            WriteError, match=f"checkpoint '{path}': cannot write it \\(No space left"
+        ):
+            write_state(path, state())
+        (small / "filler").unlink()
+        assert sorted(p.name for p in small.iterdir()) == ["ckpt.pt"]
+        assert read_state(path) == {"epoch": 1}
+
+
+def test_a_symlinked_checkpoint_replaces_its_target_and_stays_a_link(tmp_path):
+    target = tmp_path / "runs" / "ckpt.pt"
+    target.parent.mkdir()
+    write_state(target, {"epoch": 1})
+    link = tmp_path / "latest.pt"
+    link.symlink_to(target)
+    write_state(link, state())
+    assert link.is_symlink() and read_state(target)["epoch"] == 3
+    assert sorted(p.name for p in target.parent.iterdir()) == ["ckpt.pt"]
+
+
+def test_a_device_at_the_checkpoint_path_is_neither_written_nor_replaced(tmp_path):
+    device = char_device(tmp_path / "full")
+    with pytest.raises(ValueError, match="is a character device: expected a regular file"):
+        write_state(device, state())
+    assert stat.S_ISCHR(os.lstat(device).st_mode)
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["full"]
 
 
 def test_resuming_with_another_lr_and_weight_decay_uses_them_and_says_so(dataset, tmp_path, caplog):
@@ -243,3 +281,93 @@ def test_resuming_with_another_lr_and_weight_decay_uses_them_and_says_so(dataset
     assert resumed.optimizer.state  # Adam's moments still come from the checkpoint
     assert "lr=0.01 (the checkpoint was trained with 0.003)" in caplog.text
     assert "weight_decay=0.001 (the checkpoint was trained with 0)" in caplog.text
+
+
+@pytest.fixture(scope="module")
+def saved_state(dataset, tmp_path_factory):
+    """The state a one-epoch run saved, to edit into bad checkpoints."""
+    path = tmp_path_factory.mktemp("saved") / "ckpt.pt"
+    trainer(dataset, path).fit(1, eval_every=0)
+    return read_state(path)
+
+
+def _moment(state, name, value):
+    state["optimizer"]["state"][0][name] = value
+
+
+BAD_FIELDS = [
+    # (what to change, the field and value the error names)
+    (lambda s: s.update(epoch=-3), r"'epoch' \(got -3\), expected an int >= 0"),
+    (lambda s: s.update(epoch=1.5), r"'epoch' \(got 1\.5\)"),
+    (lambda s: s.update(epoch=True), r"'epoch' \(got True\)"),
+    (lambda s: s.pop("model"), r"fields \(got none of \['model'\]\)"),
+    (lambda s: s.update(torch_rng=[]), r"'torch_rng' \(got a list of 0\), expected a non-empty"),
+    (
+        lambda s: s.update(torch_rng=[torch.zeros(8, dtype=torch.uint8)]),
+        r"'torch_rng'\[0\] \(got a torch.uint8 tensor of shape \[8\]\), expected a uint8 tensor",
+    ),
+    (
+        lambda s: s["model"].update({"convs.0.lin_l.weight": [1.0]}),
+        r"'model' entry 'convs.0.lin_l.weight' \(got a list of 1\), expected a tensor",
+    ),
+    (lambda s: s["model"].pop("convs.0.lin_l.bias"), r"'model' does not fit the model: .*Missing"),
+    (lambda s: s.update(optimizer={"state": {}}), r"'optimizer' \(got a dict of 1\)"),
+    (
+        lambda s: s["optimizer"]["param_groups"][0].update(params=[0]),
+        r"'optimizer' does not fit this model's optimizer",
+    ),
+    (
+        lambda s: _moment(s, "exp_avg", torch.zeros(1)),
+        r"'optimizer' state 'exp_avg' of a parameter of shape \[16, 32\] \(got a torch.float32 "
+        r"tensor holding 0\.0\), expected a tensor of that shape",
+    ),
+    (lambda s: _moment(s, "step", torch.tensor(-1.0)), r"'optimizer' state 'step'.*holding -1\.0"),
+    (lambda s: s.update(trained_on=[]), r"'trained_on' \(got a list of 0\)"),
+]
+
+
+@pytest.mark.parametrize("change, message", BAD_FIELDS)
+def test_a_field_of_the_wrong_type_or_range_is_refused_naming_it(
+    dataset, saved_state, tmp_path, change, message
+):
+    """Checkpoints framed by the writer (a valid checksum) around edited states: each field
+    a resume reads is checked (epoch -3 trained 5 epochs of 2, an empty RNG list divided by
+    zero, a missing model was a KeyError)."""
+    state = copy.deepcopy(saved_state)
+    change(state)
+    path = tmp_path / "edited.pt"
+    write_state(path, state)
+    with pytest.raises(ValueError, match=f"checkpoint '{re.escape(str(path))}': {message}"):
+        trainer(dataset, path)
+
+
+def test_a_payload_that_is_not_a_dict_is_refused(dataset, tmp_path):
+    path = tmp_path / "list.pt"
+    write_state(path, [1, 2])
+    with pytest.raises(ValueError, match=r"its contents \(got list\), expected a dict"):
+        trainer(dataset, path)
+
+
+def test_an_edited_checkpoint_that_still_fits_resumes(dataset, saved_state, tmp_path):
+    """The checks refuse no valid state: the saved one, rewritten, resumes at its epoch."""
+    path = tmp_path / "same.pt"
+    write_state(path, copy.deepcopy(saved_state))
+    assert trainer(dataset, path).epoch == 1
+
+
+def test_reading_a_fifo_is_refused_without_opening_it(tmp_path):
+    """A FIFO with no writer blocked the read forever (here: past the thread's wait)."""
+    path = fifo(tmp_path / "fifo")
+    errors = []
+
+    def read():
+        try:
+            read_state(path)
+        except ValueError as error:
+            errors.append(str(error))
+
+    reader = threading.Thread(target=read, daemon=True)
+    reader.start()
+    reader.join(timeout=10)
+    assert not reader.is_alive(), "reading the FIFO blocked"
+    assert errors == [f"{path} is not a regular file: expected a graphengine checkpoint"]

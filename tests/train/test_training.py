@@ -12,6 +12,7 @@ from graphengine.cli import main
 from graphengine.datasets import load_dataset
 from graphengine.nn.models import build_model
 from graphengine.train.labels import seed_labels
+from graphengine.train.subgraph import SubgraphSampling
 from graphengine.train.trainer import Trainer
 
 
@@ -215,3 +216,22 @@ def test_cli_datasets_lists_catalog(tmp_path, capsys):
     out = capsys.readouterr().out.strip().splitlines()
     assert any(line.startswith("synthetic-products") for line in out)
     assert json.loads(out[-1])["root"] == str(tmp_path)
+
+
+@pytest.mark.parametrize("sampler", ["neighbor", "cluster"])
+def test_a_model_with_fewer_outputs_than_classes_is_refused_naming_both(tmp_path, sampler):
+    """A user's model of 4 outputs on a dataset of 8 classes failed inside the loss as
+    torch's "Target 4 is out of bounds"; now the first batch names the output and the
+    classes, before any step changes a weight."""
+    dataset = load_dataset("synthetic-small", root=tmp_path)
+    torch.manual_seed(0)
+    narrow = FeaturesOnly([dataset.num_features, 16, 4])
+    before = torch.cat([p.detach().flatten().clone() for p in narrow.parameters()])
+    if sampler == "cluster":
+        sampler = SubgraphSampling("cluster", num_parts=8, clusters_per_batch=2)
+    trainer = Trainer(narrow, dataset, fanouts=[5], batch_size=512, progress=False, sampler=sampler)
+    with pytest.raises(
+        ValueError, match=r"output has shape \[\d+, 4\], for a dataset of 8 classes"
+    ):
+        trainer.fit(1)
+    assert torch.equal(torch.cat([p.detach().flatten() for p in narrow.parameters()]), before)

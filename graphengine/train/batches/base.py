@@ -79,6 +79,20 @@ class TrainingBatches(ABC):
         """The mean loss of ``batch``'s labelled nodes, their logits ``[n, num_classes]`` and
         labels (int64 ``[n]``); the caller differentiates the loss."""
 
+    def check_logits(self, logits: torch.Tensor) -> None:
+        """Refuse a model's ``logits`` unless they are ``[n, num_classes]`` or wider, one
+        column a class of the dataset: a narrower output failed inside the loss as torch's
+        "Target 4 is out of bounds", naming neither the model's width nor the classes.
+
+        Raises ``ValueError`` naming the output's shape and the dataset's classes."""
+        classes = int(self.dataset.num_classes)
+        if logits.dim() != 2 or logits.size(1) < classes:
+            raise ValueError(
+                f"the model's output has shape {list(logits.shape)}, for a dataset of "
+                f"{classes} classes: expected [nodes, {classes}] logits, one column a class "
+                f"(build the model with out_channels={classes})"
+            )
+
     def feature_bytes(self, batch) -> int:
         """Bytes of feature rows gathered into ``batch``."""
         if hasattr(batch, "feature_bytes"):
@@ -110,6 +124,7 @@ class SeedBatches(TrainingBatches):
 
     def loss(self, batch) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
         logits = self.train_module(batch)
+        self.check_logits(logits)
         target = seed_labels(seed_store(batch, self.target), self.labels)
         # A worker of a partitioned graph may get no seeds for a step; it still takes part in
         # the gradients' all-reduce, with zeros.

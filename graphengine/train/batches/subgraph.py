@@ -53,5 +53,6 @@ class SubgraphBatches(TrainingBatches):
     def loss(self, batch) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
         batch = batch.to(self.device)
         logits = self.train_module(batch)
+        self.check_logits(logits)
         loss, target = subgraph_loss(logits, batch)
         return loss, logits, target
