@@ -23,13 +23,14 @@ import numpy as np
 FEATURE_DTYPE = "float32"  # what feature tables hold on disk and in batches
 # What an array file may hold: booleans, integers and floats (never objects or strings).
 _ARRAY_KINDS = "biuf"
-_FILE_KINDS = {
-    stat.S_IFIFO: "a FIFO",
-    stat.S_IFSOCK: "a socket",
-    stat.S_IFCHR: "a character device",
-    stat.S_IFBLK: "a block device",
-    stat.S_IFDIR: "a directory",
-}
+# What each kind of file that is not a regular one is called in errors.
+_SPECIAL_KINDS = (
+    (stat.S_ISDIR, "a directory"),
+    (stat.S_ISCHR, "a character device"),
+    (stat.S_ISBLK, "a block device"),
+    (stat.S_ISFIFO, "a FIFO"),
+    (stat.S_ISSOCK, "a socket"),
+)
 # What np.load raises on a damaged .npz (found by flipping and truncating every byte of one):
 # the zip reader's errors (a bad CRC, a truncated member, an unknown compression method), the
 # .npy header parser's, and zlib's for a compressed member.
@@ -46,8 +47,17 @@ _DAMAGED_NPZ = (
 
 
 def write_manifest(path: Path, fmt: str, version: int, fields: dict) -> None:
-    """Write ``{"format": fmt, "version": version, **fields}`` as indented JSON."""
-    path.write_text(json.dumps({"format": fmt, "version": version, **fields}, indent=2) + "\n")
+    """Write ``{"format": fmt, "version": version, **fields}`` as indented JSON, through a
+    temporary file renamed onto ``path``: the manifest marks its folder complete, so a
+    crash or a full disk must leave no manifest rather than a cut one."""
+    temporary = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+    try:
+        temporary.write_text(
+            json.dumps({"format": fmt, "version": version, **fields}, indent=2) + "\n"
+        )
+        os.replace(temporary, path)
+    finally:
+        temporary.unlink(missing_ok=True)
 
 
 def read_manifest(
@@ -192,9 +202,17 @@ def check_regular_file(path: Path, what: str, manifest: Path | None = None) -> N
                 f"{what} '{path}'{listed} is a symlink loop, expected a file"
             ) from None
         raise ValueError(f"{what} '{path}'{listed} cannot be read: {error.strerror}") from None
-    if not stat.S_ISREG(mode):
-        kind = _FILE_KINDS.get(stat.S_IFMT(mode), "not a regular file")
+    kind = special_kind(mode)
+    if kind is not None:
         raise ValueError(f"{what} '{path}'{listed} is {kind}, expected a regular file")
+
+
+def special_kind(mode: int) -> str | None:
+    """What a file of ``st_mode`` ``mode`` is when it is not a regular file (``"a FIFO"``);
+    ``None`` for a regular file."""
+    if stat.S_ISREG(mode):
+        return None
+    return next((kind for test, kind in _SPECIAL_KINDS if test(mode)), "not a regular file")
 
 
 def load_array(

@@ -19,17 +19,9 @@ from __future__ import annotations
 
 import errno
 import os
-import stat
 from pathlib import Path
 
-# What each kind of non-regular file is called in errors.
-_KINDS = (
-    (stat.S_ISDIR, "a directory"),
-    (stat.S_ISCHR, "a character device"),
-    (stat.S_ISBLK, "a block device"),
-    (stat.S_ISFIFO, "a FIFO"),
-    (stat.S_ISSOCK, "a socket"),
-)
+from graphengine.data.format import special_kind
 
 
 class WriteError(OSError):
@@ -60,15 +52,6 @@ def output_target(path: str | Path, name: str) -> Path:
         shown = f" (a link to '{target}')" if path.is_symlink() else ""
         raise ValueError(f"{name} is {kind}{shown}: expected a regular file to write")
     return target
-
-
-def special_kind(mode: int) -> str | None:
-    """What a file of ``st_mode`` ``mode`` is when it is not a regular file (``"a FIFO"``);
-    ``None`` for a regular file."""
-    for test, kind in _KINDS:
-        if test(mode):
-            return kind
-    return None
 
 
 def append_line(path: str | Path, line: str) -> None:

@@ -315,3 +315,19 @@ def test_a_manifest_or_graph_folder_linked_outside_the_store_is_not_read(saved, 
     (saved / linked).symlink_to(outside)
     with pytest.raises(ValueError, match=r"leads outside"):
         GraphDataset.load(saved)
+
+
+def test_a_manifest_that_cannot_be_written_whole_leaves_none(tmp_path):
+    """On a full disk the manifest, which marks its folder complete, is not left cut short:
+    it is absent (and so is its temporary file), and the old one stays when there was one."""
+    from graphengine.data.format import write_manifest
+    from tests.helpers.special_files import tmpfs
+
+    with tmpfs(tmp_path / "disk", size="8k"):
+        path = tmp_path / "disk" / "graph.json"
+        write_manifest(path, "graph", 1, {"note": "small"})
+        before = path.read_text()
+        with pytest.raises(OSError):
+            write_manifest(path, "graph", 1, {"note": "x" * 65536})
+        assert path.read_text() == before
+        assert os.listdir(tmp_path / "disk") == ["graph.json"]
