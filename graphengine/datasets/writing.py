@@ -66,4 +66,6 @@ def _cannot_write(error: BaseException) -> bool:
     those errnos, or NumPy's short write, which has none) rather than something else."""
     if isinstance(error, WriteError) or not isinstance(error, OSError):
         return False
-    return error.errno in _CANNOT_WRITE or error.errno is None
+    # NumPy's short write is a plain OSError; its subclasses without an errno (a missing
+    # input file raised by a reader with a message of its own) are not about writing.
+    return error.errno in _CANNOT_WRITE or (type(error) is OSError and error.errno is None)
