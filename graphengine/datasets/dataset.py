@@ -64,6 +64,7 @@ class GraphDataset:
         n = self.graph.num_nodes
         if self.x.ndim != 2 or self.x.shape[0] != n:
             raise ValueError(f"'x' must have shape [{n}, num_features] (got {self.x.shape})")
+        check_features(self.name, "'x'", self.x)
         if self.y.shape != (n,):
             raise ValueError(f"'y' must have shape [{n}] (got {self.y.shape})")
         for split in SPLITS:
@@ -181,6 +182,18 @@ class GraphDataset:
             "val_idx": self.val_idx,
             "test_idx": self.test_idx,
         }
+
+
+def check_features(name: str, what: str, x: np.ndarray) -> None:
+    """Refuse the features ``what`` of dataset ``name`` unless they are float32, as a store's
+    manifest must list them (:func:`~graphengine.data.format.check_feature_dtype`): a dataset
+    built in memory with other features would train into torch's dtype mismatch inside the
+    first layer, or save a store that cannot be opened again."""
+    if x.dtype != np.float32:
+        raise TypeError(
+            f"{what} of dataset '{name}' must be float32 (got {x.dtype}): convert it with "
+            "x.astype(np.float32)"
+        )
 
 
 def check_labels(name: str, y: np.ndarray, num_classes: int, splits: dict) -> None:

@@ -43,7 +43,7 @@ from graphengine.data.format import (
     read_manifest,
     save_arrays,
 )
-from graphengine.datasets.dataset import check_distinct_ids, check_labels
+from graphengine.datasets.dataset import check_distinct_ids, check_features, check_labels
 from samplers import check_node_ids
 
 FORMAT = "graphengine.hetero-dataset"
@@ -150,6 +150,7 @@ class HeteroGraphDataset:
                     f"'x' of {node_type!r} must have shape [{count}, num_features] "
                     f"(got {tuple(x.shape)})"
                 )
+            check_features(self.name, f"'x' of {node_type!r}", x)
         self.edge_index = {tuple(t): e for t, e in self.edge_index.items()}
         for edge_type, edges in self.edge_index.items():
             src, _, dst = edge_type
