@@ -327,6 +327,20 @@ def load_listed(
     }
 
 
+def open_allocated_memmap(path: Path, dtype, shape: tuple[int, ...]) -> np.memmap:
+    """A new ``.npy`` file of ``dtype`` and ``shape`` at ``path``, memory-mapped for writing,
+    its blocks allocated on disk first.
+
+    A store written through a memory map onto a disk that fills up gets ``SIGBUS``, which
+    kills the process without a word; allocating first turns that into an ``OSError``
+    (``ENOSPC``) here, which the writers of a store report (:mod:`graphengine.datasets.writing`).
+    """
+    array = np.lib.format.open_memmap(path, "w+", dtype, shape)
+    with open(path, "r+b") as file:
+        os.posix_fallocate(file.fileno(), 0, array.offset + array.nbytes)
+    return array
+
+
 class NpyWriter:
     """A ``.npy`` file of ``dtype`` and ``shape`` written sequentially: the header, then the
     caller's raw bytes (``write``), C order; on closing, checks that exactly the array's bytes

@@ -31,7 +31,7 @@ from pathlib import Path
 import numpy as np
 from tqdm import tqdm
 
-from graphengine.data.format import NpyWriter, read_npz
+from graphengine.data.format import NpyWriter, open_allocated_memmap, read_npz
 from graphengine.data.graph_store import write_graph_manifest
 from graphengine.datasets.dataset import (
     GraphDataset,
@@ -139,7 +139,7 @@ def _write_csc(source, num_nodes: int, add_inverse_edge: bool, out: Path, progre
     del degree
     num_edges = int(indptr[-1])
     dtype = np.int32 if num_nodes <= np.iinfo(np.int32).max else np.int64
-    indices = np.lib.format.open_memmap(out / "indices.npy", "w+", dtype, (num_edges,))
+    indices = open_allocated_memmap(out / "indices.npy", dtype, (num_edges,))
     free = indptr[:-1].copy()  # each destination's next slot
     for src, dst in source.edges(progress, "writing edges"):
         if add_inverse_edge:

@@ -2,6 +2,8 @@
 are refused with a ``ValueError`` naming the file, the array and what was expected."""
 
 import os
+import subprocess
+import sys
 
 import numpy as np
 import pytest
@@ -98,3 +100,23 @@ def test_ogb_split_listing_a_node_twice_is_named(tmp_path):
     write_csv_ogb(tmp_path, "ogbn_arxiv", "time", edges, x, y, splits)
     with pytest.raises(ValueError, match=rf"valid\.csv\.gz' lists node {repeated} more than once"):
         convert_ogb("ogbn-arxiv", tmp_path)
+
+
+def test_a_disk_filling_up_while_the_csc_is_written_is_an_error_not_a_crash(tmp_path):
+    """The CSC's indices are written through a memory map: on a disk that fills up, that
+    killed the process with SIGBUS and no word; now the conversion fails naming the disk."""
+    from tests.helpers.special_files import tmpfs
+
+    edges, x, y, splits = random_ogb(num_edges=40_000)  # 320 KB of indices with the reverses
+    write_csv_ogb(tmp_path, "ogbn_arxiv", "time", edges, x, y, splits)
+    script = (
+        "import sys; from graphengine.datasets import load_dataset; "
+        "load_dataset('ogbn-arxiv', root=sys.argv[1])"
+    )
+    with tmpfs(tmp_path / "ogbn-arxiv", size="64k"):
+        done = subprocess.run(
+            [sys.executable, "-c", script, str(tmp_path)], capture_output=True, text=True
+        )
+    assert done.returncode == 1, (done.returncode, done.stderr[-2000:])
+    assert "WriteError: writing dataset 'ogbn-arxiv' failed" in done.stderr
+    assert "No space left on device" in done.stderr
