@@ -1,6 +1,7 @@
 """The samplers at their limits: fanouts too large to size a hop's buffers with are refused
-before any kernel runs."""
+before any kernel runs, and the samplers run under Numba's ``NUMBA_DISABLE_JIT`` switch."""
 
+import json
 import os
 import subprocess
 import sys
@@ -120,3 +121,33 @@ def test_hetero_fanouts_per_edge_type_are_bounded():
     edge_types = [("a", "to", "b")]
     with pytest.raises(ValueError, match=r"'num_neighbors\[\('a', 'to', 'b'\)\]' entries"):
         hetero_fanouts({edge_types[0]: [2**62]}, edge_types)
+
+
+# The batch of a small graph, drawn as JSON: under NUMBA_DISABLE_JIT the kernels run as Python.
+NO_JIT_BATCH = """
+import json, numpy as np
+from samplers import LaborSampler, NeighborSampler, SamplerInput
+from tests.helpers.graphs import random_csc
+indptr, indices = random_csc(40, 200, 1, np.int64)
+weights = np.random.default_rng(0).random(indices.shape[0])
+samplers = [
+    NeighborSampler(indptr, indices, [3, 2], num_threads={threads}),
+    NeighborSampler(indptr, indices, [3, 2], replace=True, num_threads={threads}),
+    NeighborSampler(indptr, indices, [3, 2], weights=weights, num_threads={threads}),
+    LaborSampler(indptr, indices, [3, 2], num_threads={threads}, importance_sampling=1),
+]
+for sampler in samplers:
+    out = sampler.sample_from_nodes(SamplerInput(np.array([0, 5, 5, 9]), np.arange(4), 7))
+    print(json.dumps([out.node.tolist(), out.row.tolist(), out.col.tolist(), out.edge.tolist()]))
+"""
+
+
+def test_samplers_run_under_numba_disable_jit_as_they_do_compiled():
+    code = NO_JIT_BATCH.format(threads=2)
+    done = run_python(code, NUMBA_DISABLE_JIT="1", PYTHONWARNINGS="ignore")
+    assert done.returncode == 0, done.stderr[-2000:]
+    compiled = run_python(code)
+    assert compiled.returncode == 0, compiled.stderr[-2000:]
+    batches = [json.loads(line) for line in done.stdout.splitlines()]
+    assert batches == [json.loads(line) for line in compiled.stdout.splitlines()]
+    assert len(batches) == 4 and all(len(batch[1]) > 0 for batch in batches)
