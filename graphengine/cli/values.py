@@ -10,6 +10,7 @@ import re
 
 from graphengine.data.sizes import BYTE_UNITS, parse_size
 from graphengine.datasets.papers import MAX_SCALE
+from samplers.seeds import MAX_SEED
 
 
 def at_least(low: int):
@@ -34,8 +35,6 @@ def device(text: str) -> str:
     raise argparse.ArgumentTypeError(f"expected auto, cpu, cuda or cuda:N (got {text!r})")
 
 
-# The seeds the RNGs all take: torch's up to 2^64 - 1, NumPy's and the samplers' int64.
-MAX_SEED = 2**63 - 1
 
 
 def between(low: int, high: int, shown: str | None = None):
