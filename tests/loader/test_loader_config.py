@@ -98,7 +98,7 @@ def test_loader_seeds_are_ints_or_none():
 
 
 def loader_builders():
-    """Builders of each loader that takes a seed, from data and options."""
+    """Builders of each loader that takes a seed and a device, from data and options."""
     from graphengine.loader import ClusterData, ClusterLoader, GraphSAINTNodeSampler
 
     return {
@@ -138,6 +138,20 @@ def test_seeds_outside_what_the_mixing_honours_are_refused(seed):
     shuffled = {"batch_size": 2, "shuffle": True}
     largest = [b.n_id for b in NeighborLoader(data, [2], seed=MAX_SEED, **shuffled)]
     assert len(largest) == 3
+
+
+@pytest.mark.parametrize("device", ["meta", torch.device("meta"), "mps", "xpu:0"])
+def test_devices_a_batch_cannot_be_moved_to_and_used_on_are_refused(device):
+    """A loader moves batches to a GPU only: any other device was accepted and ignored."""
+    message = rf"'device' must be 'cpu' or a CUDA device \('cuda', 'cuda:N'\) \(got '{device}'\)"
+    data = small_data()
+    for name, build in loader_builders().items():
+        with pytest.raises(ValueError, match=message):
+            build(data, device=device)
+            pytest.fail(f"{name} took device={device!r}")
+        build(data, device="cpu")
+    with pytest.raises(ValueError, match=message):
+        LoadingConfig(device=device)
 
 
 @pytest.mark.skipif(torch.cuda.is_available(), reason="checks a CPU-only torch")
