@@ -35,8 +35,6 @@ def device(text: str) -> str:
     raise argparse.ArgumentTypeError(f"expected auto, cpu, cuda or cuda:N (got {text!r})")
 
 
-
-
 def between(low: int, high: int, shown: str | None = None):
     """An argparse type: an int in ``[low, high]`` (``shown``: how errors write the range)."""
     shown = shown or f"[{low}, {high}]"
