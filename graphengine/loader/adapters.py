@@ -1,11 +1,13 @@
 """Small conversions every loader shares: tensors, arrays and lists as NumPy arrays, PyG's
-``input_id`` checked, a ``Data``'s per-node and per-edge attributes checked, rows of an
-attribute selected."""
+``input_nodes`` and ``input_id`` checked, a ``Data``'s per-node and per-edge attributes
+checked, rows of an attribute selected."""
 
 from __future__ import annotations
 
 import numpy as np
 import torch
+
+from samplers import check_node_ids
 
 
 def as_numpy(value) -> np.ndarray:
@@ -24,6 +26,35 @@ def check_input_ids(input_id, num_seeds: int) -> np.ndarray:
             f"(got {ids.dtype} of shape {ids.shape})"
         )
     return ids.astype(np.int64)
+
+
+def seed_ids(nodes, count: int, node_type: str | None = None) -> tuple[np.ndarray, np.ndarray]:
+    """The seeds ``input_nodes`` (array-like, a CPU tensor too) give among ``count`` nodes
+    (of ``node_type``, for heterogeneous data), as PyG's ``get_input_nodes`` reads them: a
+    bool mask ``[count]`` seeds its true nodes, whose input ids are their node ids; integer
+    ids are seeds whose input ids are their positions. Returns int64 (seeds, input ids).
+
+    Raises:
+        TypeError: a uint8 array (torch's old masks were uint8: whether it holds ids or a mask
+            cannot be told, and PyG refuses it), or one of neither ints nor bools.
+        ValueError: a mask not of ``count`` entries, or an id outside ``[0, count)``.
+    """
+    of_type = "" if node_type is None else f" of {node_type!r}"
+    array = as_numpy(nodes)
+    if array.dtype == np.uint8:
+        raise TypeError(
+            f"'input_nodes'{of_type} has dtype uint8, expected a bool mask or integer node ids "
+            "(int64): uint8 could be either (torch's old masks were uint8)"
+        )
+    if array.dtype == np.bool_:
+        if array.shape != (count,):
+            raise ValueError(
+                f"'input_nodes'{of_type} as a mask must have shape ({count},) (got {array.shape})"
+            )
+        nodes = np.flatnonzero(array).astype(np.int64)
+        return nodes, nodes
+    nodes = check_node_ids(array, count, "input_nodes")
+    return nodes, np.arange(nodes.shape[0], dtype=np.int64)
 
 
 # Attributes that PyG's datasets and models hold one row per node or per edge. PyG takes an
