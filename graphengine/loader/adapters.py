@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import numpy as np
 import torch
+from torch_geometric.data import HeteroData
 
 from samplers import check_node_ids
 
@@ -68,22 +69,35 @@ EDGE_KEYS = ("edge_attr", "edge_weight")
 def check_attribute_rows(data) -> None:
     """Refuse a PyG ``Data`` whose per-node (:data:`NODE_KEYS`) or per-edge
     (:data:`EDGE_KEYS`) attribute has a row count other than its ``num_nodes`` or
-    ``num_edges``.
+    ``num_edges``; for a ``HeteroData``, the same of every node type's and edge type's
+    attributes against that type's count (PyG would hand every batch all of their rows).
 
     Raises:
-        ValueError: naming the attribute, its rows and the count expected.
+        ValueError: naming the attribute (and its type), its rows and the count expected.
     """
-    for keys, count, level in (
-        (NODE_KEYS, data.num_nodes, "node"),
-        (EDGE_KEYS, data.num_edges, "edge"),
-    ):
+    if isinstance(data, HeteroData):
+        stores = [
+            (f"data[{t!r}]", data[t], NODE_KEYS, f"node type {t!r} has", "node")
+            for t in data.node_types
+        ]
+        stores += [
+            (f"data[{e!r}]", data[e], EDGE_KEYS, f"edge type {e!r} has", "edge")
+            for e in data.edge_types
+        ]
+    else:
+        stores = [
+            ("data", data, NODE_KEYS, "the data has", "node"),
+            ("data", data, EDGE_KEYS, "the data has", "edge"),
+        ]
+    for label, store, keys, owner, level in stores:
+        count = store.num_nodes if level == "node" else store.num_edges
         for key in keys:
-            value = getattr(data, key, None)
+            value = getattr(store, key, None)
             rows = getattr(value, "shape", (count,))[:1] or (count,)
             if rows[0] == count or (key == "y" and rows[0] == 1):
                 continue
             raise ValueError(
-                f"'data.{key}' has {rows[0]} rows, but the data has {count} {level}s: a "
+                f"'{label}.{key}' has {rows[0]} rows, but {owner} {count} {level}s: a "
                 f"{level}-level attribute needs one row per {level}"
             )
 

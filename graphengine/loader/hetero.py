@@ -10,7 +10,7 @@ import torch
 from torch_geometric.data import HeteroData
 
 from graphengine.data.graph_store import coo_to_csc
-from graphengine.loader.adapters import as_numpy, seed_ids, select_rows
+from graphengine.loader.adapters import as_numpy, check_attribute_rows, seed_ids, select_rows
 from samplers import HeteroSamplerOutput, as_edge_index, check_node_ids
 
 EdgeType = tuple[str, str, str]
@@ -155,9 +155,14 @@ class GatherHeteroFeatures:
     Args:
         data: the ``HeteroData`` batches are cut from.
         graph: its :class:`HeteroGraph` (for the edges' original ids).
+
+    Raises:
+        ValueError: a node or edge type's attribute of the wrong row count
+            (:func:`graphengine.loader.adapters.check_attribute_rows`).
     """
 
     def __init__(self, data: HeteroData, graph: HeteroGraph):
+        check_attribute_rows(data)
         self.data = data
         self.graph = graph
 
