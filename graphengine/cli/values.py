@@ -10,6 +10,7 @@ import re
 
 from graphengine.data.sizes import BYTE_UNITS, parse_size
 from graphengine.datasets.papers import MAX_SCALE
+from samplers.hop import MAX_FANOUT
 from samplers.seeds import MAX_SEED
 
 
@@ -64,10 +65,13 @@ def ints(text: str) -> list[int]:
 
 
 def fanouts(text: str) -> list[int]:
-    """Neighbors per hop, comma-separated; ``-1`` takes all of them."""
+    """Neighbors per hop, comma-separated; ``-1`` takes all of them; at most the samplers'
+    ``MAX_FANOUT``."""
     values = ints(text)
-    if any(v < -1 for v in values):
-        raise argparse.ArgumentTypeError(f"fanouts must be >= -1 (got {text!r})")
+    if any(not -1 <= v <= MAX_FANOUT for v in values):
+        raise argparse.ArgumentTypeError(
+            f"fanouts must be >= -1 and at most {MAX_FANOUT} (got {text!r})"
+        )
     return values
 
 

@@ -37,6 +37,7 @@ from graphengine.datasets import CATALOG
         ("--epochs", "two", "expected an integer (got 'two')"),
         ("--device", "gpu", "expected auto, cpu, cuda or cuda:N (got 'gpu')"),
         ("--fanouts", "5,-3", "fanouts must be >= -1"),
+        ("--fanouts", "5,2147483648", "fanouts must be >= -1 and at most 2147483647"),
     ],
 )
 def test_bad_train_options_fail_at_parse_time_naming_the_flag(
