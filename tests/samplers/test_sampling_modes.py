@@ -156,10 +156,10 @@ def test_weighted_takes_only_positive_edges_when_the_fanout_covers_them():
 @pytest.mark.parametrize("replace", [True, False], ids=["replace", "no-replace"])
 def test_weights_whose_sum_overflows_are_drawn_in_proportion(replace):
     """Weights near float64's largest sum past it (to inf, which sent every draw to the last
-    edge): the draws follow the weights all the same, exactly as the same proportions in
-    ordinary units do (the sums are scaled by a power of two, which is exact)."""
+    edge): the draws follow the weights all the same, exactly as the same weights divided by
+    a power of two do (the sums are scaled by a power of two, which is exact)."""
     proportions = np.array([2.0, 1.0, 3.0])
-    huge = proportions * 5e307
+    huge = proportions * 2.0**1022  # each finite, their sum past float64's largest
     indptr, indices = one_node_graph(huge)
     picks = draws(NeighborSampler(indptr, indices, [1], replace=replace, weights=huge))
     counts = np.bincount(picks.ravel(), minlength=3)
