@@ -42,11 +42,7 @@ def seed_ids(nodes, count: int, node_type: str | None = None) -> tuple[np.ndarra
     """
     of_type = "" if node_type is None else f" of {node_type!r}"
     array = as_numpy(nodes)
-    if array.dtype == np.uint8:
-        raise TypeError(
-            f"'input_nodes'{of_type} has dtype uint8, expected a bool mask or integer node ids "
-            "(int64): uint8 could be either (torch's old masks were uint8)"
-        )
+    _refuse_uint8(array, f"'input_nodes'{of_type}", "a bool mask or integer node ids")
     if array.dtype == np.bool_:
         if array.shape != (count,):
             raise ValueError(
@@ -56,6 +52,29 @@ def seed_ids(nodes, count: int, node_type: str | None = None) -> tuple[np.ndarra
         return nodes, nodes
     nodes = check_node_ids(array, count, "input_nodes")
     return nodes, np.arange(nodes.shape[0], dtype=np.int64)
+
+
+def input_node_ids(nodes, count: int) -> np.ndarray:
+    """``input_nodes`` of a loader that takes ids only (the distributed and hybrid loaders):
+    int64 ids among ``count`` nodes.
+
+    Raises:
+        TypeError: a uint8 array (torch's old masks were uint8), or one of other than ints.
+        ValueError: an id outside ``[0, count)``.
+    """
+    array = as_numpy(nodes)
+    _refuse_uint8(array, "'input_nodes'", "integer node ids")
+    return check_node_ids(array, count, "input_nodes")
+
+
+def _refuse_uint8(array: np.ndarray, name: str, expected: str) -> None:
+    """Refuse seeds given as uint8: torch's old masks were uint8, so whether they are ids or a
+    mask cannot be told (PyG refuses them too)."""
+    if array.dtype == np.uint8:
+        raise TypeError(
+            f"{name} has dtype uint8, expected {expected} (int64): uint8 could be ids or a "
+            "mask (torch's old masks were uint8)"
+        )
 
 
 # Attributes that PyG's datasets and models hold one row per node or per edge. PyG takes an
