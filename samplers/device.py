@@ -27,7 +27,7 @@ from samplers._kernels.cuda_target import (
     filled,
 )
 from samplers.base import SamplerOutput
-from samplers.hop import REPEAT_SHIFT, tag_repeats
+from samplers.hop import REPEAT_SHIFT, check_hop_size, tag_repeats
 
 log = logging.getLogger(__name__)
 
@@ -253,6 +253,7 @@ def sample_on_device(
         for hop, fanout in enumerate(fanouts):
             frontier = nodes[frontier_start:count]
             width = count - frontier_start
+            check_hop_size(width, fanout, replace)
             streams = frontier
             if hop == 0 and not disjoint:  # only the seeds can repeat
                 tagged = tag_repeats(seeds)

@@ -24,6 +24,12 @@ REPEAT_MASK = (1 << REPEAT_SHIFT) - 1
 # Disjoint trees, and the repeats of a seed, are numbered in the bits above REPEAT_SHIFT:
 # at most 2**23 seeds a batch.
 MAX_BATCH_SEEDS = 1 << (63 - REPEAT_SHIFT)
+#: The largest fanout a hop takes (the samplers' and PyG's fanouts are ints; a larger one
+#: without replacement means all neighbors, as ``-1`` says).
+MAX_FANOUT = 2**31 - 1
+#: The most edges one hop may sample with replacement (``frontier * fanout``): 96 GiB of
+#: ``row``/``col``/``edge`` already, and far below where the kernels' int64 offsets wrap.
+MAX_HOP_EDGES = 1 << 32
 
 
 class HopEdges(NamedTuple):
@@ -128,6 +134,23 @@ class HopSlots:
         weights for an estimate of the mean over all neighbors (LABOR); the batch then has
         ``edge_weight``."""
         return self._buffers.hop_weights()
+
+
+def check_hop_size(frontier_size: int, fanout: int, replace: bool) -> None:
+    """Refuse a hop that would size its output past :data:`MAX_HOP_EDGES`: with replacement
+    each of the ``frontier_size`` nodes may get ``fanout`` edges (without, at most its
+    degree, which the graph bounds). Checked in Python ints before the kernels add the counts
+    up in int64, where ``frontier_size * fanout`` could wrap and size the buffers wrong.
+
+    Raises:
+        ValueError: naming ``num_neighbors``, the fanout, the frontier size and the limit.
+    """
+    if replace and fanout > 0 and frontier_size * fanout > MAX_HOP_EDGES:
+        raise ValueError(
+            f"'num_neighbors': a hop of {frontier_size} nodes with fanout {fanout} and "
+            f"replace=True samples up to {frontier_size * fanout} edges, above the "
+            f"{MAX_HOP_EDGES} one hop may hold; lower the fanout or the batch size"
+        )
 
 
 def tag_repeats(ids: np.ndarray) -> np.ndarray:

@@ -19,6 +19,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from samplers._kernels import negative as kernels
+from samplers._kernels import weighted
 from samplers._kernels.random import MAX_BOUND, hop_key
 from samplers._kernels.threading import parallel_guard
 from samplers.base import (
@@ -116,9 +117,19 @@ class NegativeSampling:
         order = None if by_time is None else by_time.order
         kept = self._running.get(side)
         if kept is None or kept[0] is not order:
-            kept = (order, np.cumsum(weights if order is None else weights[order]))
+            kept = (order, _running_sums(weights if order is None else weights[order]))
             self._running[side] = kept
         return kept[1]
+
+
+def _running_sums(weights: np.ndarray) -> np.ndarray:
+    """The running sums of ``weights`` (float64 ``[n]``, finite, ``>= 0``), in the units of
+    :func:`samplers._kernels.weighted.overflow_scale` where their plain sum overflows: the
+    kernels draw by proportions of the total, which the exact scaling keeps."""
+    running = np.cumsum(weights)
+    if running.size and not np.isfinite(running[-1]):
+        running = np.cumsum(weights * weighted.overflow_scale(weights.max()))
+    return running
 
 
 def _node_weights(weights, name: str) -> np.ndarray | None:

@@ -23,11 +23,13 @@ from samplers.csc import check_csc, check_max_degree, check_node_ids, check_time
 from samplers.device import DeviceGraph, cuda_index, sample_on_device
 from samplers.hop import (
     MAX_BATCH_SEEDS,
+    MAX_FANOUT,
     REPEAT_MASK,
     REPEAT_SHIFT,
     EdgeBuffers,
     HopEdges,
     HopSlots,
+    check_hop_size,
     grow,
     tag_repeats,
 )
@@ -43,9 +45,6 @@ _NO_COLUMNS = np.empty(0, dtype=np.int64)
 
 
 SUBGRAPH_TYPES = ("directional", "bidirectional", "induced")
-# The largest fanout: an int32, as PyG's num_neighbors; larger ones overflowed the kernels'
-# int64 sample counts (a Numba TypingError, or "negative dimensions").
-MAX_FANOUT = 2**31 - 1
 TEMPORAL_STRATEGIES = ("uniform", "last")
 
 
@@ -823,7 +822,12 @@ class HopPlan(NamedTuple):
 
 
 def hop_plan(indptr: np.ndarray, nodes: np.ndarray, fanout: int, replace: bool) -> HopPlan:
-    """How many in-neighbors each of ``nodes`` (int64 positions into ``indptr``) gets."""
+    """How many in-neighbors each of ``nodes`` (int64 positions into ``indptr``) gets.
+
+    Raises:
+        ValueError: ``replace`` with a fanout whose hop would pass ``MAX_HOP_EDGES``.
+    """
+    check_hop_size(nodes.shape[0], fanout, replace)
     starts = np.empty(nodes.shape[0], dtype=np.int64)
     degrees = np.empty(nodes.shape[0], dtype=np.int64)
     offsets = kernels.hop_offsets(indptr, nodes, fanout, replace, starts, degrees)
@@ -872,15 +876,16 @@ def table_bits_for(num_nodes: int) -> int:
 
 
 def check_fanouts(fanouts: Sequence[int], name: str = "fanouts") -> tuple[int, ...]:
-    """``fanouts`` as a tuple of ints in ``[-1, MAX_FANOUT]`` (``-1``: all neighbors), or an
-    error that calls it ``name``."""
+    """``fanouts`` as a tuple of ints in ``[-1, MAX_FANOUT]``, or an error that calls it
+    ``name``: every sampler and loader takes its fanouts through this check."""
     if isinstance(fanouts, (str, bytes)) or not isinstance(fanouts, Sequence):
         raise TypeError(f"'{name}' must be a sequence of ints (got {type(fanouts).__name__})")
     out = []
     for f in fanouts:
         if isinstance(f, bool) or not isinstance(f, (int, np.integer)) or not -1 <= f <= MAX_FANOUT:
             raise ValueError(
-                f"'{name}' entries must be ints >= -1 and <= 2^31 - 1 (got {list(fanouts)!r})"
+                f"'{name}' entries must be ints >= -1 and at most {MAX_FANOUT} (2^31 - 1) "
+                f"(got {list(fanouts)!r})"
             )
         out.append(int(f))
     return tuple(out)

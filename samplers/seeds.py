@@ -2,6 +2,10 @@
 
 import numpy as np
 
+#: The largest seed a loader (and the CLI's ``--seed``) takes: every seed in ``[0, MAX_SEED]``
+#: gives batches of its own (torch's generators take up to ``2^64 - 1``, NumPy's and the
+#: samplers' seeds are int64).
+MAX_SEED = 2**63 - 1
 _MASK64 = (1 << 64) - 1
 _LOW32 = 0xFFFFFFFF
 

@@ -10,7 +10,8 @@ import re
 
 from graphengine.data.sizes import BYTE_UNITS, parse_size
 from graphengine.datasets.papers import MAX_SCALE
-from samplers.neighbor import MAX_FANOUT
+from samplers.hop import MAX_FANOUT
+from samplers.seeds import MAX_SEED
 
 
 def at_least(low: int):
@@ -33,10 +34,6 @@ def device(text: str) -> str:
     if text in ("auto", "cpu", "cuda") or re.fullmatch(r"cuda:\d+", text):
         return text
     raise argparse.ArgumentTypeError(f"expected auto, cpu, cuda or cuda:N (got {text!r})")
-
-
-# The seeds the RNGs all take: torch's up to 2^64 - 1, NumPy's and the samplers' int64.
-MAX_SEED = 2**63 - 1
 
 
 def between(low: int, high: int, shown: str | None = None):
@@ -68,13 +65,13 @@ def ints(text: str) -> list[int]:
 
 
 def fanouts(text: str) -> list[int]:
-    """Neighbors per hop, comma-separated, each in ``[-1, MAX_FANOUT]``; ``-1`` takes all
-    of them."""
+    """Neighbors per hop, comma-separated; ``-1`` takes all of them; at most the samplers'
+    ``MAX_FANOUT``."""
     values = ints(text)
-    if any(v < -1 for v in values):
-        raise argparse.ArgumentTypeError(f"fanouts must be >= -1 (got {text!r})")
-    if any(v > MAX_FANOUT for v in values):
-        raise argparse.ArgumentTypeError(f"fanouts must be <= 2^31 - 1 (got {text!r})")
+    if any(not -1 <= v <= MAX_FANOUT for v in values):
+        raise argparse.ArgumentTypeError(
+            f"fanouts must be >= -1 and at most {MAX_FANOUT} (got {text!r})"
+        )
     return values
 
 

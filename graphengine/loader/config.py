@@ -112,7 +112,8 @@ class LoadingConfig:
             torch's global generator.
         num_workers: sampling threads; 0 loads every batch in the caller's thread.
         prefetch: batches in flight per sampling thread.
-        device: where batches go, or ``None``; a CUDA device needs CUDA.
+        device: where batches go (the CPU or a CUDA GPU), or ``None``; a CUDA device needs
+            CUDA.
         pin_memory: gather features into pinned memory.
         rank, world_size: this rank's share of each epoch's seeds (data-parallel training).
         filter_per_worker: gather in the sampling threads (else in one thread of its own).
@@ -139,7 +140,7 @@ class LoadingConfig:
         _int_at_least("prefetch", self.prefetch, 1, "an int >= 1")
         object.__setattr__(self, "seed", check_seed(self.seed))
         if self.device is not None:
-            object.__setattr__(self, "device", _reachable_device(self.device))
+            object.__setattr__(self, "device", check_device(self.device))
 
     @property
     def threads(self) -> int:
@@ -212,13 +213,25 @@ def _one_of(name: str, value, allowed: tuple[str, ...]) -> None:
         raise ValueError(f"'{name}' must be one of {allowed} (got {value!r})")
 
 
-def _reachable_device(device) -> torch.device:
-    """``device`` as a ``torch.device``, refused here rather than deep inside torch when it
-    is not a device or is a CUDA one without CUDA."""
+def check_device(device) -> torch.device:
+    """``device`` as a ``torch.device`` batches can be moved to and used on: the CPU (where
+    they are built) or a CUDA GPU. Refused here rather than deep inside torch, or silently
+    ignored: the loaders copy batches to a GPU only, so a ``"meta"`` (or any other) device
+    would hand out CPU batches.
+
+    Raises:
+        ValueError: not a device, a device other than the CPU or CUDA, or a CUDA device
+            without CUDA; naming ``device`` and its value.
+    """
     try:
         device = torch.device(device)
     except (RuntimeError, TypeError):
         raise ValueError(f"'device' must be a torch device or its name (got {device!r})") from None
+    if device.type not in ("cpu", "cuda"):
+        raise ValueError(
+            f"'device' must be 'cpu' or a CUDA device ('cuda', 'cuda:N') (got {str(device)!r}): "
+            "batches are built on the CPU and copied to a GPU only"
+        )
     if device.type == "cuda" and not torch.cuda.is_available():
         raise ValueError(
             f"device={str(device)!r} needs CUDA, and torch.cuda.is_available() is False"

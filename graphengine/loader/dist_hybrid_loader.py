@@ -32,13 +32,14 @@ from graphengine.data.columns import FeatureColumns
 from graphengine.distributed.data import DistData
 from graphengine.distributed.exchange import Exchange
 from graphengine.distributed.sampler import DistNeighborSampler
+from graphengine.loader.adapters import input_node_ids
 from graphengine.loader.config import LoadingConfig, SamplingConfig
 from graphengine.loader.hybrid_loader import hybrid_stages, most_batches, structure_stats
 from graphengine.loader.pipeline import Stage, StagedLoader
 from graphengine.loader.seeds import OwnSeedBatches
 from graphengine.loader.stages import GatherFeatures, SampleNodes
 from graphengine.loader.threads import sampler_threads
-from samplers import SamplerOutput, check_node_ids
+from samplers import SamplerOutput
 
 
 class SeedLabels:
@@ -130,7 +131,7 @@ class DistHybridNeighborLoader(StagedLoader):
                 f"{exchange.world_size})"
             )
         nodes = data.train_idx if input_nodes is None else input_nodes
-        self.input_nodes = check_node_ids(nodes, data.num_nodes, "input_nodes")
+        self.input_nodes = input_node_ids(nodes, data.num_nodes)
         foreign = (self.input_nodes < part.start) | (self.input_nodes >= part.stop)
         if foreign.any():
             raise ValueError(

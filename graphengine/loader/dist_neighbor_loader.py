@@ -22,12 +22,13 @@ from torch_geometric.data import Data
 from graphengine.distributed.data import DistData
 from graphengine.distributed.features import AccessCounter, cache_rows
 from graphengine.distributed.sampler import DistNeighborSampler
+from graphengine.loader.adapters import input_node_ids
 from graphengine.loader.config import LoadingConfig, SamplingConfig
 from graphengine.loader.pipeline import Stage, StagedLoader
 from graphengine.loader.seeds import OwnSeedBatches, derive_seed
 from graphengine.loader.stages import CopyToDevice, SampleNodes, add_batch_fields
 from graphengine.loader.threads import sampler_threads
-from samplers import SamplerOutput, as_edge_index, check_node_ids
+from samplers import SamplerOutput, as_edge_index
 from samplers.neighbor import check_times
 
 log = logging.getLogger(__name__)
@@ -234,7 +235,7 @@ class DistNeighborLoader(StagedLoader):
             **dist_sampling_attributes(data, sampling.time_attr, sampling.weight_attr),
         )
         nodes = data.train_idx if input_nodes is None else input_nodes
-        self.input_nodes = check_node_ids(nodes, data.num_nodes, "input_nodes")
+        self.input_nodes = input_node_ids(nodes, data.num_nodes)
         self.batch_size = batch_size
         self.num_workers = num_workers
         self.original_ids = original_ids

@@ -10,7 +10,7 @@ import torch
 from torch_geometric.data import HeteroData
 
 from graphengine.data.graph_store import coo_to_csc
-from graphengine.loader.adapters import as_numpy, select_rows
+from graphengine.loader.adapters import as_numpy, check_attribute_rows, seed_ids, select_rows
 from samplers import HeteroSamplerOutput, as_edge_index, check_node_ids
 
 EdgeType = tuple[str, str, str]
@@ -140,17 +140,7 @@ def hetero_seed_nodes(input_nodes, graph: HeteroGraph) -> tuple[str, np.ndarray,
     if nodes is None:
         ids = np.arange(count, dtype=np.int64)
         return node_type, ids, ids
-    nodes = as_numpy(nodes)
-    if nodes.dtype == np.bool_:
-        if nodes.shape != (count,):
-            raise ValueError(
-                f"'input_nodes' mask of {node_type!r} must have shape ({count},) "
-                f"(got {nodes.shape})"
-            )
-        ids = np.flatnonzero(nodes).astype(np.int64)
-        return node_type, ids, ids
-    ids = check_node_ids(nodes, count, "input_nodes")
-    return node_type, ids, np.arange(ids.shape[0], dtype=np.int64)
+    return (node_type, *seed_ids(nodes, count, node_type))
 
 
 class GatherHeteroFeatures:
@@ -165,9 +155,14 @@ class GatherHeteroFeatures:
     Args:
         data: the ``HeteroData`` batches are cut from.
         graph: its :class:`HeteroGraph` (for the edges' original ids).
+
+    Raises:
+        ValueError: a node or edge type's attribute of the wrong row count
+            (:func:`graphengine.loader.adapters.check_attribute_rows`).
     """
 
     def __init__(self, data: HeteroData, graph: HeteroGraph):
+        check_attribute_rows(data)
         self.data = data
         self.graph = graph
 

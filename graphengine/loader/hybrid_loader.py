@@ -29,13 +29,13 @@ from graphengine.data.columns import FeatureColumns
 from graphengine.data.feature_store import FeatureStore
 from graphengine.datasets.dataset import GraphDataset
 from graphengine.distributed.exchange import Exchange
+from graphengine.loader.adapters import input_node_ids
 from graphengine.loader.config import LoadingConfig, SamplingConfig
 from graphengine.loader.pipeline import Stage, StagedLoader
 from graphengine.loader.seeds import OwnSeedBatches, SeedBatches
 from graphengine.loader.sources import homogeneous_sampler
 from graphengine.loader.stages import GatherFeatures, SampleNodes
 from graphengine.loader.threads import sampler_threads
-from samplers import check_node_ids
 
 _HEADER = 3  # num_src, num_dst, num_edges
 
@@ -214,7 +214,7 @@ class HybridNeighborLoader(StagedLoader):
         self.sampling = sampling
         self.loading = loading
         nodes = dataset.train_idx if input_nodes is None else input_nodes
-        self.input_nodes = check_node_ids(nodes, dataset.num_nodes, "input_nodes")
+        self.input_nodes = input_node_ids(nodes, dataset.num_nodes)
         self.columns = columns
         self.exchange = exchange
         self.num_workers = num_workers

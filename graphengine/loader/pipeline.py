@@ -38,7 +38,7 @@ from typing import Any
 
 import torch
 
-from graphengine.loader.config import LoadingConfig
+from graphengine.loader.config import LoadingConfig, check_device
 from graphengine.loader.seeds import BatchRequest, SeedBatches, derive_seed
 from graphengine.loader.stages import CopyToDevice, InWorkerThreads, Transform
 from graphengine.runtime import host_memory_cache
@@ -425,20 +425,13 @@ def copy_stages(device: str | torch.device | None) -> list[Stage]:
     device, none for the CPU or ``None`` (batches are built there).
 
     Raises:
-        ValueError: ``device`` is not a device, or is a CUDA device without CUDA.
+        ValueError: ``device`` is refused by :func:`check_device`.
     """
     if device is None:
         return []
-    try:
-        device = torch.device(device)
-    except (RuntimeError, TypeError):
-        raise ValueError(f"'device' must be a torch device or its name (got {device!r})") from None
+    device = check_device(device)
     if device.type != "cuda":
         return []
-    if not torch.cuda.is_available():
-        raise ValueError(
-            f"'device' {str(device)!r} needs CUDA, and torch.cuda.is_available() is False"
-        )
     return [Stage("copy", CopyToDevice(device))]
 
 

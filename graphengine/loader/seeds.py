@@ -8,7 +8,7 @@ from dataclasses import dataclass
 import numpy as np
 import torch
 
-from samplers.seeds import mix_seed
+from samplers.seeds import MAX_SEED, mix_seed
 
 
 @dataclass(frozen=True)
@@ -20,12 +20,20 @@ class BatchRequest:
 
 
 def check_seed(seed) -> int | None:
-    """``seed`` as a Python int (NumPy integers included: the mixing needs Python ints), or
-    ``None`` (draw one per epoch); ``TypeError`` naming it otherwise."""
+    """``seed`` as a Python int in ``[0, MAX_SEED]`` (NumPy integers included: the mixing
+    needs Python ints), or ``None`` (draw one per epoch). Every loader takes its seed through
+    this: the mixing reads a seed modulo ``2^64``, so ``2^64`` would give seed 0's batches.
+
+    Raises:
+        TypeError: not an int or ``None``.
+        ValueError: outside ``[0, MAX_SEED]``.
+    """
     if seed is None:
         return None
     if isinstance(seed, bool) or not isinstance(seed, (int, np.integer)):
         raise TypeError(f"'seed' must be an int or None (got {seed!r})")
+    if not 0 <= seed <= MAX_SEED:
+        raise ValueError(f"'seed' must be in [0, 2^63 - 1] (got {int(seed)})")
     return int(seed)
 
 
@@ -126,10 +134,12 @@ class OwnSeedBatches:
     """
 
     def __init__(self, num_seeds: int, num_batches: int, shuffle: bool, seed: int, rank: int):
+        if seed is None:
+            raise ValueError("each worker's batches need a 'seed' that every worker shares")
         self.num_seeds = num_seeds
         self.num_batches = num_batches
         self.shuffle = shuffle
-        self.seed = seed
+        self.seed = check_seed(seed)
         self.rank = rank
         self.epoch = 0
 

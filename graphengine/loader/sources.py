@@ -24,7 +24,12 @@ from graphengine.data.arrays import as_tensor
 from graphengine.data.feature_store import FeatureStore
 from graphengine.data.graph_store import Graph
 from graphengine.datasets.dataset import GraphDataset
-from graphengine.loader.adapters import as_numpy, check_attribute_rows, check_input_ids
+from graphengine.loader.adapters import (
+    as_numpy,
+    check_attribute_rows,
+    check_input_ids,
+    seed_ids,
+)
 from graphengine.loader.config import SamplingConfig
 from graphengine.loader.device_sampling import TorchDeviceMemory
 from graphengine.loader.hetero import (
@@ -46,7 +51,6 @@ from samplers import (
     HeteroNeighborSampler,
     LaborSampler,
     NeighborSampler,
-    check_node_ids,
     check_times,
 )
 
@@ -270,18 +274,7 @@ def seed_nodes(input_nodes, num_nodes: int) -> tuple[np.ndarray, np.ndarray]:
         nodes = np.arange(num_nodes, dtype=np.int64)
         return nodes, nodes
     _refuse_node_types(input_nodes)
-    if isinstance(input_nodes, torch.Tensor):
-        input_nodes = input_nodes.detach().cpu().numpy()
-    array = np.asarray(input_nodes)
-    if array.dtype == np.bool_:
-        if array.shape != (num_nodes,):
-            raise ValueError(
-                f"'input_nodes' as a mask must have shape ({num_nodes},) (got {array.shape})"
-            )
-        nodes = np.flatnonzero(array).astype(np.int64)
-        return nodes, nodes
-    nodes = check_node_ids(array, num_nodes, "input_nodes")
-    return nodes, np.arange(nodes.shape[0], dtype=np.int64)
+    return seed_ids(input_nodes, num_nodes)
 
 
 def _refuse_node_types(input_nodes) -> None:

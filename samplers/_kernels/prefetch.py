@@ -7,7 +7,7 @@ docs/benchmarks-archive.md, issue 3).
 """
 
 from llvmlite import ir
-from numba import types
+from numba import config, types
 from numba.core import cgutils
 from numba.extending import intrinsic
 
@@ -17,7 +17,7 @@ _DATA_CACHE = 1
 
 
 @intrinsic
-def prefetch(typingctx, array, index):
+def _llvm_prefetch(typingctx, array, index):
     """Hint the CPU to load ``array[index]`` into cache; never faults, returns nothing."""
     signature = types.void(array, index)
 
@@ -46,3 +46,12 @@ def prefetch(typingctx, array, index):
         return context.get_dummy_value()
 
     return signature, codegen
+
+
+def _no_prefetch(array, index):
+    """What a hint to the cache comes to where the kernels run as Python."""
+
+
+# Under Numba's debugging switch (NUMBA_DISABLE_JIT=1) the kernels run as plain Python, where
+# an intrinsic cannot be called.
+prefetch = _no_prefetch if config.DISABLE_JIT else _llvm_prefetch

@@ -5,6 +5,7 @@ the same time; ``omp`` and ``tbb`` allow it. :func:`parallel_guard` picks a thre
 before the first parallel kernel runs (unless the user chose one with
 ``NUMBA_THREADING_LAYER``), checks which layer Numba loaded, and, where only ``workqueue``
 is there, hands out a lock so that parallel kernels run one at a time instead of crashing.
+Under ``NUMBA_DISABLE_JIT=1`` the kernels are plain Python and no layer is loaded.
 """
 
 from __future__ import annotations
@@ -40,6 +41,10 @@ def parallel_guard() -> contextlib.AbstractContextManager:
     thread-safe layer, a process-wide lock on ``workqueue``. The first call loads the layer."""
     global _guard
     with _lock:
+        if _guard is None and numba.config.DISABLE_JIT:
+            # Numba's debugging switch: the kernels run as plain Python (prange is range), so
+            # no threading layer is ever loaded and there is none to ask for.
+            _guard = contextlib.nullcontext()
         if _guard is None:
             if numba.config.THREADING_LAYER == "default":
                 numba.config.THREADING_LAYER = "threadsafe"

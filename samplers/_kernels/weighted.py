@@ -22,6 +22,8 @@ the counter-based streams of :mod:`samplers._kernels.random`, so a batch does no
 the threads.
 """
 
+import math
+
 import numpy as np
 from numba import njit, prange
 
@@ -43,17 +45,37 @@ def _unit(state):
     return np.float64(mix64(state) >> np.uint64(11)) * _UNIT, state
 
 
+@njit(nogil=True, cache=True)
+def overflow_scale(largest):
+    """The power of two (float64) that brings ``largest`` (a finite weight ``> 0``) into
+    ``[0.5, 1)``. Weights summed in these units stay finite (at most their count) where
+    their plain sum passes float64's range; the scaling is exact, so the draws keep the
+    weights' proportions."""
+    return math.ldexp(1.0, -math.frexp(largest)[1])
+
+
 @njit(parallel=True, nogil=True, cache=True)
 def running_sums(indptr, weights):
     """Each node's running sums of its in-edges' weights, restarting at every node: float64
     ``[num_edges]``, ``out[e]`` the sum over the node's edges up to ``e`` inclusive.
-    Restarting per node keeps the rounding of a node's sums to its own weights."""
+    Restarting per node keeps the rounding of a node's sums to its own weights. A node whose
+    sum overflows (weights near float64's largest) gets its sums in :func:`overflow_scale`'s
+    units instead: the draws divide by the node's total, so only the proportions matter."""
     out = np.empty(weights.shape[0], dtype=np.float64)
     for v in prange(indptr.shape[0] - 1):
         total = 0.0
         for e in range(indptr[v], indptr[v + 1]):
             total += weights[e]
             out[e] = total
+        if not np.isfinite(total):
+            largest = 0.0
+            for e in range(indptr[v], indptr[v + 1]):
+                largest = max(largest, weights[e])
+            scale = overflow_scale(largest)
+            total = 0.0
+            for e in range(indptr[v], indptr[v + 1]):
+                total += weights[e] * scale
+                out[e] = total
     return out
 
 

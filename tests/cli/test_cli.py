@@ -37,6 +37,7 @@ from graphengine.datasets import CATALOG
         ("--epochs", "two", "expected an integer (got 'two')"),
         ("--device", "gpu", "expected auto, cpu, cuda or cuda:N (got 'gpu')"),
         ("--fanouts", "5,-3", "fanouts must be >= -1"),
+        ("--fanouts", "5,2147483648", "fanouts must be >= -1 and at most 2147483647"),
     ],
 )
 def test_bad_train_options_fail_at_parse_time_naming_the_flag(
@@ -169,7 +170,10 @@ def test_every_command_takes_the_fanouts_alike(command, capsys):
     with pytest.raises(SystemExit) as exit:
         parse([*command, "--fanouts=5,-3"])
     assert exit.value.code == 2
-    assert "argument --fanouts: fanouts must be >= -1 (got '5,-3')" in capsys.readouterr().err
+    assert (
+        "argument --fanouts: fanouts must be >= -1 and at most 2147483647 (got '5,-3')"
+        in capsys.readouterr().err
+    )
 
 
 @pytest.mark.parametrize("bench", ["sample", "modes", "train"])

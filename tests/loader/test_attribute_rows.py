@@ -10,7 +10,7 @@ from graphengine.loader import (
     LinkNeighborLoader,
     NeighborLoader,
 )
-from tests.helpers.graphs import id_graph
+from tests.helpers.graphs import id_graph, id_hetero
 
 
 def loaders():
@@ -45,3 +45,46 @@ def test_a_graph_level_label_is_still_taken():
     data.y = torch.tensor([5])
     batch = next(iter(NeighborLoader(data, [2], batch_size=4)))
     assert batch.y.tolist() == [5]
+
+
+CITES = ("paper", "cites", "paper")
+
+
+def hetero_loaders():
+    return {
+        "NeighborLoader": lambda d: NeighborLoader(d, [2], input_nodes="paper", batch_size=4),
+        "LinkNeighborLoader": lambda d: LinkNeighborLoader(
+            d, [2], edge_label_index=(CITES, None), batch_size=4
+        ),
+    }
+
+
+@pytest.mark.parametrize("loader", sorted(hetero_loaders()))
+@pytest.mark.parametrize(
+    ("store", "key", "value", "match"),
+    [
+        (
+            "paper",
+            "x",
+            torch.zeros(100, 1),
+            r"'data\['paper'\]\.x' has 100 rows, but node type 'paper' has 120 nodes",
+        ),
+        ("author", "y", torch.zeros(81), r"'data\['author'\]\.y' has 81 rows, .* 80 nodes"),
+        (
+            CITES,
+            "edge_attr",
+            torch.zeros(599),
+            r"'data\[\('paper', 'cites', 'paper'\)\]\.edge_attr' has 599 rows, but edge type "
+            r"\('paper', 'cites', 'paper'\) has 600 edges",
+        ),
+    ],
+)
+def test_hetero_attribute_of_the_wrong_length_is_refused(loader, store, key, value, match):
+    """On a HeteroData each type's attribute is checked against that type's count: PyG takes
+    a mismatched one for a type-level attribute and hands every batch all of its rows."""
+    data = id_hetero()
+    if isinstance(store, str):  # a node type: its count set, so that x does not define it
+        data[store].num_nodes = data[store].num_nodes
+    data[store][key] = value
+    with pytest.raises(ValueError, match=match):
+        hetero_loaders()[loader](data)

@@ -290,6 +290,17 @@ def test_weighted_negatives_follow_the_node_weights():
     assert chisquare(counts[dst_weight > 0], expected).pvalue > 1e-4
 
 
+def test_negative_node_weights_whose_sum_overflows_are_drawn_in_proportion():
+    """Node weights near float64's largest sum past it; negatives still follow them."""
+    proportions = np.array([2.0, 0.0, 1.0, 3.0])
+    weights = NegativeSampling("triplet", 1, dst_weight=proportions * 5e307)
+    drawn = draw_negative_destinations(np.zeros(6000, np.int64), 4, 4, weights=weights)
+    counts = np.bincount(drawn, minlength=4)
+    assert counts[1] == 0
+    expected = proportions[proportions > 0] / proportions.sum() * drawn.shape[0]
+    assert chisquare(counts[proportions > 0], expected).pvalue > 1e-4
+
+
 def test_weighted_negatives_with_times_and_excluded_edges():
     """By weight among the nodes no later than each edge's time, true edges redrawn."""
     generator = np.random.default_rng(4)

@@ -91,6 +91,24 @@ def test_workers_give_the_same_batches():
         assert all(torch.equal(a, b.n_id) for a, b in zip(reference, loader, strict=True))
 
 
+def test_uint8_input_nodes_are_refused_as_neither_mask_nor_ids():
+    """A uint8 array was taken as ids (torch's old masks were uint8; PyG refuses it)."""
+    from graphengine import LaborLoader
+    from tests.helpers.graphs import id_hetero
+
+    mask = torch.zeros(300, dtype=torch.uint8)
+    mask[[5, 7]] = 1
+    expected = r"'input_nodes' has dtype uint8, expected a bool mask or integer node ids"
+    with pytest.raises(TypeError, match=expected):
+        NeighborLoader(id_graph(), [2], batch_size=4, input_nodes=mask)
+    with pytest.raises(TypeError, match=expected):
+        LaborLoader(id_graph(), [2], batch_size=4, input_nodes=mask.numpy())
+    with pytest.raises(TypeError, match=r"'input_nodes' of 'paper' has dtype uint8"):
+        NeighborLoader(id_hetero(), [2], input_nodes=("paper", mask[:120]))
+    by_mask = NeighborLoader(id_graph(), [2], batch_size=4, input_nodes=mask.bool())
+    assert next(iter(by_mask)).n_id[:2].tolist() == [5, 7]
+
+
 def test_graph_dataset_input_and_trimmed_sage_matches_untrimmed():
     dataset = generate("t", SyntheticSpec(2000, 30_000, 8, 3, 500, 100))
     loader = NeighborLoader(dataset, [5, 4, 3], batch_size=32, input_nodes=dataset.train_idx)

@@ -97,6 +97,63 @@ def test_loader_seeds_are_ints_or_none():
     assert sorted(seeds.tolist()) == list(range(5))
 
 
+def loader_builders():
+    """Builders of each loader that takes a seed and a device, from data and options."""
+    from graphengine.loader import ClusterData, ClusterLoader, GraphSAINTNodeSampler
+
+    return {
+        "NeighborLoader": lambda data, **o: NeighborLoader(data, [2], batch_size=2, **o),
+        "LaborLoader": lambda data, **o: LaborLoader(data, [2], batch_size=2, **o),
+        "LinkNeighborLoader": lambda data, **o: LinkNeighborLoader(data, [2], batch_size=2, **o),
+        "ClusterLoader": lambda data, **o: ClusterLoader(
+            ClusterData(data, num_parts=2, log=False), batch_size=1, **o
+        ),
+        "GraphSAINTNodeSampler": lambda data, **o: GraphSAINTNodeSampler(
+            data, batch_size=2, num_steps=1, **o
+        ),
+    }
+
+
+@pytest.mark.parametrize("seed", [-1, 2**63, 2**64])
+def test_seeds_outside_what_the_mixing_honours_are_refused(seed):
+    """The batch seeds are mixed from the seed modulo 2^64: 2^64 gave seed 0's batches and -1
+    2^64 - 1's. Every loader takes [0, 2^63 - 1], as the CLI's --seed does."""
+    from graphengine.cli.values import MAX_SEED
+    from graphengine.loader.seeds import OwnSeedBatches, SeedBatches
+
+    data = small_data()
+    message = rf"'seed' must be in \[0, 2\^63 - 1\] \(got {seed}\)"
+    for name, build in loader_builders().items():
+        with pytest.raises(ValueError, match=message):
+            build(data, seed=seed)
+            pytest.fail(f"{name} took seed={seed}")
+    for build in (
+        lambda: SeedBatches(5, 2, False, False, seed),
+        lambda: OwnSeedBatches(5, 2, False, seed, 0),
+        lambda: LoadingConfig(seed=seed),
+    ):
+        with pytest.raises(ValueError, match=message):
+            build()
+    assert MAX_SEED == 2**63 - 1
+    shuffled = {"batch_size": 2, "shuffle": True}
+    largest = [b.n_id for b in NeighborLoader(data, [2], seed=MAX_SEED, **shuffled)]
+    assert len(largest) == 3
+
+
+@pytest.mark.parametrize("device", ["meta", torch.device("meta"), "mps", "xpu:0"])
+def test_devices_a_batch_cannot_be_moved_to_and_used_on_are_refused(device):
+    """A loader moves batches to a GPU only: any other device was accepted and ignored."""
+    message = rf"'device' must be 'cpu' or a CUDA device \('cuda', 'cuda:N'\) \(got '{device}'\)"
+    data = small_data()
+    for name, build in loader_builders().items():
+        with pytest.raises(ValueError, match=message):
+            build(data, device=device)
+            pytest.fail(f"{name} took device={device!r}")
+        build(data, device="cpu")
+    with pytest.raises(ValueError, match=message):
+        LoadingConfig(device=device)
+
+
 @pytest.mark.skipif(torch.cuda.is_available(), reason="checks a CPU-only torch")
 def test_a_cuda_device_without_cuda_is_refused_at_construction():
     data = small_data()

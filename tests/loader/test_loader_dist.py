@@ -82,3 +82,13 @@ def test_attribute_names_the_part_lacks_are_named(one_part):
         DistNeighborLoader(data, [2], weight_attr="edge_weight")
     with pytest.raises(ValueError, match="'subgraph_type' must be one of"):
         DistNeighborLoader(data, [2], subgraph_type="both")
+
+
+def test_uint8_input_nodes_are_refused_as_neither_ids_nor_a_mask(one_part):
+    """uint8 seeds were taken as ids; torch's old masks were uint8 (PyG refuses them)."""
+    seeds = np.array([1, 0, 1], dtype=np.uint8)
+    expected = r"'input_nodes' has dtype uint8, expected integer node ids \(int64\)"
+    with pytest.raises(TypeError, match=expected):
+        DistNeighborLoader(one_part, [2], input_nodes=seeds)
+    loader = DistNeighborLoader(one_part, [2], input_nodes=seeds.astype(np.int64), batch_size=3)
+    assert next(iter(loader)).batch_size == 3

@@ -153,6 +153,25 @@ def test_weighted_takes_only_positive_edges_when_the_fanout_covers_them():
             assert sorted(row.tolist()) == np.flatnonzero(WEIGHTS).tolist()
 
 
+@pytest.mark.parametrize("replace", [True, False], ids=["replace", "no-replace"])
+def test_weights_whose_sum_overflows_are_drawn_in_proportion(replace):
+    """Weights near float64's largest sum past it (to inf, which sent every draw to the last
+    edge): the draws follow the weights all the same, exactly as the same weights divided by
+    a power of two do (the sums are scaled by a power of two, which is exact)."""
+    proportions = np.array([2.0, 1.0, 3.0])
+    huge = proportions * 2.0**1022  # each finite, their sum past float64's largest
+    indptr, indices = one_node_graph(huge)
+    picks = draws(NeighborSampler(indptr, indices, [1], replace=replace, weights=huge))
+    counts = np.bincount(picks.ravel(), minlength=3)
+    assert chisquare(counts, proportions / proportions.sum() * picks.size).pvalue > 1e-4
+    ordinary = draws(NeighborSampler(indptr, indices, [1], replace=replace, weights=proportions))
+    np.testing.assert_array_equal(picks, ordinary)
+    equal = np.array([1e308, 1e308])
+    indptr, indices = one_node_graph(equal)
+    picks = draws(NeighborSampler(indptr, indices, [1], replace=replace, weights=equal), 200)
+    assert set(picks.ravel().tolist()) == {0, 1}
+
+
 @pytest.mark.parametrize("bad", [-1.0, np.nan, np.inf])
 def test_weighted_refuses_negative_or_non_finite_weights(bad):
     weights = WEIGHTS.copy()
