@@ -599,3 +599,12 @@ def test_a_part_folder_linked_outside_and_left_unlisted_is_not_read(written, mon
     with pytest.raises(ValueError, match=r"partition\.json'.*'files' lists no 'part-0/part\.json'"):
         open_part(written, 0)
     assert [f for f in opened if "part-0" in str(f)] == []
+
+
+@pytest.mark.parametrize("seed", [-1, 2**31, 2**32])
+def test_a_metis_seed_past_what_metis_keeps_is_refused(community, seed):
+    """METIS keeps 32 bits of its seed: 2^32 gave seed 0's parts."""
+    with pytest.raises(
+        ValueError, match=rf"'seed' of METIS must be in \[0, 2\^31 - 1\] \(got {seed}"
+    ):
+        assign_parts(community.graph, 2, seed=seed)

@@ -24,6 +24,9 @@ from graphengine.data.partition.book import node_ids
 #: or ``"random"``.
 METHODS = ("metis", "random")
 _WEIGHT_SCALE = 16  # integer resolution of the combined METIS vertex weight
+#: The largest seed METIS takes: it keeps 32 bits of it (an int32 ``idx_t``), so a larger
+#: seed would silently repeat a smaller one's parts (2^32 gave seed 0's).
+METIS_MAX_SEED = 2**31 - 1
 
 
 def assign_parts(
@@ -84,8 +87,20 @@ def metis_parts(
     """METIS parts of the symmetrized graph: int32 ``[num_nodes]``. ``balanced`` weights the
     nodes to balance nodes, in-edges and ``train_idx`` (:func:`vertex_weights`); otherwise
     every node weighs the same (Cluster-GCN's clusters). ``recursive``: recursive bisection
-    instead of k-way."""
+    instead of k-way.
+
+    Raises:
+        ValueError: ``seed`` outside ``[0, METIS_MAX_SEED]``.
+    """
     import pymetis  # imported here: only METIS partitioning needs it
+
+    if isinstance(seed, bool) or not isinstance(seed, int | np.integer):
+        raise TypeError(f"'seed' must be an integer (got {type(seed).__name__})")
+    if not 0 <= seed <= METIS_MAX_SEED:
+        raise ValueError(
+            f"'seed' of METIS must be in [0, 2^31 - 1] (got {seed}): METIS keeps 32 bits of "
+            "it, so a larger seed would repeat a smaller one's parts"
+        )
 
     num_nodes = graph.num_nodes
     if num_parts == 1:
