@@ -7,11 +7,13 @@ calls it, so a plain ``pickle.load`` of a downloaded file runs whatever the file
 global up only when it is one of :data:`ALLOWED_GLOBALS`, checked on the name before its module
 is imported, and refuses any other before anything of the file has run.
 
-The admitted callables are constructors of data that check what they are given: NumPy's
-``_reconstruct`` makes only ``ndarray`` subtypes (``ndarray`` is the only one admitted), no
-admitted constructor makes an object array from raw bytes (NumPy refuses), and an object
-array's items are unpickled by the same rules. BUILD is applied only to instances of the
-admitted array and matrix types: with a slot state it sets any attribute, so on a class
+The admitted callables are constructors of data that check what they are given, and two are
+narrowed further: a dtype is made only of booleans, integers or floats (:func:`_plain_dtype`:
+no objects, fields or sub-arrays), and text is encoded only as latin-1 (:func:`_latin1`). A
+dtype's state, which a pickle sets by BUILD on the dtype it made, must leave it the plain dtype
+its type code names: NumPy applies that state unchecked, so forged flags would let an array
+take raw bytes from the file as pointers to Python objects. BUILD is applied only to instances
+of the admitted array and matrix types: with a slot state it sets any attribute, so on a class
 (``csr_matrix.format = 'coo'``) it would change the class for the whole process and turn off
 the readers' checks of the matrices. That needs the Python unpickler, whose opcodes can be
 overridden (the C one's BUILD cannot be); the files it reads are small.
@@ -22,6 +24,7 @@ arrays, which the reader of each format checks.
 
 from __future__ import annotations
 
+import codecs
 import pickle
 import warnings
 from pathlib import Path
@@ -42,14 +45,51 @@ ALLOWED_GLOBALS = frozenset(
     # SciPy before 1.8 kept each format in scipy.sparse.<format>, later in scipy.sparse._<format>.
     | {(f"scipy.sparse.{prefix}{fmt}", cls) for fmt, cls in _SPARSE.items() for prefix in ("", "_")}
     | {("collections", "defaultdict")}
-    # Python 3 pickles bytes at protocols 0 to 2 as text encoded back to bytes; the codec is
-    # looked up only among the standard library's encodings.
+    # Python 3 pickles bytes at protocols 0 to 2 as latin-1 text encoded back to bytes.
     | {("_codecs", "encode")}
     | {(builtins, "list") for builtins in ("__builtin__", "builtins")}  # Python 2's and 3's
 )
 # What BUILD may set the state of: instances of these, never a class or a function.
 _BUILDABLE = (np.ndarray, np.dtype, sp.csr_matrix, sp.csc_matrix, sp.coo_matrix)
 DATA_KINDS = "NumPy arrays, SciPy CSR/CSC/COO matrices, lists and dicts"
+
+
+def _plain_dtype(*args) -> np.dtype:
+    """``numpy.dtype(*args)`` as a pickle calls it, refused unless it is a plain dtype of
+    booleans, integers or floats (an object, structured or sub-array dtype never is)."""
+    dtype = np.dtype(*args)
+    if not _is_plain(dtype):
+        raise pickle.UnpicklingError(
+            f"refused the dtype {dtype!r}: a file of {DATA_KINDS} holds booleans, integers "
+            "and floats"
+        )
+    return dtype
+
+
+def _is_plain(dtype: np.dtype) -> bool:
+    """Whether ``dtype`` is what its type code alone makes: booleans, integers or floats with
+    NumPy's own flags, size and alignment for them (none of which a pickle may change)."""
+    if dtype.kind not in "biuf" or dtype.fields is not None or dtype.subdtype is not None:
+        return False
+    canonical = np.dtype(dtype.str)
+    return (dtype.flags, dtype.itemsize, dtype.alignment) == (
+        canonical.flags,
+        canonical.itemsize,
+        canonical.alignment,
+    )
+
+
+def _latin1(text: str, encoding: str = "utf-8") -> bytes:
+    """``_codecs.encode`` as Python 3 pickles bytes at protocols 0 to 2 (``latin1`` text),
+    refused for any other codec, whose lookup would go through every registered search
+    function."""
+    if encoding.replace("-", "").replace("_", "").lower() not in ("latin1", "iso88591"):
+        raise pickle.UnpicklingError(f"refused the codec {encoding!r}: bytes are latin-1 text")
+    return codecs.encode(text, "latin1")
+
+
+# Globals admitted but narrowed: what the unpickler calls in their place.
+_NARROWED = {("numpy", "dtype"): _plain_dtype, ("_codecs", "encode"): _latin1}
 
 
 class _DataUnpickler(pickle._Unpickler):
@@ -63,7 +103,7 @@ class _DataUnpickler(pickle._Unpickler):
                 f"refused the global '{module}.{name}': a file of {DATA_KINDS} does not name "
                 "it, and nothing of the file was run"
             )
-        return super().find_class(module, name)
+        return _NARROWED.get((module, name)) or super().find_class(module, name)
 
     def _load_build(self) -> None:
         target = self.stack[-2] if len(self.stack) > 1 else None
@@ -71,18 +111,13 @@ class _DataUnpickler(pickle._Unpickler):
             raise pickle.UnpicklingError(
                 f"refused to set the state of {target!r}: only {DATA_KINDS} are built"
             )
-        state = self.stack[-1]
-        # A dtype's state is (version, byteorder, subarray, names, fields, ...): the files hold
-        # plain numbers, and a structured dtype's offsets and sizes are the state NumPy
-        # checks least.
-        if isinstance(target, np.dtype) and not (
-            isinstance(state, tuple) and len(state) >= 5 and state[2:5] == (None, None, None)
-        ):
+        super().load_build()
+        if isinstance(target, np.dtype) and not _is_plain(target):
             raise pickle.UnpicklingError(
-                f"refused a structured or sub-array dtype (state {state!r:.80}): a file of "
+                f"refused a dtype whose state makes it other than {np.dtype(target.str)!r} "
+                f"(flags {target.flags:#x}, itemsize {target.itemsize}): a file of "
                 f"{DATA_KINDS} holds plain numbers"
             )
-        super().load_build()
 
     dispatch[pickle.BUILD[0]] = _load_build
 
@@ -97,5 +132,7 @@ def load_data_pickle(path: str | Path):
             been called. Other errors of a damaged pickle as ``pickle.load`` raises them.
     """
     with Path(path).open("rb") as file, warnings.catch_warnings():
-        warnings.simplefilter("ignore")  # NumPy 2 and SciPy warn at their old module names
+        # NumPy 2 and SciPy warn when a file names their modules as older versions did.
+        warnings.filterwarnings("ignore", category=DeprecationWarning, message=r".*numpy\.core")
+        warnings.filterwarnings("ignore", category=DeprecationWarning, message=r".*scipy\.sparse")
         return _DataUnpickler(file, encoding="latin1").load()

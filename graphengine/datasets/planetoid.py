@@ -74,7 +74,14 @@ def load_planetoid(name: str, root: str | Path) -> GraphDataset:
             raise ValueError(
                 f"corrupt Planetoid file '{path}' ({type(error).__name__}: {error})"
             ) from None
-        parts[part] = _checked_part(path, part, value)
+        try:
+            parts[part] = _checked_part(path, part, value)
+        except (TypeError, AttributeError, IndexError, KeyError) as error:
+            # A matrix or array whose pickled attributes are not what its type computes with
+            # (a shape that is not a pair): its own methods fail on it.
+            raise ValueError(
+                f"corrupt Planetoid file '{path}' ({type(error).__name__}: {error})"
+            ) from None
     try:
         x, y, train_idx, val_idx, test_idx = _nodes(key, parts)
         edge_index = edge_index_from_dict(parts["graph"], num_nodes=y.shape[0])
@@ -198,6 +205,7 @@ def _rebuilt_sparse(path: Path, matrix) -> sp.spmatrix:
             arrays = {"indices": matrix.indices, "indptr": matrix.indptr}
             named = {"indices": shape[1] if isinstance(matrix, sp.csr_matrix) else shape[0]}
         arrays = {name: np.asarray(array) for name, array in arrays.items()}
+        data = np.asarray(matrix.data)
     except (AttributeError, TypeError, ValueError, IndexError) as error:
         raise ValueError(
             f"corrupt Planetoid file '{path}': a {type(matrix).__name__} without its arrays "
@@ -214,8 +222,8 @@ def _rebuilt_sparse(path: Path, matrix) -> sp.spmatrix:
             )
     try:
         if fmt == "coo":
-            return sp.coo_matrix((matrix.data, (arrays["row"], arrays["col"])), shape=shape)
-        fresh = type(matrix)((matrix.data, arrays["indices"], arrays["indptr"]), shape=shape)
+            return sp.coo_matrix((data, (arrays["row"], arrays["col"])), shape=shape)
+        fresh = type(matrix)((data, arrays["indices"], arrays["indptr"]), shape=shape)
         fresh.check_format(full_check=True)
     except (TypeError, ValueError) as error:
         raise ValueError(

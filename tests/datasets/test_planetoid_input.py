@@ -3,14 +3,17 @@ are refused with a ``ValueError`` naming the file and the bad value; pickles tha
 code are refused, naming the file and the global, before any of it runs."""
 
 import builtins
+import codecs
 import os
 import pickle
+import struct
 import subprocess
 
 import numpy as np
 import pytest
 import scipy.sparse as sp
 
+from graphengine.data.pickled import load_data_pickle
 from graphengine.datasets.planetoid import load_planetoid
 
 
@@ -108,8 +111,74 @@ def test_planetoid_pickle_cannot_rewrite_a_class(tmp_path):
 )
 def test_planetoid_structured_dtype_is_refused(tmp_path, value):
     write_planetoid(tmp_path, y=value)
-    with pytest.raises(ValueError, match=r"ind\.cora\.y'.*refused a structured or sub-array"):
+    with pytest.raises(ValueError, match=r"ind\.cora\.y'.*refused the dtype"):
         load_planetoid("cora", tmp_path)
+
+
+class Builds:
+    """Pickles as ``function(*args)`` whose result BUILD then gives ``state``."""
+
+    def __init__(self, function, args, state):
+        self.function, self.args, self.state = function, args, state
+
+    def __reduce__(self):
+        return self.function, self.args, self.state
+
+
+# NumPy's flags of a dtype whose items are pointers to objects, without the two that make
+# NumPy pickle such an array as a list and count its references.
+FORGED_FLAGS = 0x7C
+
+
+@pytest.mark.parametrize("made_by", ["_reconstruct", "ndarray"])
+def test_a_pickle_cannot_make_an_array_of_pointers_from_its_bytes(tmp_path, made_by):
+    """An object dtype whose flags a BUILD forged would take eight bytes of the file as the
+    address of a Python object (here a real one, so that the old reader returned it instead
+    of crashing); no dtype of objects, fields or forged flags is made."""
+    target = object()
+    dtype = Builds(np.dtype, ("O", False, True), (3, "|", None, None, None, -1, -1, FORGED_FLAGS))
+    address = struct.pack("<Q", id(target))
+    if made_by == "_reconstruct":
+        reconstruct = np.zeros(1).__reduce__()[0]
+        forged = Builds(reconstruct, (np.ndarray, (0,), b"b"), (1, (1,), dtype, False, address))
+    else:
+        forged = Calls(np.ndarray, (1,), dtype, address)
+    path = tmp_path / "forged.pkl"
+    path.write_bytes(pickle.dumps(forged, protocol=2))
+    with pytest.raises(pickle.UnpicklingError, match=r"refused the dtype dtype\('O'\)"):
+        load_data_pickle(path)
+
+
+def test_a_plain_dtype_whose_state_forges_its_flags_is_refused(tmp_path):
+    dtype = Builds(np.dtype, ("f8", False, True), (3, "<", None, None, None, -1, -1, 0x3F))
+    path = tmp_path / "forged.pkl"
+    path.write_bytes(pickle.dumps(dtype, protocol=2))
+    with pytest.raises(pickle.UnpicklingError, match=r"refused a dtype whose state makes it"):
+        load_data_pickle(path)
+
+
+def test_bytes_are_decoded_only_as_latin1(tmp_path):
+    path = tmp_path / "codec.pkl"
+    path.write_bytes(pickle.dumps(Calls(codecs.encode, "x", "rot13"), protocol=2))
+    with pytest.raises(pickle.UnpicklingError, match=r"refused the codec 'rot13'"):
+        load_data_pickle(path)
+    path.write_bytes(pickle.dumps(b"\x00\xff", protocol=2))  # encoded through latin-1
+    assert load_data_pickle(path) == b"\x00\xff"
+
+
+def test_planetoid_matrix_whose_attributes_are_not_its_own_is_named(tmp_path):
+    """A matrix whose pickled shape is not a pair, or that lacks its data: its own methods
+    raised a TypeError or AttributeError naming no file."""
+    raw = write_planetoid(tmp_path)
+    for change in ({"_shape": 5}, {"data": None}):
+        tx = sp.csr_matrix(np.ones((20, 4), dtype=np.float32))
+        tx.__dict__.update(change)
+        if change == {"data": None}:
+            del tx.data
+        with (raw / "ind.cora.tx").open("wb") as f:
+            pickle.dump(tx, f)
+        with pytest.raises(ValueError, match=r"corrupt Planetoid file '.*ind\.cora\.tx'"):
+            load_planetoid("cora", tmp_path)
 
 
 def test_planetoid_matrix_attributes_from_the_file_are_not_trusted(tmp_path):
@@ -127,7 +196,7 @@ def test_planetoid_matrix_attributes_from_the_file_are_not_trusted(tmp_path):
     ("part", "value", "expected"),
     [
         ("x", [[1.0, 2.0]], "holds a list, expected a 2-D matrix of numbers"),
-        ("ally", np.array([[1, "a"]], dtype=object), "ndarray of object, expected a 2-D matrix"),
+        ("ally", np.array([[1, "a"]], dtype=object), r"refused the dtype dtype\('O'\)"),
         ("graph", [[0, 1]], "holds a list, expected a dict"),
     ],
 )
