@@ -116,8 +116,10 @@ def _train_here(args: argparse.Namespace, rank: int, world_size: int, device) ->
         lost = distributed.lost_worker(error)
         if lost is None:
             raise
-        log.error("rank %d: %s", rank, lost)
+        # Recorded before it is logged: torchrun's Root Cause is the failure recorded first,
+        # and the worker lost may be ended (by its agent or a user) as soon as this is read.
         distributed.record_failure(lost)
+        log.error("rank %d: %s", rank, lost)
         return LOST_WORKER
     if rank == 0:
         record = result(args, dataset.name, trainer.epoch, world_size, history, accuracies)

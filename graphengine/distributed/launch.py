@@ -218,8 +218,8 @@ def finish(code: int = 0, wait: bool = True) -> None:
             dist.barrier()
         except Exception as error:
             lost = lost_worker(error) or error
+            record_failure(lost)  # before the log line, as train_node's lost worker
             log.error("rank %d: the workers did not all reach the end: %s", dist.get_rank(), lost)
-            record_failure(lost)
             code = LOST_WORKER
     for stream in (sys.stdout, sys.stderr):
         with contextlib.suppress(OSError, ValueError):  # a reader gone (its pipe broken)
