@@ -13,6 +13,7 @@ from torch_geometric.data import Data
 from graphengine.data.disk_io import advise
 from graphengine.data.feature_store import FeatureStore
 from graphengine.data.format import (
+    FEATURE_DTYPE,
     array_listing,
     check_feature_dtype,
     is_inside,
@@ -189,10 +190,10 @@ def check_features(name: str, what: str, x: np.ndarray) -> None:
     manifest must list them (:func:`~graphengine.data.format.check_feature_dtype`): a dataset
     built in memory with other features would train into torch's dtype mismatch inside the
     first layer, or save a store that cannot be opened again."""
-    if x.dtype != np.float32:
-        raise TypeError(
-            f"{what} of dataset '{name}' must be float32 (got {x.dtype}): convert it with "
-            "x.astype(np.float32)"
+    if str(x.dtype) != FEATURE_DTYPE:
+        raise ValueError(
+            f"{what} of dataset '{name}' must be {FEATURE_DTYPE} (got {x.dtype}): convert it "
+            f"with x.astype(np.{FEATURE_DTYPE})"
         )
 
 

@@ -255,7 +255,7 @@ def test_features_that_are_not_float32_are_refused_when_the_dataset_is_built(tmp
     instead of saving a store that cannot be opened or training into a dtype mismatch."""
     dataset = generate("s", SyntheticSpec(100, 1000, 4, 2, 10, 10))
     message = rf"'x' of dataset 's' must be float32 \(got {np.dtype(dtype)}\)"
-    with pytest.raises(TypeError, match=message):
+    with pytest.raises(ValueError, match=message):
         GraphDataset("s", dataset.graph, dataset.x.astype(dtype), dataset.y, [0], [1], [2], 2)
 
 
