@@ -2,5 +2,6 @@
 
 from graphengine.data.feature_store import FeatureStore
 from graphengine.data.graph_store import Graph
+from graphengine.data.output_files import WriteError
 
-__all__ = ["FeatureStore", "Graph"]
+__all__ = ["FeatureStore", "Graph", "WriteError"]

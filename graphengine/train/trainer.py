@@ -191,7 +191,7 @@ class Trainer:
         Raises:
             WorkerLost: (:class:`graphengine.distributed.WorkerLost`) a collective failed
                 because other workers stopped answering; the message names them.
-            WriteError: (:class:`graphengine.data.output_files.WriteError`, an ``OSError``)
+            WriteError: (:class:`graphengine.data.WriteError`, an ``OSError``)
                 the metrics line or the checkpoint could not be written (a full disk); the
                 message names the file, which is left as it was.
         """
