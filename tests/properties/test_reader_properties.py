@@ -102,9 +102,13 @@ def damage_npz(arrays: dict, data) -> tuple[dict, str]:
         options = [np.array([-1, 3]), np.array([n]), np.array([], dtype=np.int64)]
         options += [np.array([float(n), 3.0])]
         options += [np.array([n + 1, n + 1]) if key == "adj_shape" else np.array([n + 1, 3])]
-        arrays[key] = data.draw(st.sampled_from(options))
-        # A wrong row count is refused by whichever array it disagrees with first.
-        return arrays, r"'(attr|adj)_(shape|indptr)'" if key == "attr_shape" else key
+        shape = data.draw(st.sampled_from(options))
+        arrays[key] = shape
+        # A wrong row count is refused by whichever array it disagrees with first (adj_shape's
+        # [n + 1, n + 1] by adj_indptr, whose length is read before the square is checked).
+        rows_wrong = shape.dtype.kind == "i" and shape.size == 2 and shape[0] == n + 1
+        either = key == "attr_shape" or rows_wrong
+        return arrays, r"'(attr|adj)_(shape|indptr)'" if either else key
     if key.endswith("_indptr"):
         options = ["decreasing", "start", "end", "length", "float", "2-D"]
         how = data.draw(st.sampled_from(options))
