@@ -3,16 +3,14 @@
 Stores are shared between people and machines, so a manifest and the files it names are data,
 never trusted: every file name a manifest lists must stay inside the manifest's folder
 (:func:`manifest_file`, checked before the file is touched), every field is type- and
-range-checked (``manifest_*``), and only regular files are opened (:func:`check_regular_file`:
-opening a FIFO would block forever).
+range-checked (``manifest_*``), and only regular files are opened
+(:func:`graphengine.data.files.check_regular_file`: opening a FIFO would block forever).
 """
 
 from __future__ import annotations
 
-import errno
 import json
 import os
-import stat
 import zipfile
 import zlib
 from collections.abc import Collection
@@ -20,17 +18,11 @@ from pathlib import Path, PurePosixPath
 
 import numpy as np
 
+from graphengine.data.files import check_regular_file
+
 FEATURE_DTYPE = "float32"  # what feature tables hold on disk and in batches
 # What an array file may hold: booleans, integers and floats (never objects or strings).
 _ARRAY_KINDS = "biuf"
-# What each kind of file that is not a regular one is called in errors.
-_SPECIAL_KINDS = (
-    (stat.S_ISDIR, "a directory"),
-    (stat.S_ISCHR, "a character device"),
-    (stat.S_ISBLK, "a block device"),
-    (stat.S_ISFIFO, "a FIFO"),
-    (stat.S_ISSOCK, "a socket"),
-)
 # What np.load raises on a damaged .npz (found by flipping and truncating every byte of one):
 # the zip reader's errors (a bad CRC, a truncated member, an unknown compression method), the
 # .npy header parser's, and zlib's for a compressed member.
@@ -181,38 +173,6 @@ def is_inside(path: Path, directory: Path) -> bool:
     """Whether ``path`` lies inside ``directory``, both with their symlinks followed."""
     # realpath, not Path.resolve(): the latter stats the target, which may lie outside.
     return Path(os.path.realpath(path)).is_relative_to(os.path.realpath(directory))
-
-
-def check_regular_file(path: Path, what: str, manifest: Path | None = None) -> None:
-    """Refuse anything at ``path`` but a regular file (after symlinks), without opening it;
-    the errors name the ``manifest`` that lists the file, when given.
-
-    Raises ``FileNotFoundError`` ("missing ``what``") when nothing is there (a dangling
-    symlink included), ``ValueError`` naming a symlink loop, a FIFO, socket, device or
-    directory (opening a FIFO would block until a writer comes).
-    """
-    listed = f" (listed in '{manifest}')" if manifest is not None else ""
-    try:
-        mode = path.stat().st_mode
-    except FileNotFoundError:
-        raise FileNotFoundError(f"missing {what} '{path}'{listed}") from None
-    except OSError as error:
-        if error.errno == errno.ELOOP:
-            raise ValueError(
-                f"{what} '{path}'{listed} is a symlink loop, expected a file"
-            ) from None
-        raise ValueError(f"{what} '{path}'{listed} cannot be read: {error.strerror}") from None
-    kind = special_kind(mode)
-    if kind is not None:
-        raise ValueError(f"{what} '{path}'{listed} is {kind}, expected a regular file")
-
-
-def special_kind(mode: int) -> str | None:
-    """What a file of ``st_mode`` ``mode`` is when it is not a regular file (``"a FIFO"``);
-    ``None`` for a regular file."""
-    if stat.S_ISREG(mode):
-        return None
-    return next((kind for test, kind in _SPECIAL_KINDS if test(mode)), "not a regular file")
 
 
 def load_array(

@@ -21,7 +21,7 @@ import errno
 import os
 from pathlib import Path
 
-from graphengine.data.format import special_kind
+from graphengine.data.files import special_kind
 
 
 class WriteError(OSError):

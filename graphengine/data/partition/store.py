@@ -36,10 +36,10 @@ from typing import Protocol
 import numpy as np
 
 from graphengine.data.compressed import check_compressed
+from graphengine.data.files import check_regular_file
 from graphengine.data.format import (
     array_listing,
     check_feature_dtype,
-    check_regular_file,
     is_count,
     load_array,
     load_listed,
