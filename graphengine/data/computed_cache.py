@@ -15,14 +15,13 @@ from __future__ import annotations
 
 import hashlib
 import logging
-import os
-import threading
 from collections.abc import Callable
 from pathlib import Path
 
 import numpy as np
 
 from graphengine.data.format import read_npz
+from graphengine.data.output_files import replace_file
 
 logger = logging.getLogger(__name__)
 
@@ -61,13 +60,7 @@ def read_cached(
 
 def write_cached(path: Path, **arrays: np.ndarray) -> None:
     """Write ``arrays`` to the cache file ``path`` (its folder made when missing), through a
-    temporary file beside it renamed over it: a reader sees the old file or the new one."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    # One temporary file per writer: two processes or threads may compute the same cache.
-    temporary = path.with_name(f"{path.name}.{os.getpid()}.{threading.get_ident()}.tmp")
-    try:
-        with temporary.open("wb") as file:  # np.savez would add '.npz' to a name without
-            np.savez(file, **arrays)
-        os.replace(temporary, path)
-    finally:
-        temporary.unlink(missing_ok=True)
+    temporary file beside it renamed over it (:func:`~graphengine.data.output_files.replace_file`):
+    a reader sees the old file or the new one."""
+    # np.savez is given the open file: given a name without '.npz' it would add one.
+    replace_file(path, lambda file: np.savez(file, **arrays), f"cache file '{path}'")

@@ -19,6 +19,7 @@ from pathlib import Path, PurePosixPath
 import numpy as np
 
 from graphengine.data.files import check_regular_file
+from graphengine.data.output_files import replace_file
 
 FEATURE_DTYPE = "float32"  # what feature tables hold on disk and in batches
 # What an array file may hold: booleans, integers and floats (never objects or strings).
@@ -40,16 +41,14 @@ _DAMAGED_NPZ = (
 
 def write_manifest(path: Path, fmt: str, version: int, fields: dict) -> None:
     """Write ``{"format": fmt, "version": version, **fields}`` as indented JSON, through a
-    temporary file renamed onto ``path``: the manifest marks its folder complete, so a
-    crash or a full disk must leave no manifest rather than a cut one."""
-    temporary = path.with_name(f".{path.name}.{os.getpid()}.tmp")
-    try:
-        temporary.write_text(
-            json.dumps({"format": fmt, "version": version, **fields}, indent=2) + "\n"
-        )
-        os.replace(temporary, path)
-    finally:
-        temporary.unlink(missing_ok=True)
+    temporary file renamed onto ``path`` (:func:`~graphengine.data.output_files.replace_file`):
+    the manifest marks its folder complete, so a crash or a full disk must leave no manifest
+    rather than a cut one.
+
+    Raises :class:`~graphengine.data.output_files.WriteError` (an ``OSError``) naming
+    ``path`` when it cannot be written, ``ValueError`` when ``path`` is not a regular file."""
+    text = json.dumps({"format": fmt, "version": version, **fields}, indent=2) + "\n"
+    replace_file(path, lambda file: file.write(text.encode()), f"manifest '{path}'")
 
 
 def read_manifest(
