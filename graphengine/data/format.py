@@ -26,7 +26,8 @@ FEATURE_DTYPE = "float32"  # what feature tables hold on disk and in batches
 _ARRAY_KINDS = "biuf"
 # What np.load raises on a damaged .npz (found by flipping and truncating every byte of one):
 # the zip reader's errors (a bad CRC, a truncated member, an unknown compression method), the
-# .npy header parser's, and zlib's for a compressed member.
+# .npy header parser's, and zlib's for a compressed member. OSError: a read cut short (not
+# FileNotFoundError or PermissionError, which :func:`read_npz` lets through).
 _DAMAGED_NPZ = (
     OSError,
     ValueError,
@@ -195,11 +196,15 @@ def load_array(
 
 def read_npz(path: Path, names: tuple[str, ...]) -> dict[str, np.ndarray]:
     """The arrays ``names`` of the ``.npz`` file ``path``, read whole, as data only (an array
-    of pickled objects is refused, never unpickled).
+    of pickled objects is refused, never unpickled); its other arrays are not read.
 
-    Raises ``ValueError`` naming ``path`` when it is damaged, another kind of file, or lacks
-    one of ``names``.
+    Raises:
+        FileNotFoundError: nothing at ``path``.
+        PermissionError: ``path`` cannot be opened (no permission): it may be a good file.
+        ValueError: naming ``path`` when it is not a regular file (a FIFO is never opened),
+            is damaged, another kind of file, or lacks one of ``names``.
     """
+    check_regular_file(path, ".npz archive")
     try:
         saved = np.load(path, allow_pickle=False)
         if not isinstance(saved, np.lib.npyio.NpzFile):  # a .npy file's array
@@ -209,6 +214,8 @@ def read_npz(path: Path, names: tuple[str, ...]) -> dict[str, np.ndarray]:
             if missing:
                 raise ValueError(f"no {missing} among its arrays {saved.files}")
             return {name: np.asarray(saved[name]) for name in names}
+    except (FileNotFoundError, PermissionError):
+        raise  # about where the file is, not what it holds
     except _DAMAGED_NPZ as error:
         raise ValueError(
             f"'{path}' is not a readable .npz archive of {list(names)} "
