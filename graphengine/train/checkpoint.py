@@ -33,6 +33,7 @@ from pathlib import Path
 
 import torch
 
+from graphengine.data.files import check_regular_file
 from graphengine.data.output_files import output_target, replace_file, temporaries
 
 log = logging.getLogger(__name__)
@@ -97,13 +98,13 @@ def read_state(path: str | Path) -> dict:
 
     Raises:
         FileNotFoundError: no file at ``path``.
-        ValueError: ``path`` is not a regular file (a FIFO, a device: never read), or the
+        ValueError: ``path`` is not a regular file (a FIFO, a device, a symlink loop: never
+            read), or the
             file is not a graphengine checkpoint (no header), has a format
             version this code does not read, or is corrupt (checksum or length mismatch).
     """
     path = Path(path)
-    if path.exists() and not path.is_file():  # a FIFO would block the read, a device not end
-        raise ValueError(f"{path} is not a regular file: expected a graphengine checkpoint")
+    check_regular_file(path, "checkpoint")  # a FIFO would block the read, a device not end
     data = path.read_bytes()
     newline = data.find(b"\n", 0, _MAX_HEADER)
     if not data.startswith(MAGIC + b" ") or newline < 0:
