@@ -9,7 +9,9 @@ range-checked (``manifest_*``), and only regular files are opened
 
 from __future__ import annotations
 
+import errno
 import json
+import logging
 import os
 import zipfile
 import zlib
@@ -21,9 +23,14 @@ import numpy as np
 from graphengine.data.files import check_regular_file
 from graphengine.data.output_files import replace_file
 
+log = logging.getLogger(__name__)
+
 FEATURE_DTYPE = "float32"  # what feature tables hold on disk and in batches
 # What an array file may hold: booleans, integers and floats (never objects or strings).
 _ARRAY_KINDS = "biuf"
+# What posix_fallocate answers on a file system that does not allocate (not ENOSPC: a full
+# disk is an error).
+_NO_FALLOCATE = (errno.EOPNOTSUPP, errno.EINVAL)
 # What np.load raises on a damaged .npz (found by flipping and truncating every byte of one):
 # the zip reader's errors (a bad CRC, a truncated member, an unknown compression method), the
 # .npy header parser's, and zlib's for a compressed member. OSError: a read cut short (not
@@ -295,15 +302,25 @@ def load_listed(
 
 def open_allocated_memmap(path: Path, dtype, shape: tuple[int, ...]) -> np.memmap:
     """A new ``.npy`` file of ``dtype`` and ``shape`` at ``path``, memory-mapped for writing,
-    its blocks allocated on disk first.
+    its blocks allocated on disk first where the system can.
 
     A store written through a memory map onto a disk that fills up gets ``SIGBUS``, which
     kills the process without a word; allocating first turns that into an ``OSError``
     (``ENOSPC``) here, which the writers of a store report (:mod:`graphengine.datasets.writing`).
+    Where allocating is not offered (macOS has no ``posix_fallocate``; some file systems
+    answer ``EOPNOTSUPP`` or ``EINVAL``) the file is written unallocated, as before.
     """
     array = np.lib.format.open_memmap(path, "w+", dtype, shape)
+    if not hasattr(os, "posix_fallocate"):
+        log.debug("'%s' not preallocated: this system has no posix_fallocate", path)
+        return array
     with open(path, "r+b") as file:
-        os.posix_fallocate(file.fileno(), 0, array.offset + array.nbytes)
+        try:
+            os.posix_fallocate(file.fileno(), 0, array.offset + array.nbytes)
+        except OSError as error:
+            if error.errno not in _NO_FALLOCATE:
+                raise
+            log.debug("'%s' not preallocated: %s", path, error.strerror)
     return array
 
 
