@@ -138,16 +138,24 @@ def manifest_mapping(manifest: dict, key: str, path: Path) -> dict:
 
 
 def manifest_dtype(value, path: Path, entry: str) -> str:
-    """``value`` if it is the name of a boolean, integer or float dtype NumPy knows, else
-    ``ValueError`` naming the manifest ``path`` and its ``entry``."""
+    """``value`` if it is NumPy's name (``str(np.dtype(...))``) of a boolean, integer or float
+    dtype, else ``ValueError`` naming the manifest ``path`` and its ``entry``. Another
+    spelling of a dtype (``"<f8"``, ``"f4"``, ``"double"``) is refused too: the array files
+    are checked against the listed name, so it would pass here and then blame a good file
+    ("holds float64, expected <f8")."""
     try:
-        known = isinstance(value, str) and np.dtype(value).kind in _ARRAY_KINDS
+        dtype = np.dtype(value) if isinstance(value, str) else None
     except (TypeError, ValueError):  # NumPy raises either for a string it cannot parse
-        known = False
-    if not known:
+        dtype = None
+    if dtype is None or dtype.kind not in _ARRAY_KINDS:
         raise ValueError(
             f"corrupt manifest '{path}': {entry} has dtype {value!r}, expected the name of a "
             "NumPy boolean, integer or float dtype"
+        )
+    if str(dtype) != value:
+        raise ValueError(
+            f"corrupt manifest '{path}': {entry} has dtype {value!r}, expected NumPy's name "
+            f"for it, {str(dtype)!r}"
         )
     return value
 
