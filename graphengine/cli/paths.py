@@ -25,8 +25,6 @@ def check_output_file(option: str, path: str | Path, replaced: bool = False) -> 
     ``replaced``: the writer creates missing directories and writes a temporary file that
     it renames over the target (a checkpoint), so only the directory needs to be writable;
     else the file is appended to in place and, if it exists, must itself be writable."""
-    if Path(path).is_dir():
-        raise ValueError(f"{option} '{path}' is a directory: expected a file to write")
     target = output_target(path, f"{option} '{path}'")
     if not replaced and target.exists() and not os.access(target, os.W_OK):
         raise ValueError(f"{option} '{path}' is not writable")

@@ -30,7 +30,7 @@ from graphengine import ops
 from graphengine.data import pinning
 from graphengine.data.arrays import as_tensor, memmap_source, open_memmap_source
 from graphengine.data.cache import RowCache
-from graphengine.data.format import check_regular_file
+from graphengine.data.files import check_regular_file
 
 Group = str | tuple[str, str, str] | None
 Key = str | tuple[Group, str]

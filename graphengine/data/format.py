@@ -3,16 +3,16 @@
 Stores are shared between people and machines, so a manifest and the files it names are data,
 never trusted: every file name a manifest lists must stay inside the manifest's folder
 (:func:`manifest_file`, checked before the file is touched), every field is type- and
-range-checked (``manifest_*``), and only regular files are opened (:func:`check_regular_file`:
-opening a FIFO would block forever).
+range-checked (``manifest_*``), and only regular files are opened
+(:func:`graphengine.data.files.check_regular_file`: opening a FIFO would block forever).
 """
 
 from __future__ import annotations
 
 import errno
 import json
+import logging
 import os
-import stat
 import zipfile
 import zlib
 from collections.abc import Collection
@@ -20,20 +20,21 @@ from pathlib import Path, PurePosixPath
 
 import numpy as np
 
+from graphengine.data.files import check_regular_file
+from graphengine.data.output_files import replace_file
+
+log = logging.getLogger(__name__)
+
 FEATURE_DTYPE = "float32"  # what feature tables hold on disk and in batches
 # What an array file may hold: booleans, integers and floats (never objects or strings).
 _ARRAY_KINDS = "biuf"
-# What each kind of file that is not a regular one is called in errors.
-_SPECIAL_KINDS = (
-    (stat.S_ISDIR, "a directory"),
-    (stat.S_ISCHR, "a character device"),
-    (stat.S_ISBLK, "a block device"),
-    (stat.S_ISFIFO, "a FIFO"),
-    (stat.S_ISSOCK, "a socket"),
-)
+# What posix_fallocate answers on a file system that does not allocate (not ENOSPC: a full
+# disk is an error).
+_NO_FALLOCATE = (errno.EOPNOTSUPP, errno.EINVAL)
 # What np.load raises on a damaged .npz (found by flipping and truncating every byte of one):
 # the zip reader's errors (a bad CRC, a truncated member, an unknown compression method), the
-# .npy header parser's, and zlib's for a compressed member.
+# .npy header parser's, and zlib's for a compressed member. OSError: a read cut short (not
+# FileNotFoundError or PermissionError, which :func:`read_npz` lets through).
 _DAMAGED_NPZ = (
     OSError,
     ValueError,
@@ -48,16 +49,14 @@ _DAMAGED_NPZ = (
 
 def write_manifest(path: Path, fmt: str, version: int, fields: dict) -> None:
     """Write ``{"format": fmt, "version": version, **fields}`` as indented JSON, through a
-    temporary file renamed onto ``path``: the manifest marks its folder complete, so a
-    crash or a full disk must leave no manifest rather than a cut one."""
-    temporary = path.with_name(f".{path.name}.{os.getpid()}.tmp")
-    try:
-        temporary.write_text(
-            json.dumps({"format": fmt, "version": version, **fields}, indent=2) + "\n"
-        )
-        os.replace(temporary, path)
-    finally:
-        temporary.unlink(missing_ok=True)
+    temporary file renamed onto ``path`` (:func:`~graphengine.data.output_files.replace_file`):
+    the manifest marks its folder complete, so a crash or a full disk must leave no manifest
+    rather than a cut one.
+
+    Raises :class:`~graphengine.data.output_files.WriteError` (an ``OSError``) naming
+    ``path`` when it cannot be written, ``ValueError`` when ``path`` is not a regular file."""
+    text = json.dumps({"format": fmt, "version": version, **fields}, indent=2) + "\n"
+    replace_file(path, lambda file: file.write(text.encode()), f"manifest '{path}'")
 
 
 def read_manifest(
@@ -139,16 +138,24 @@ def manifest_mapping(manifest: dict, key: str, path: Path) -> dict:
 
 
 def manifest_dtype(value, path: Path, entry: str) -> str:
-    """``value`` if it is the name of a boolean, integer or float dtype NumPy knows, else
-    ``ValueError`` naming the manifest ``path`` and its ``entry``."""
+    """``value`` if it is NumPy's name (``str(np.dtype(...))``) of a boolean, integer or float
+    dtype, else ``ValueError`` naming the manifest ``path`` and its ``entry``. Another
+    spelling of a dtype (``"<f8"``, ``"f4"``, ``"double"``) is refused too: the array files
+    are checked against the listed name, so it would pass here and then blame a good file
+    ("holds float64, expected <f8")."""
     try:
-        known = isinstance(value, str) and np.dtype(value).kind in _ARRAY_KINDS
+        dtype = np.dtype(value) if isinstance(value, str) else None
     except (TypeError, ValueError):  # NumPy raises either for a string it cannot parse
-        known = False
-    if not known:
+        dtype = None
+    if dtype is None or dtype.kind not in _ARRAY_KINDS:
         raise ValueError(
             f"corrupt manifest '{path}': {entry} has dtype {value!r}, expected the name of a "
             "NumPy boolean, integer or float dtype"
+        )
+    if str(dtype) != value:
+        raise ValueError(
+            f"corrupt manifest '{path}': {entry} has dtype {value!r}, expected NumPy's name "
+            f"for it, {str(dtype)!r}"
         )
     return value
 
@@ -183,38 +190,6 @@ def is_inside(path: Path, directory: Path) -> bool:
     return Path(os.path.realpath(path)).is_relative_to(os.path.realpath(directory))
 
 
-def check_regular_file(path: Path, what: str, manifest: Path | None = None) -> None:
-    """Refuse anything at ``path`` but a regular file (after symlinks), without opening it;
-    the errors name the ``manifest`` that lists the file, when given.
-
-    Raises ``FileNotFoundError`` ("missing ``what``") when nothing is there (a dangling
-    symlink included), ``ValueError`` naming a symlink loop, a FIFO, socket, device or
-    directory (opening a FIFO would block until a writer comes).
-    """
-    listed = f" (listed in '{manifest}')" if manifest is not None else ""
-    try:
-        mode = path.stat().st_mode
-    except FileNotFoundError:
-        raise FileNotFoundError(f"missing {what} '{path}'{listed}") from None
-    except OSError as error:
-        if error.errno == errno.ELOOP:
-            raise ValueError(
-                f"{what} '{path}'{listed} is a symlink loop, expected a file"
-            ) from None
-        raise ValueError(f"{what} '{path}'{listed} cannot be read: {error.strerror}") from None
-    kind = special_kind(mode)
-    if kind is not None:
-        raise ValueError(f"{what} '{path}'{listed} is {kind}, expected a regular file")
-
-
-def special_kind(mode: int) -> str | None:
-    """What a file of ``st_mode`` ``mode`` is when it is not a regular file (``"a FIFO"``);
-    ``None`` for a regular file."""
-    if stat.S_ISREG(mode):
-        return None
-    return next((kind for test, kind in _SPECIAL_KINDS if test(mode)), "not a regular file")
-
-
 def load_array(
     path: Path, dtype: str, shape: tuple[int, ...], mmap: bool, manifest: Path | None = None
 ) -> np.ndarray:
@@ -236,11 +211,15 @@ def load_array(
 
 def read_npz(path: Path, names: tuple[str, ...]) -> dict[str, np.ndarray]:
     """The arrays ``names`` of the ``.npz`` file ``path``, read whole, as data only (an array
-    of pickled objects is refused, never unpickled).
+    of pickled objects is refused, never unpickled); its other arrays are not read.
 
-    Raises ``ValueError`` naming ``path`` when it is damaged, another kind of file, or lacks
-    one of ``names``.
+    Raises:
+        FileNotFoundError: nothing at ``path``.
+        PermissionError: ``path`` cannot be opened (no permission): it may be a good file.
+        ValueError: naming ``path`` when it is not a regular file (a FIFO is never opened),
+            is damaged, another kind of file, or lacks one of ``names``.
     """
+    check_regular_file(path, ".npz archive")
     try:
         saved = np.load(path, allow_pickle=False)
         if not isinstance(saved, np.lib.npyio.NpzFile):  # a .npy file's array
@@ -250,6 +229,8 @@ def read_npz(path: Path, names: tuple[str, ...]) -> dict[str, np.ndarray]:
             if missing:
                 raise ValueError(f"no {missing} among its arrays {saved.files}")
             return {name: np.asarray(saved[name]) for name in names}
+    except (FileNotFoundError, PermissionError):
+        raise  # about where the file is, not what it holds
     except _DAMAGED_NPZ as error:
         raise ValueError(
             f"'{path}' is not a readable .npz archive of {list(names)} "
@@ -329,15 +310,25 @@ def load_listed(
 
 def open_allocated_memmap(path: Path, dtype, shape: tuple[int, ...]) -> np.memmap:
     """A new ``.npy`` file of ``dtype`` and ``shape`` at ``path``, memory-mapped for writing,
-    its blocks allocated on disk first.
+    its blocks allocated on disk first where the system can.
 
     A store written through a memory map onto a disk that fills up gets ``SIGBUS``, which
     kills the process without a word; allocating first turns that into an ``OSError``
     (``ENOSPC``) here, which the writers of a store report (:mod:`graphengine.datasets.writing`).
+    Where allocating is not offered (macOS has no ``posix_fallocate``; some file systems
+    answer ``EOPNOTSUPP`` or ``EINVAL``) the file is written unallocated, as before.
     """
     array = np.lib.format.open_memmap(path, "w+", dtype, shape)
+    if not hasattr(os, "posix_fallocate"):
+        log.debug("'%s' not preallocated: this system has no posix_fallocate", path)
+        return array
     with open(path, "r+b") as file:
-        os.posix_fallocate(file.fileno(), 0, array.offset + array.nbytes)
+        try:
+            os.posix_fallocate(file.fileno(), 0, array.offset + array.nbytes)
+        except OSError as error:
+            if error.errno not in _NO_FALLOCATE:
+                raise
+            log.debug("'%s' not preallocated: %s", path, error.strerror)
     return array
 
 

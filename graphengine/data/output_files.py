@@ -18,10 +18,19 @@ file stays.
 from __future__ import annotations
 
 import errno
+import glob
 import os
+import re
+import threading
+from collections.abc import Callable
 from pathlib import Path
+from typing import BinaryIO
 
-from graphengine.data.format import special_kind
+from graphengine.data.files import special_kind
+
+# What follows a file's name in the name of its temporary file (:func:`temporary_path`):
+# ".<pid>.<thread id>.tmp", or ".<pid>.tmp" and ".tmp" of older versions.
+_TEMPORARY = re.compile(r"\.(?:(\d+)\.(?:\d+\.)?)?tmp")
 
 
 class WriteError(OSError):
@@ -93,30 +102,53 @@ def _write_or_truncate(fd: int, data: bytes, size: int, name: str) -> None:
         ) from None
 
 
-def replace_file(name: str, target: Path, temporary: Path, chunks: list[bytes]) -> None:
-    """Replace ``target`` (an :func:`output_target`) by ``chunks``, written to ``temporary``
-    (a name beside it) and renamed onto it only once whole and on disk, so that a crash or
+def replace_file(path: str | Path, write: Callable[[BinaryIO], object], name: str) -> Path:
+    """Replace the file ``path`` reaches (:func:`output_target`: a symlink's target) by what
+    ``write(file)`` writes to an open binary file, through a temporary file beside it
+    (:func:`temporary_path`) renamed onto it only once whole and on disk, so that a crash or
     a full disk leaves the previous file. ``name``: how errors call the file
-    (``"checkpoint 'run.pt'"``).
+    (``"checkpoint 'run.pt'"``). Returns the file written.
 
-    Raises :class:`WriteError` naming ``name`` when it cannot be written; then ``target`` is
-    as it was and ``temporary`` gone."""
+    Raises:
+        ValueError: the target exists and is not a regular file (it is neither opened nor
+            replaced).
+        WriteError: it cannot be written; then it is as it was and the temporary file gone.
+    """
+    target = output_target(path, name)
+    temporary = temporary_path(target)
     try:
         try:
             target.parent.mkdir(parents=True, exist_ok=True)
             fd = os.open(temporary, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_CLOEXEC, 0o666)
-            try:
-                for chunk in chunks:
-                    view = memoryview(chunk)
-                    while view:
-                        view = view[os.write(fd, view) :]
+            with os.fdopen(fd, "wb") as file:
+                write(file)
+                file.flush()
                 os.fsync(fd)  # whole on disk before the rename makes it the file
-            finally:
-                os.close(fd)
             os.replace(temporary, target)
         finally:
             temporary.unlink(missing_ok=True)
     except OSError as error:
         raise WriteError(
-            f"{name}: cannot write it ({error.strerror}); the previous file, if any, is kept"
+            f"{name}: cannot write it ({error.strerror or error}); the previous file, if any, "
+            "is kept"
         ) from None
+    return target
+
+
+def temporary_path(target: Path) -> Path:
+    """The temporary file :func:`replace_file` writes ``target`` through:
+    ``<name>.<pid>.<thread id>.tmp`` beside it, one per writer, since two processes or
+    threads may write the same file (two runs computing the same cache)."""
+    return target.with_name(f"{target.name}.{os.getpid()}.{threading.get_ident()}.tmp")
+
+
+def temporaries(path: Path) -> list[tuple[Path, int | None]]:
+    """The temporary files of writes of ``path`` beside it, each with the id of the process
+    that wrote it (``None`` for the ``<name>.tmp`` of older versions): what a write killed
+    mid-way (SIGKILL, which no cleanup catches) leaves, the size of the file."""
+    found = []
+    for candidate in path.parent.glob(f"{glob.escape(path.name)}.*tmp"):
+        match = _TEMPORARY.fullmatch(candidate.name[len(path.name) :])
+        if match is not None:
+            found.append((candidate, None if match[1] is None else int(match[1])))
+    return found

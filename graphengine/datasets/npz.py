@@ -19,6 +19,8 @@ from torch_geometric.io import parse_npz
 from torch_geometric.utils import sort_edge_index
 
 from graphengine.data.compressed import check_compressed
+from graphengine.data.files import check_regular_file
+from graphengine.data.format import read_npz
 from graphengine.data.graph_store import Graph
 from graphengine.datasets.dataset import GraphDataset
 
@@ -56,22 +58,24 @@ def load_npz(path: str | Path, name: str | None = None, split_seed: int = 0) -> 
             damaged one (named).
     """
     path = Path(path)
-    if not path.is_file():
-        raise FileNotFoundError(f"missing gnn-benchmark file '{path}': get it from {_WHERE}")
+    try:
+        check_regular_file(path, "gnn-benchmark file")
+    except FileNotFoundError:
+        raise FileNotFoundError(
+            f"missing gnn-benchmark file '{path}': get it from {_WHERE}"
+        ) from None
     # np.load would take a non-zip file for a pickle and advise allow_pickle=True.
     if not zipfile.is_zipfile(path):
         raise ValueError(
             f"corrupt gnn-benchmark file '{path}': not a gnn-benchmark file "
             "(expected a .npz zip archive of arrays)"
         )
+    # Only the arrays parse_npz reads: the files' optional ones (node and class names,
+    # idx_to_*) may hold pickled objects, which are never loaded.
     try:
-        with np.load(path, allow_pickle=False) as f:
-            missing = [key for key in KEYS if key not in f.files]
-            arrays = None if missing else {key: f[key] for key in KEYS}
-    except (zipfile.BadZipFile, OSError, EOFError, ValueError) as error:
-        raise ValueError(f"corrupt gnn-benchmark file '{path}': {error}") from None
-    if missing:
-        raise ValueError(f"'{path}' is not a gnn-benchmark file: no {missing}")
+        arrays = read_npz(path, KEYS)
+    except ValueError as error:
+        raise ValueError(f"not a gnn-benchmark file: {error}") from None
     # scipy builds these matrices unchecked and densifies them by writing at their indices:
     # a bad index or pointer would write outside the array.
     num_nodes, _ = _check_csr(arrays, "attr", path)

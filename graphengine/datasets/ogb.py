@@ -31,6 +31,7 @@ from pathlib import Path
 import numpy as np
 from tqdm import tqdm
 
+from graphengine.data.files import check_regular_file
 from graphengine.data.format import NpyWriter, open_allocated_memmap, read_npz
 from graphengine.data.graph_store import write_graph_manifest
 from graphengine.datasets.dataset import (
@@ -88,14 +89,20 @@ def convert_ogb(name: str, root: str | Path, progress: bool = False) -> GraphDat
 
     Raises:
         FileNotFoundError: a file is missing (its expected path, and where to get it).
-        ValueError: a malformed or truncated file (the file, and the line for CSV files), or
-            node ids outside ``[0, num_nodes)``.
+        ValueError: a file that is not a regular file (a FIFO, a directory), a malformed or
+            truncated file (the file, and the line for CSV files), or node ids outside
+            ``[0, num_nodes)``.
     """
     if name not in OGB:
         raise ValueError(f"unknown OGB dataset {name!r}: expected one of {sorted(OGB)}")
     root = Path(root)
     files = raw_files(name, root)
-    missing = [str(f) for f in files if not f.is_file()]
+    missing = []
+    for file in files:  # a FIFO or a directory is named as such, not as missing
+        try:
+            check_regular_file(file, f"{name} file")
+        except FileNotFoundError:
+            missing.append(str(file))
     if missing:
         raise FileNotFoundError(
             f"{name}: missing {', '.join(missing)}; " + _WHERE.format(name=name)

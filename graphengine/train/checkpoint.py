@@ -24,25 +24,22 @@ model's and optimizer's own loaders then check names and shapes), each refusal a
 
 from __future__ import annotations
 
-import glob
 import hashlib
 import io
 import logging
 import os
 import pickle
-import re
 from pathlib import Path
 
 import torch
 
-from graphengine.data.output_files import output_target, replace_file
+from graphengine.data.files import check_regular_file
+from graphengine.data.output_files import output_target, replace_file, temporaries
 
 log = logging.getLogger(__name__)
 
 MAGIC = b"GRAPHENGINE-CHECKPOINT"
 VERSION = 1
-# What follows a checkpoint's name in its temporary files: ".<pid>.tmp", or ".tmp" (older).
-_TEMPORARY = re.compile(r"\.(?:(\d+)\.)?tmp")
 # The header is short; anything longer than this without a newline is not ours.
 _MAX_HEADER = 256
 
@@ -69,23 +66,19 @@ def write_state(path: str | Path, state: dict) -> None:
     header = b"%s %d sha256=%s length=%d\n" % (MAGIC, VERSION, digest.encode(), len(payload))
     if target.parent.is_dir():
         remove_stale_temporaries(target)
-    temporary = target.with_name(f"{target.name}.{os.getpid()}.tmp")
-    replace_file(name, target, temporary, [header, payload])
+    replace_file(target, lambda file: file.writelines((header, payload)), name)
 
 
 def remove_stale_temporaries(path: str | Path) -> list[Path]:
     """Delete the temporary files that writes of checkpoint ``path`` killed mid-way left
-    beside it (``<name>.<pid>.tmp`` of a process no longer running, and the ``<name>.tmp`` of
-    older versions); returns them. A kill that :func:`write_state`'s cleanup cannot catch
-    (SIGKILL) leaves one the size of a checkpoint."""
-    path = Path(path)
+    beside it (:func:`~graphengine.data.output_files.temporaries` of a process no longer
+    running); returns them. A kill that :func:`write_state`'s cleanup cannot catch (SIGKILL)
+    leaves one the size of a checkpoint."""
     removed = []
-    for candidate in path.parent.glob(f"{glob.escape(path.name)}.*tmp"):
-        match = _TEMPORARY.fullmatch(candidate.name[len(path.name) :])
-        if match is None or (match[1] is not None and _running(int(match[1]))):
-            continue  # another file's, or a write in progress
-        candidate.unlink(missing_ok=True)
-        removed.append(candidate)
+    for temporary, pid in temporaries(Path(path)):
+        if pid is None or not _running(pid):  # else a write in progress
+            temporary.unlink(missing_ok=True)
+            removed.append(temporary)
     return removed
 
 
@@ -105,13 +98,13 @@ def read_state(path: str | Path) -> dict:
 
     Raises:
         FileNotFoundError: no file at ``path``.
-        ValueError: ``path`` is not a regular file (a FIFO, a device: never read), or the
+        ValueError: ``path`` is not a regular file (a FIFO, a device, a symlink loop: never
+            read), or the
             file is not a graphengine checkpoint (no header), has a format
             version this code does not read, or is corrupt (checksum or length mismatch).
     """
     path = Path(path)
-    if path.exists() and not path.is_file():  # a FIFO would block the read, a device not end
-        raise ValueError(f"{path} is not a regular file: expected a graphengine checkpoint")
+    check_regular_file(path, "checkpoint")  # a FIFO would block the read, a device not end
     data = path.read_bytes()
     newline = data.find(b"\n", 0, _MAX_HEADER)
     if not data.startswith(MAGIC + b" ") or newline < 0:

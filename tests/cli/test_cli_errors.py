@@ -67,8 +67,8 @@ def output_cases(tmp_path):
     (tmp_path / "folder").mkdir()
     under_file = tmp_path / "plain" / "out"
     return [
-        ("--checkpoint", tmp_path / "folder", "is a directory: expected a file to write"),
-        ("--metrics", tmp_path / "folder", "is a directory: expected a file to write"),
+        ("--checkpoint", tmp_path / "folder", "is a directory: expected a regular file to write"),
+        ("--metrics", tmp_path / "folder", "is a directory: expected a regular file to write"),
         ("--checkpoint", under_file / "run.ckpt", "is a file, not a directory"),
         ("--metrics", under_file, "is a file, not a directory"),
         ("--metrics", tmp_path / "missing" / "m.jsonl", "does not exist"),

@@ -298,6 +298,23 @@ def test_out_not_empty_needs_force(multigraph, tmp_path):
         partition_dataset(multigraph, 2, tmp_path / "file", force=True)
 
 
+def test_force_removes_the_manifest_temporaries_a_killed_partition_left(multigraph, tmp_path):
+    """A partition killed while writing its manifest leaves its temporary file (this
+    version's ``partition.json.<pid>.<thread>.tmp``, an older one's ``partition.json.tmp``):
+    the folder is then not empty, and --force removes them with the rest."""
+    out = tmp_path / "out"
+    out.mkdir()
+    leftovers = [out / "partition.json.123.456.tmp", out / "partition.json.tmp"]
+    for leftover in leftovers:
+        leftover.write_text('{"format": ')
+    with pytest.raises(ValueError, match=r"is not empty \(got 2 entries"):
+        partition_dataset(multigraph, 2, out, method="random")
+    stats = partition_dataset(multigraph, 2, out, method="random", force=True)
+    assert not any(leftover.exists() for leftover in leftovers)
+    assert not [p.name for p in out.iterdir() if p.name.endswith(".tmp")]
+    _check_partition(multigraph, out, 2, stats)
+
+
 @pytest.fixture
 def written(multigraph, tmp_path):
     out = tmp_path / "out"

@@ -13,6 +13,7 @@ from graphengine.datasets import GraphDataset, SyntheticSpec, generate, load_dat
 from graphengine.datasets.catalog import HETERO
 from graphengine.datasets.hetero import HeteroGraphDataset, generate_hetero
 from graphengine.datasets.reorder import original_ids, reorder_dataset
+from tests.helpers.special_files import fifo, tmpfs
 
 
 @pytest.fixture(scope="module")
@@ -108,6 +109,9 @@ def test_an_array_file_linked_outside_the_store_is_not_read(saved, tmp_path, fol
         ({"x": ["0Ö", [100, 4]]}, r"'arrays' entry 'x' has dtype '0Ö'"),
         ({"x": ["f4,", [100, 4]]}, r"'arrays' entry 'x' has dtype 'f4,'"),
         ({"x": [["f4"], [100, 4]]}, r"'arrays' entry 'x' has dtype \['f4'\]"),
+        ({"x": ["f4", [100, 4]]}, r"'x' has dtype 'f4', expected NumPy's name for it, 'float32'"),
+        ({"x": ["<f4", [100, 4]]}, r"'x' has dtype '<f4', expected NumPy's name .* 'float32'"),
+        ({"x": ["single", [100, 4]]}, r"'x' has dtype 'single', expected .* 'float32'"),
     ],
     ids=[
         "escaping-name",
@@ -120,6 +124,9 @@ def test_an_array_file_linked_outside_the_store_is_not_read(saved, tmp_path, fol
         "unparsable",
         "structured",
         "list",
+        "short-name",
+        "byte-order",
+        "c-name",
     ],
 )
 def test_a_malformed_arrays_entry_is_named(saved, arrays, message):
@@ -186,7 +193,7 @@ def test_a_split_listing_a_node_twice_is_refused_naming_the_file(saved, split):
 
 def test_a_fifo_array_is_named_and_never_opened(saved):
     (saved / "y.npy").unlink()
-    os.mkfifo(saved / "y.npy")  # opening it would wait for a writer forever
+    fifo(saved / "y.npy")  # opening it would wait for a writer forever
     with pytest.raises(ValueError, match=r"y\.npy' \(listed in '.*\.json'\) is a FIFO"):
         GraphDataset.load(saved)
 
@@ -279,7 +286,7 @@ def test_a_hetero_split_listing_a_node_twice_is_named(hetero):
 
 def test_a_store_folder_whose_manifest_is_a_fifo_is_named_not_unknown(saved):
     (saved / "dataset.json").unlink()
-    os.mkfifo(saved / "dataset.json")  # reading it would wait for a writer forever
+    fifo(saved / "dataset.json")  # reading it would wait for a writer forever
     with pytest.raises(ValueError, match=r"manifest '.*dataset\.json' is a FIFO"):
         load_dataset(str(saved))
 
@@ -321,7 +328,6 @@ def test_a_manifest_that_cannot_be_written_whole_leaves_none(tmp_path):
     """On a full disk the manifest, which marks its folder complete, is not left cut short:
     it is absent (and so is its temporary file), and the old one stays when there was one."""
     from graphengine.data.format import write_manifest
-    from tests.helpers.special_files import tmpfs
 
     with tmpfs(tmp_path / "disk", size="8k"):
         path = tmp_path / "disk" / "graph.json"

@@ -1,15 +1,23 @@
 """Malformed gnn-benchmark ``.npz`` arrays are refused with a ``ValueError`` naming the array,
 the file and the bad value, before scipy's unchecked densify writes outside its array."""
 
+import struct
+import tempfile
+from pathlib import Path
+
 import numpy as np
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from graphengine.datasets import load_dataset
 from graphengine.datasets.npz import load_npz
+from tests.helpers.special_files import fifo
 
 
-def write_npz(path, **changes):
-    """A valid 4-node, 3-feature gnn-benchmark file (a path 0-1-2-3), with ``changes``."""
+def write_npz(path, compressed=False, **changes):
+    """A valid 4-node, 3-feature gnn-benchmark file (a path 0-1-2-3), with ``changes``;
+    deflated when ``compressed``, as the published files are."""
     arrays = {
         "adj_data": np.ones(3),
         "adj_indices": np.array([1, 2, 3]),
@@ -21,7 +29,7 @@ def write_npz(path, **changes):
         "attr_shape": np.array([4, 3]),
         "labels": np.array([0, 1, 0, 1]),
     }
-    np.savez(path, **{**arrays, **changes})
+    (np.savez_compressed if compressed else np.savez)(path, **{**arrays, **changes})
     return path
 
 
@@ -95,3 +103,67 @@ def test_a_bad_npz_leaves_an_earlier_dataset_alone(tmp_path):
 def test_float_indices_or_labels_are_refused_not_truncated(tmp_path, changes, message):
     with pytest.raises(ValueError, match=message):
         load_npz(write_npz(tmp_path / "float.npz", **changes))
+
+
+def test_a_fifo_in_place_of_the_file_is_named_not_missing_nor_opened(tmp_path):
+    path = fifo(tmp_path / "cora_full.npz")  # opening it would wait for a writer forever
+    with pytest.raises(ValueError, match=r"gnn-benchmark file '.*cora_full\.npz' is a FIFO"):
+        load_npz(path)
+
+
+def test_the_optional_arrays_of_the_format_are_not_read(tmp_path):
+    """gnn-benchmark files may also hold node and class names (``idx_to_node``,
+    ``class_names``), some as pickled objects: the reader never loads them."""
+    path = write_npz(tmp_path / "named.npz", class_names=np.array([object(), "b"], dtype=object))
+    assert load_npz(path).num_nodes == 4
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.data())
+def test_any_flipped_or_cut_byte_is_a_clear_error_or_a_checked_graph(data):
+    """Whatever byte of a (compressed or plain) gnn-benchmark file is flipped, or wherever it
+    is cut, reading it gives a ValueError naming the file or a dataset whose arrays passed
+    the checks: never zlib's, the zip reader's or NumPy's own exception."""
+    compressed = data.draw(st.booleans(), label="compressed")
+    with tempfile.TemporaryDirectory() as folder:
+        path = write_npz(Path(folder) / "g.npz", compressed=compressed)
+        good = bytearray(path.read_bytes())
+        position = data.draw(st.integers(0, len(good) - 1), label="position")
+        if data.draw(st.booleans(), label="flip (else cut)"):
+            good[position] ^= data.draw(st.integers(1, 255), label="bits")
+            path.write_bytes(bytes(good))
+        else:
+            path.write_bytes(bytes(good[:position]))
+        try:
+            dataset = load_npz(path)
+        except ValueError as error:
+            assert "g.npz" in str(error)
+        else:
+            assert dataset.x.shape[0] == dataset.num_nodes == len(dataset.y)
+
+
+def _first_member_data(archive: bytes) -> int:
+    """Where the first member's (compressed) data starts in a zip archive: after its local
+    header of 30 bytes, its name and its extra field."""
+    name_length, extra_length = struct.unpack_from("<HH", archive, 26)
+    return 30 + name_length + extra_length
+
+
+@pytest.mark.parametrize(
+    "damage",
+    [
+        "unknown compression method",  # the zip reader's NotImplementedError
+        "invalid deflate block",  # zlib.error
+    ],
+)
+def test_a_damaged_compressed_member_is_a_clear_error(tmp_path, damage):
+    path = write_npz(tmp_path / "damaged.npz", compressed=True)
+    archive = bytearray(path.read_bytes())
+    if damage == "unknown compression method":
+        # what the zip reader goes by: the method in the first central directory entry
+        struct.pack_into("<H", archive, archive.index(b"PK\x01\x02") + 10, 99)
+    else:
+        archive[_first_member_data(archive)] = 0b111  # the last block, of the reserved type 3
+    path.write_bytes(bytes(archive))
+    with pytest.raises(ValueError, match=r"damaged\.npz' is not a readable \.npz archive"):
+        load_npz(path)

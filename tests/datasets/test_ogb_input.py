@@ -8,8 +8,10 @@ import sys
 import numpy as np
 import pytest
 
+from graphengine.data.format import read_npz
 from graphengine.datasets.ogb import convert_ogb
 from tests.datasets.test_ogb import NUM_NODES, random_ogb, write_csv_ogb, write_gz, write_splits
+from tests.helpers.special_files import fifo
 
 
 def write_papers(root, **changes):
@@ -91,6 +93,29 @@ def test_papers_unreadable_label_archive_is_named(tmp_path, damage):
     with pytest.raises(ValueError, match=r"node-label\.npz' is not a readable \.npz archive"):
         convert_ogb("ogbn-papers100M", tmp_path)
     assert not marker.exists()
+
+
+def test_papers_label_archive_that_is_a_fifo_is_named_unopened(tmp_path):
+    write_papers(tmp_path)
+    labels = tmp_path / "ogbn_papers100M" / "raw" / "node-label.npz"
+    labels.unlink()
+    fifo(labels)  # np.load would wait for a writer forever
+    with pytest.raises(ValueError, match=r"file '.*node-label\.npz' is a FIFO"):
+        convert_ogb("ogbn-papers100M", tmp_path)
+
+
+@pytest.mark.parametrize("error", [FileNotFoundError, PermissionError])
+def test_an_archive_that_cannot_be_opened_is_not_called_damaged(tmp_path, monkeypatch, error):
+    """No permission (or the file gone meanwhile) says nothing about what the file holds: the
+    error comes through as it is, not as "not a readable .npz archive"."""
+    np.savez(tmp_path / "a.npz", a=np.zeros(3))
+
+    def cannot_open(*args, **kwargs):
+        raise error(13, "Permission denied", str(tmp_path / "a.npz"))
+
+    monkeypatch.setattr(np, "load", cannot_open)
+    with pytest.raises(error):
+        read_npz(tmp_path / "a.npz", ("a",))
 
 
 def test_ogb_split_listing_a_node_twice_is_named(tmp_path):

@@ -1,10 +1,17 @@
 """A dataset generated into a data root that cannot hold it: refused before the work where
 the root cannot be written, one error naming the dataset, the file and the error where the
-disk fills up, and no partial store left to be opened later."""
+disk fills up, and no partial store left to be opened later; where the file system cannot
+preallocate, the array files are written unallocated."""
 
+import errno
+import logging
+import os
+
+import numpy as np
 import pytest
 
 from graphengine.cli import main
+from graphengine.data.format import open_allocated_memmap
 from graphengine.data.output_files import WriteError
 from graphengine.datasets import catalog, load_dataset
 from tests.helpers.special_files import tmpfs
@@ -52,3 +59,35 @@ def test_train_on_a_read_only_root_is_one_line_and_exit_2(tmp_path, caplog):
         assert main(["train", "--root", str(root), "--epochs", "1", "--no-progress"]) == 2
     assert "dataset 'synthetic-small' cannot be written to" in caplog.text
     assert len(caplog.records) == 1
+
+
+@pytest.mark.parametrize("answer", [errno.EOPNOTSUPP, errno.EINVAL, "absent"])
+def test_a_file_system_that_does_not_preallocate_gets_the_file_unallocated(
+    tmp_path, monkeypatch, caplog, answer
+):
+    """macOS has no posix_fallocate, and some file systems answer EOPNOTSUPP or EINVAL: the
+    array file is then written as it is, not refused."""
+    if answer == "absent":
+        monkeypatch.delattr(os, "posix_fallocate", raising=False)
+    else:
+
+        def unsupported(fd, offset, length):
+            raise OSError(answer, os.strerror(answer))
+
+        monkeypatch.setattr(os, "posix_fallocate", unsupported)
+    with caplog.at_level(logging.DEBUG, logger="graphengine.data.format"):
+        array = open_allocated_memmap(tmp_path / "x.npy", np.float32, (3, 2))
+    array[:] = 1.5
+    array.flush()
+    del array
+    assert np.load(tmp_path / "x.npy").tolist() == [[1.5, 1.5]] * 3
+    assert "x.npy' not preallocated" in caplog.text
+
+
+def test_a_full_disk_is_still_an_error_when_preallocating(tmp_path, monkeypatch):
+    def full(fd, offset, length):
+        raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))
+
+    monkeypatch.setattr(os, "posix_fallocate", full)
+    with pytest.raises(OSError, match="No space left"):
+        open_allocated_memmap(tmp_path / "x.npy", np.float32, (3, 2))

@@ -17,6 +17,7 @@ from torch_geometric.loader.cluster import ClusterLoader as PyGClusterLoader
 from torch_geometric.loader.cluster import Partition as PyGPartition
 
 from graphengine.loader.cluster import ClusterData, ClusterLoader
+from tests.helpers.special_files import tmpfs
 
 
 def communities(num_nodes=240, num_groups=6, seed=0) -> Data:
@@ -134,6 +135,15 @@ def test_clusters_are_cached_under_save_dir(tmp_path):
     given_clusters = ClusterData(data, num_parts=5, save_dir=tmp_path, log=False)
     expected = np.argsort(np.arange(240) % 5, kind="stable")
     np.testing.assert_array_equal(given_clusters.partition.node_perm, expected)
+
+
+def test_a_cache_dir_on_a_read_only_disk_costs_the_cache_not_the_run(tmp_path, caplog):
+    data = communities(seed=3)
+    fresh = ClusterData(data, num_parts=5, log=False)
+    with tmpfs(tmp_path / "ro", read_only=True) as read_only, caplog.at_level(logging.WARNING):
+        cached = ClusterData(data, num_parts=5, save_dir=read_only, log=False)
+    np.testing.assert_array_equal(cached.partition.node_perm, fresh.partition.node_perm)
+    assert "metis.npz': cannot write it (Read-only file system)" in caplog.text
 
 
 class Calls:

@@ -370,4 +370,14 @@ def test_reading_a_fifo_is_refused_without_opening_it(tmp_path):
     reader.start()
     reader.join(timeout=10)
     assert not reader.is_alive(), "reading the FIFO blocked"
-    assert errors == [f"{path} is not a regular file: expected a graphengine checkpoint"]
+    assert errors == [f"checkpoint '{path}' is a FIFO, expected a regular file"]
+
+
+def test_reading_a_symlink_loop_or_nothing_names_the_checkpoint(tmp_path):
+    """A symlink loop once ended in a raw OSError (ELOOP) from the read: a traceback."""
+    loop = tmp_path / "loop.pt"
+    loop.symlink_to(loop)
+    with pytest.raises(ValueError, match=f"checkpoint '{loop}' is a symlink loop"):
+        read_state(loop)
+    with pytest.raises(FileNotFoundError, match=f"missing checkpoint '{tmp_path / 'none.pt'}'"):
+        read_state(tmp_path / "none.pt")

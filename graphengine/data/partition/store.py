@@ -36,10 +36,10 @@ from typing import Protocol
 import numpy as np
 
 from graphengine.data.compressed import check_compressed
+from graphengine.data.files import check_regular_file
 from graphengine.data.format import (
     array_listing,
     check_feature_dtype,
-    check_regular_file,
     is_count,
     load_array,
     load_listed,
@@ -51,6 +51,7 @@ from graphengine.data.format import (
     write_manifest,
 )
 from graphengine.data.graph_store import Graph
+from graphengine.data.output_files import temporaries
 from graphengine.data.partition.book import PartitionBook
 from graphengine.data.partition.partitioner import (
     METHODS,
@@ -215,8 +216,8 @@ def partition_dataset(
             "edges": _imbalance(part_edges),
         },
     }
-    write_manifest(
-        out / (MANIFEST + ".tmp"),
+    write_manifest(  # last, and whole or not at all: it marks the partition complete
+        out / MANIFEST,
         FORMAT,
         FORMAT_VERSION,
         {
@@ -234,7 +235,6 @@ def partition_dataset(
             "files": files,
         },
     )
-    (out / (MANIFEST + ".tmp")).replace(out / MANIFEST)  # last: marks the partition complete
     log.info(
         "partitioned %s into %d parts (%s) in %.1f s, peak RSS %.2f GiB: edge cut %d (%.1f%%), "
         "balance (max/mean) nodes %.3f, train nodes %.3f, edges %.3f",
@@ -525,7 +525,8 @@ def _write_part(
 
 def _prepare_out(out: Path, force: bool) -> None:
     """Create ``out``; when it is not empty, refuse unless ``force``, which removes what a
-    partition writes there (``partition.json``, the id maps, ``part-*/``) and nothing else."""
+    partition writes there (``partition.json`` and the temporary files of its writes, the id
+    maps, ``part-*/``) and nothing else."""
     if out.exists() and not out.is_dir():
         raise ValueError(f"'out' must be a directory (got the file '{out}')")
     if out.is_dir():
@@ -535,7 +536,8 @@ def _prepare_out(out: Path, force: bool) -> None:
                 f"'out' directory '{out}' is not empty (got {len(entries)} entries, e.g. "
                 f"'{entries[0]}'); pass force=True (--force) to overwrite"
             )
-        ours = {MANIFEST, MANIFEST + ".tmp", *(f"{name}.npy" for name in _MAPS)}
+        ours = {MANIFEST, *(f"{name}.npy" for name in _MAPS)}
+        ours.update(temporary.name for temporary, _ in temporaries(out / MANIFEST))
         for entry in out.iterdir():
             if entry.is_dir() and entry.name.startswith("part-") and not entry.is_symlink():
                 shutil.rmtree(entry)
