@@ -12,6 +12,7 @@ from hypothesis import strategies as st
 
 from graphengine.datasets import load_dataset
 from graphengine.datasets.npz import load_npz
+from tests.helpers.damage import flip_or_cut
 from tests.helpers.special_files import fifo
 
 
@@ -127,13 +128,7 @@ def test_any_flipped_or_cut_byte_is_a_clear_error_or_a_checked_graph(data):
     compressed = data.draw(st.booleans(), label="compressed")
     with tempfile.TemporaryDirectory() as folder:
         path = write_npz(Path(folder) / "g.npz", compressed=compressed)
-        good = bytearray(path.read_bytes())
-        position = data.draw(st.integers(0, len(good) - 1), label="position")
-        if data.draw(st.booleans(), label="flip (else cut)"):
-            good[position] ^= data.draw(st.integers(1, 255), label="bits")
-            path.write_bytes(bytes(good))
-        else:
-            path.write_bytes(bytes(good[:position]))
+        flip_or_cut(path, data)
         try:
             dataset = load_npz(path)
         except ValueError as error:

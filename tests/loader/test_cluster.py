@@ -17,6 +17,7 @@ from torch_geometric.loader.cluster import ClusterLoader as PyGClusterLoader
 from torch_geometric.loader.cluster import Partition as PyGPartition
 
 from graphengine.loader.cluster import ClusterData, ClusterLoader
+from tests.helpers.damage import flip_or_cut
 from tests.helpers.special_files import tmpfs
 
 
@@ -236,13 +237,7 @@ def test_any_flipped_or_cut_cluster_cache_gives_the_graphs_clusters(data):
     with tempfile.TemporaryDirectory() as save_dir:
         ClusterData(graph, num_parts=4, save_dir=save_dir, log=False)
         (cached,) = Path(save_dir, "part_4").glob("*/metis.npz")
-        good = bytearray(cached.read_bytes())
-        position = data.draw(st.integers(0, len(good) - 1), label="position")
-        if data.draw(st.booleans(), label="flip (else cut)"):
-            good[position] ^= data.draw(st.integers(1, 255), label="bits")
-            cached.write_bytes(bytes(good))
-        else:
-            cached.write_bytes(bytes(good[:position]))
+        flip_or_cut(cached, data)
         again = ClusterData(graph, num_parts=4, save_dir=save_dir, log=False)
         np.testing.assert_array_equal(again.partition.node_perm, fresh.partition.node_perm)
         with np.load(cached, allow_pickle=False) as saved:
