@@ -9,7 +9,10 @@ runs in a fresh child process that starts cold (the page cache dropped: ``sync``
 (``4GiB``, ``1.5GB``) or a share of the store's size on disk (``40%``). Per limit: seconds a
 step, the loader's sample and gather seconds and the compute a step, MB read from disk and
 major page faults a step, the child's peak RSS, the group's peak usage and the OOM kills (and,
-in the JSON line, how often it hit the limit). A child the OOM killer ended, or one that
+in the JSON line, how often it hit the limit). Where the features are read from disk through a
+row cache (:mod:`graphengine.data.disk_table`): the cache's hit rate, the rows read from disk a
+step and the reads a second while gathers waited for them (against ``graphengine bench disk``'s
+figures). A child the OOM killer ended, or one that
 failed otherwise, is a row saying so.
 """
 
@@ -32,6 +35,9 @@ from graphengine.datasets import load_dataset
 log = logging.getLogger(__name__)
 
 NO_LIMIT = "none"
+#: No limit, the store read into the page cache before the run and its features read through
+#: the memory maps: the in-memory step every limit is compared with.
+IN_MEMORY = "in-memory"
 # A memory group's limit is at least a page.
 MIN_LIMIT_BYTES = 4096
 # The loader's stages and the compute, seconds a step, in the order the figure stacks them.
@@ -48,20 +54,21 @@ class MemoryLimit:
 
 
 def parse_limit(text: str) -> str:
-    """Check one limit's text: ``none``, a share of the store (``40%``, above 0) or bytes
-    with a unit (``4GiB``, ``1.5GB``, ``4096B``); returns it stripped.
+    """Check one limit's text: ``none``, ``in-memory`` (:data:`IN_MEMORY`), a share of the
+    store (``40%``, above 0) or bytes with a unit (``4GiB``, ``1.5GB``, ``4096B``); returns it
+    stripped.
 
     Raises:
         ValueError: any other text.
     """
     text = text.strip()
-    if text.lower() == NO_LIMIT:
-        return NO_LIMIT
+    if text.lower() in (NO_LIMIT, IN_MEMORY):
+        return text.lower()
     parsed = parse_size(text)
     if parsed is None or parsed[1] == "" or not parsed[0] > 0:
         raise ValueError(
-            f"expected 'none', a share of the store above 0 (40%) or bytes with a unit "
-            f"(4GiB, 1.5GB) (got {text!r})"
+            f"expected 'none', 'in-memory', a share of the store above 0 (40%) or bytes "
+            f"with a unit (4GiB, 1.5GB) (got {text!r})"
         )
     return text
 
@@ -73,7 +80,7 @@ def resolve_limit(text: str, store_bytes: int) -> MemoryLimit:
     Raises:
         ValueError: a limit below a page (:data:`MIN_LIMIT_BYTES`), naming it.
     """
-    if text == NO_LIMIT:
+    if text in (NO_LIMIT, IN_MEMORY):
         return MemoryLimit(text, None)
     value, unit = parse_size(text)
     limit = int(store_bytes * value / 100) if unit == "%" else int(value * BYTE_UNITS[unit])
@@ -103,7 +110,7 @@ def store_size(dataset) -> tuple[Path, int]:
 def unavailable(limits: list[str]) -> str | None:
     """Why ``limits`` cannot run here, or ``None``: every run needs root (it drops the page
     cache), every limit but ``none`` a memory group (:func:`.cgroup.unavailable`)."""
-    if any(text != NO_LIMIT for text in limits):
+    if any(text not in (NO_LIMIT, IN_MEMORY) for text in limits):
         missing = cgroup.unavailable()
         if missing is not None:
             return missing
@@ -148,11 +155,15 @@ def run(
     del dataset  # its maps would keep their pages from being dropped
     log.info("the store %s takes %.2f GB", folder, store_bytes / 1e9)
     config = {**config, "library": "graphengine", "epochs": 0, "profile": 0}
-    command = [sys.executable, "-m", "graphengine.bench.train", json.dumps(config)]
+    in_memory = {**config, "feature_reads": "mmap"}
     rows = []
     for limit in [resolve_limit(text, store_bytes) for text in limits]:  # all before any run
         log.info("limit %s (%s bytes)", limit.text, limit.bytes)
         drop_page_cache()
+        if limit.text == IN_MEMORY:
+            read_into_page_cache(folder)
+        chosen = in_memory if limit.text == IN_MEMORY else config
+        command = [sys.executable, "-m", "graphengine.bench.train", json.dumps(chosen)]
         rows.append(limited_row(limit, command, timeout_s))
     summary = {
         "bench": "train-memory-limits",
@@ -165,6 +176,8 @@ def run(
         "threads": config["threads"],
         "access": config["access"],
         "feature_cache": config["feature_cache"],
+        "feature_reads": config.get("feature_reads", "auto"),
+        "cache_policy": config.get("cache_policy", "sieve"),
         "rows": rows,
     }
     print_table(rows, summary)
@@ -202,7 +215,7 @@ def _measurements(
 ) -> dict:
     """The child's steps from its last stdout line, or ``error`` and empty measurements."""
     empty = {"step_s": None, "stage_s": {}, "read_mb": None, "major_faults": None}
-    empty["peak_rss_gb"] = None
+    empty |= {"peak_rss_gb": None, "disk": None}
     if returncode is None:
         return empty | {"error": f"timed out after {timeout_s:g} s"}
     if returncode != 0:
@@ -221,8 +234,32 @@ def _measurements(
         "read_mb": io["read_bytes"] / 1e6 if io["read_bytes"] is not None else None,
         "major_faults": io["major_faults"],
         "peak_rss_gb": out["peak_rss_gb"],
+        "disk": _disk_reads(out.get("feature_cache"), batches),
         "error": None,
     }
+
+
+def _disk_reads(cache: dict | None, batches: float) -> dict | None:
+    """The row cache's and the disk's counts over the timed steps (``None`` when the
+    features were not read from disk): ``hit_rate``, ``rows_read`` and ``reads`` a step,
+    ``iops`` (reads a second while gathers waited for them), ``engine`` and ``direct``."""
+    if cache is None or "reads" not in cache:
+        return None
+    return {
+        "hit_rate": cache["hit_rate"],
+        "cache_gb": cache["bytes"] / 1e9,
+        "rows_read": cache["rows_read"] / batches,
+        "reads": cache["reads"] / batches,
+        "iops": cache["reads"] / cache["read_s"] if cache["read_s"] else None,
+    }
+
+
+def read_into_page_cache(folder: Path) -> None:
+    """Read every file under ``folder`` once, so the page cache holds the store."""
+    for path in sorted(p for p in folder.rglob("*") if p.is_file()):
+        with path.open("rb") as file:
+            while file.read(1 << 24):
+                pass
 
 
 def drop_page_cache() -> None:
@@ -240,10 +277,11 @@ def print_table(rows: list[dict], summary: dict) -> None:
         if row["limit_bytes"] is not None:
             limit += f" ({row['limit_bytes'] / 1e9:.2f} GB)"
         if row["error"] is not None:
-            table.append([limit, row["error"], *[""] * 7, _or_dash(row["oom_kills"])])
+            table.append([limit, row["error"], *[""] * 10, _or_dash(row["oom_kills"])])
             continue
         stages = row["stage_s"]
         peak = row["cgroup_peak_bytes"]
+        disk = row["disk"] or {}
         table.append(
             [
                 limit,
@@ -253,6 +291,9 @@ def print_table(rows: list[dict], summary: dict) -> None:
                 stages["compute"],
                 _or_dash(row["read_mb"]),
                 row["major_faults"],
+                _or_dash(disk.get("hit_rate")),
+                _or_dash(disk.get("rows_read")),
+                _or_dash(disk.get("iops")),
                 row["peak_rss_gb"],
                 "-" if peak is None else peak / 1e9,
                 _or_dash(row["oom_kills"]),
@@ -260,7 +301,8 @@ def print_table(rows: list[dict], summary: dict) -> None:
         )
     sys.stdout.write(f"store: {summary['dataset']}, {store_gb:.2f} GB on disk; each run cold\n")
     headers = ["limit", "s/step", "sample s/step", "gather s/step", "compute s/step"]
-    headers += ["MB read/step", "major faults/step", "peak RSS GB", "cgroup peak GB"]
+    headers += ["MB read/step", "major faults/step", "cache hit rate", "rows read/step"]
+    headers += ["read IOPS", "peak RSS GB", "cgroup peak GB"]
     print_report([*headers, "OOM kills"], table, summary)
 
 

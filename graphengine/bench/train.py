@@ -48,6 +48,7 @@ from graphengine.bench.sample import set_threads
 from graphengine.bench.step_profile import CATEGORIES, profile_steps
 from graphengine.data.disk_io import IoCounters
 from graphengine.datasets import load_dataset
+from graphengine.datasets.dataset import choose_feature_reads
 from graphengine.loader import NeighborLoader
 from graphengine.runtime import host_memory_cache, set_host_memory_cache, tune_host_allocator
 from graphengine.train.trainer import Trainer
@@ -108,6 +109,8 @@ def run(
     model: str = "sage",
     access: str | None = None,
     feature_cache: int | str | None = None,
+    feature_reads: str = "auto",
+    cache_policy: str = "sieve",
     variants: str = "all",
     plot: str | Path | None = None,
 ) -> dict:
@@ -154,6 +157,7 @@ def run(
     if variants not in ("all", "cli"):
         raise ValueError(f"'variants' must be 'all' or 'cli' (got {variants!r})")
     config |= {"access": access, "feature_cache": feature_cache}
+    config |= {"feature_reads": feature_reads, "cache_policy": cache_policy}
     ours = ["graphengine", "graphengine_user", "graphengine_uncached"]
     if variants == "cli":
         ours = ours[:1]
@@ -361,8 +365,12 @@ def process(config: dict) -> dict:
     device = torch.device(config["device"])
     dataset = load_dataset(config["dataset"], root=config["root"])
     shape = (config["model"], dataset, config["fanouts"], config["batch_size"], config["hidden"])
-    if config["access"] is not None and library.startswith("graphengine"):
-        dataset.advise(config["access"])
+    if library.startswith("graphengine"):
+        if config["access"] is not None:
+            dataset.advise(config["access"])
+        choose_feature_reads(
+            dataset, config.get("feature_reads", "auto"), config.get("cache_policy", "sieve")
+        )
     seed = config["seed"]
     if library.startswith("graphengine"):
         tuned = library == "graphengine" and tune_host_allocator()
@@ -486,8 +494,9 @@ def _graphengine_steps(
     trainer.step(next(passing))  # in the timed pass, as the peers warm up in theirs
     warmed = loader.stage_times
     compute = 0.0
-    if feature_cache is not None:
-        trainer.batches.features.cache.epoch_metrics()  # the timed steps' counts from here
+    cache = trainer.batches.features.cache
+    if cache is not None:
+        cache.epoch_metrics()  # the timed steps' counts from here
     io_start = IoCounters.now()
     start = time.perf_counter()
     for batch in passing:
@@ -506,8 +515,8 @@ def _graphengine_steps(
         "peak_rss_gb": _peak_rss_gb(),
         "io_per_step": {k: v / batches if v is not None else None for k, v in io.items()},
     }
-    if feature_cache is not None:
-        out["feature_cache"] = trainer.batches.features.cache.epoch_metrics()
+    if cache is not None:
+        out["feature_cache"] = cache.epoch_metrics()
     if profiled:
         first = (batches + 1) * batch_size
         extra = NeighborLoader(

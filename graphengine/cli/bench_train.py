@@ -162,8 +162,10 @@ def _add_memory_options(train: argparse.ArgumentParser) -> None:
         metavar="LIMITS",
         help="instead: graphengine's steps (as --variants cli) once per limit, each in a fresh "
         "process started cold (page cache dropped) in a cgroup v1 memory group of that size "
-        "(root): shares of the store on disk (40%%), bytes (4GiB) or none (no group), e.g. "
-        "none,60%%,40%%; a run the OOM killer ends is a row saying so",
+        "(root): shares of the store on disk (40%%), bytes (4GiB), none (no group) or "
+        "in-memory (no group, the store read into the page cache first and its features read "
+        "by memory map: the step the others are compared with), e.g. in-memory,100%%,40%%,20%%; "
+        "a run the OOM killer ends is a row saying so",
     )
     train.add_argument(
         "--run-timeout",
@@ -237,6 +239,8 @@ def run(args) -> int:
         model=args.model,
         access=args.access,
         feature_cache=args.feature_cache,
+        feature_reads=args.feature_reads,
+        cache_policy=args.cache_policy,
         variants=args.variants,
         plot=args.plot,
     )
@@ -282,6 +286,8 @@ def _memory_limits(args) -> int:
         "model": args.model,
         "access": args.access,
         "feature_cache": args.feature_cache,
+        "feature_reads": args.feature_reads,
+        "cache_policy": args.cache_policy,
     }
     summary = memory_limits.run(args.memory_limits, config, timeout_s=args.run_timeout)
     if args.plot is not None:

@@ -11,6 +11,7 @@ from pathlib import Path
 from graphengine.data.disk_io import ACCESS
 from graphengine.datasets import CATALOG
 from graphengine.datasets.catalog import PAPERS_SCALE, is_heterogeneous
+from graphengine.datasets.dataset import CACHE_POLICIES, FEATURE_READS
 from graphengine.parallel.select import PARALLEL_MODES
 
 from . import values
@@ -155,12 +156,31 @@ def add_precision(parser: argparse.ArgumentParser, help: str) -> None:
 
 
 def add_out_of_core(parser: argparse.ArgumentParser) -> None:
-    """``--feature-cache`` and ``--access``: reading a store larger than memory."""
+    """``--feature-cache``, ``--feature-reads``, ``--cache-policy`` and ``--access``: reading
+    a store larger than memory."""
     parser.add_argument(
         "--feature-cache",
         type=values.cache_size,
         help="keep the feature rows of the highest in-degree nodes in memory (rows, a share "
-        "of the nodes like 5%%, or bytes like 2GiB), for a store read from disk",
+        "of the nodes like 5%%, or bytes like 2GiB), for a store read from disk; with rows "
+        "read from disk, the size of their row cache (default: sized from the memory this "
+        "process may use)",
+    )
+    parser.add_argument(
+        "--feature-reads",
+        choices=FEATURE_READS,
+        default="auto",
+        help="how feature rows are read from a store on disk: disk (many reads in flight, "
+        "direct I/O, through a row cache this process manages), mmap (page faults on the "
+        "memory map, the page cache holding them) or auto (disk when the store takes more "
+        "than half the memory this process may use)",
+    )
+    parser.add_argument(
+        "--cache-policy",
+        choices=CACHE_POLICIES,
+        default="sieve",
+        help="the row cache's policy with --feature-reads disk: sieve (seeded with the "
+        "highest in-degree rows, evicts the rows batches stop reading) or static (keeps them)",
     )
     parser.add_argument(
         "--access",

@@ -11,6 +11,7 @@ import torch
 
 from graphengine.data.disk_io import is_mapped
 from graphengine.data.memory import memory_limit
+from graphengine.datasets.dataset import choose_feature_reads
 
 log = logging.getLogger("graphengine")
 
@@ -26,6 +27,7 @@ def homogeneous_dataset(args: argparse.Namespace, world_size: int):
     advised = dataset.advise(access)
     if advised:
         log.info("advised %s access to %s", access, ", ".join(advised))
+    choose_feature_reads(dataset, args.feature_reads, args.cache_policy)
     return dataset.normalize_features() if args.normalize_features else dataset
 
 

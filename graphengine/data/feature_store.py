@@ -5,7 +5,9 @@ edge type), ``name`` the attribute (``"x"``); a plain string ``"x"`` means ``(No
 All tables of one group have one row per node (or edge) of that group. Tables live in
 memory, memory-mapped from ``.npy`` files, or in shared memory; row reads go through the
 C++ extension (:mod:`graphengine.ops`), optionally through a device row cache
-(:mod:`graphengine.data.cache`) and from pinned memory (:mod:`graphengine.data.pinning`).
+(:mod:`graphengine.data.cache`) and from pinned memory (:mod:`graphengine.data.pinning`), or,
+for a memory-mapped table larger than memory, from disk through a host row cache
+(:mod:`graphengine.data.disk_table`).
 
 The store is a ``torch_geometric.data.FeatureStore`` too: ``get_tensor(group_name=None,
 attr_name="x", index=ids)``, ``multi_get_tensor``, ``put_tensor``, ``remove_tensor``,
@@ -30,6 +32,7 @@ from graphengine import ops
 from graphengine.data import pinning
 from graphengine.data.arrays import as_tensor, memmap_source, open_memmap_source
 from graphengine.data.cache import RowCache
+from graphengine.data.disk_table import DiskTable
 from graphengine.data.files import check_regular_file
 
 Group = str | tuple[str, str, str] | None
@@ -48,7 +51,8 @@ class FeatureStore(PyGFeatureStore):
             PyG's ``put_tensor``).
 
     Memory-mapped tables stay file-backed: :meth:`share_memory_` leaves them alone and a
-    pickle names their file instead of copying them. Caches and pinning are not pickled.
+    pickle names their file instead of copying them. Caches, disk reads
+    (:meth:`read_from_disk_`) and pinning are not pickled.
     """
 
     def __init__(self, tables: Mapping[Key, torch.Tensor | np.ndarray] | None = None):
@@ -57,6 +61,7 @@ class FeatureStore(PyGFeatureStore):
         self._caches: dict[tuple[Group, str], RowCache] = {}
         self._mapped: dict[tuple[Group, str], np.memmap] = {}
         self._prefetched: set[tuple[Group, str]] = set()
+        self._disk: dict[tuple[Group, str], DiskTable] = {}
         if tables is not None and not isinstance(tables, Mapping):
             raise TypeError(f"'tables' must be a mapping of key -> table (got {_kind(tables)})")
         for key, value in (tables or {}).items():
@@ -200,6 +205,10 @@ class FeatureStore(PyGFeatureStore):
         out_2d = out if out is None or out.dim() == 2 else out.view(-1, 1)
         if two_d.shape[1] > 1 and two_d.stride(1) != 1:
             raise ValueError(f"table {_name(key)} rows are not contiguous; store a contiguous copy")
+        disk = self._disk.get(key)
+        if disk is not None:
+            result = disk.gather(ids, out_2d)
+            return result if table.dim() == 2 else result.view(-1)
         cached = self._caches.get(key)
         if key in self._prefetched:
             on_cpu = cached is not None and cached.slot_of.device.type == "cpu"
@@ -275,6 +284,7 @@ class FeatureStore(PyGFeatureStore):
         self._caches.pop(normal, None)
         self._mapped.pop(normal, None)
         self._prefetched.discard(normal)
+        self._disk.pop(normal, None)
         return True
 
     def __delitem__(self, key) -> None:
@@ -309,6 +319,7 @@ class FeatureStore(PyGFeatureStore):
             self._caches.pop(key, None)
             self._mapped.pop(key, None)
             self._prefetched.discard(key)
+            self._disk.pop(key, None)
         self._tables[key] = tensor
         if isinstance(value, np.memmap):
             self._mapped[key] = value
@@ -386,6 +397,41 @@ class FeatureStore(PyGFeatureStore):
         self._prefetched.add(normal)
         return True
 
+    def read_from_disk_(self, key: Key, table: DiskTable) -> None:
+        """Gather the rows of memory-mapped table ``key`` from disk through ``table`` (a
+        :class:`~graphengine.data.disk_table.DiskTable` of the same file, which may serve
+        several stores), with many reads in flight and a host row cache, instead of through
+        page faults on the memory map. ``store[key]`` stays the memory map. Replaces a device
+        cache and :meth:`prefetch_` of ``key``.
+
+        Raises:
+            ValueError: ``key`` is not memory-mapped, or ``table`` reads another file or
+                shape.
+        """
+        normal = _key(key)
+        mapped = self._mapped.get(normal)
+        self._table(normal)
+        source = None if mapped is None else memmap_source(mapped)
+        if source is None:
+            raise ValueError(
+                f"table {_name(normal)} is not a memory-mapped file; only such a table can "
+                "be read from disk"
+            )
+        shape = tuple(mapped.shape) if mapped.ndim == 2 else (mapped.shape[0], 1)
+        same_file = Path(source[0]).resolve() == table.path.resolve()
+        if not same_file or shape != tuple(table.shape):
+            raise ValueError(
+                f"table {_name(normal)} maps '{source[0]}' {list(shape)}, but the disk table "
+                f"reads '{table.path}' {list(table.shape)}"
+            )
+        self._caches.pop(normal, None)
+        self._prefetched.discard(normal)
+        self._disk[normal] = table
+
+    def reads_from_disk(self, key: Key) -> bool:
+        """Whether table ``key``'s rows are read from disk (:meth:`read_from_disk_`)."""
+        return _key(key) in self._disk
+
     def enable_cache(
         self,
         key: Key,
@@ -413,6 +459,11 @@ class FeatureStore(PyGFeatureStore):
                 f"table {_name(normal)} is not pinned: a cache on {device} reads its misses "
                 "from host memory by zero-copy; call pin_memory_() before enable_cache()"
             )
+        if normal in self._disk:
+            raise ValueError(
+                f"table {_name(normal)} is read from disk through a host row cache already; "
+                "size that cache instead"
+            )
         two_d = table if table.dim() == 2 else table.view(-1, 1)
         self._caches[normal] = RowCache.build(two_d, capacity, ranking, device)
         return self._caches[normal].rows
@@ -423,8 +474,12 @@ class FeatureStore(PyGFeatureStore):
         return None if cached is None else cached.cache.device
 
     def cache_stats(self, key: Key) -> dict:
-        """``rows``, ``hits``, ``lookups`` and ``hit_rate`` of table ``key``'s cache."""
+        """``rows``, ``hits``, ``lookups`` and ``hit_rate`` of table ``key``'s cache; for a
+        table read from disk, its host row cache's and the disk's counts
+        (:meth:`DiskTable.stats <graphengine.data.disk_table.DiskTable.stats>`)."""
         normal = _key(key)
+        if normal in self._disk:
+            return self._disk[normal].stats()
         if normal not in self._caches:
             raise KeyError(f"table {_name(normal)} has no cache")
         return self._caches[normal].stats()

@@ -3,14 +3,17 @@
 from __future__ import annotations
 
 import dataclasses
-from dataclasses import dataclass
+import logging
+from dataclasses import dataclass, field
 from pathlib import Path
 
 import numpy as np
 import torch
 from torch_geometric.data import Data
 
-from graphengine.data.disk_io import advise
+from graphengine.data.arrays import memmap_source
+from graphengine.data.disk_io import advise, is_mapped
+from graphengine.data.disk_table import DiskTable
 from graphengine.data.feature_store import FeatureStore
 from graphengine.data.format import (
     FEATURE_DTYPE,
@@ -25,13 +28,19 @@ from graphengine.data.format import (
     write_manifest,
 )
 from graphengine.data.graph_store import Graph
+from graphengine.data.out_of_core import plan_for_process
 from samplers import check_node_ids
+
+log = logging.getLogger("graphengine")
 
 FORMAT = "graphengine.dataset"
 FORMAT_VERSION = 1
 MANIFEST = "dataset.json"
 SPLITS = ("train", "val", "test")
 ARRAYS = ("x", "y", *(f"{split}_idx" for split in SPLITS))  # the .npy files of a store
+CACHE_POLICIES = ("sieve", "static")
+#: How feature rows are read (``--feature-reads``): chosen by size, from disk, or by page faults.
+FEATURE_READS = ("auto", "disk", "mmap")
 
 
 @dataclass
@@ -49,6 +58,11 @@ class GraphDataset:
         num_classes: number of classes.
         access: how batches read the memory maps (:meth:`advise`); ``"random"`` also makes
             :meth:`feature_store` prefetch each gather's rows.
+
+    A store opened memory-mapped whose arrays take more than half the memory the process
+    may use has its ``x`` rows read from disk through a host row cache
+    (:meth:`read_from_disk`), decided at the first :meth:`feature_store`
+    (:meth:`reads_from_disk`).
     """
 
     name: str
@@ -60,6 +74,8 @@ class GraphDataset:
     test_idx: np.ndarray
     num_classes: int
     access: str = "normal"
+    _disk_options: dict | None = field(default=None, init=False, repr=False, compare=False)
+    _disk_table: DiskTable | None = field(default=None, init=False, repr=False, compare=False)
 
     def __post_init__(self):
         n = self.graph.num_nodes
@@ -98,13 +114,128 @@ class GraphDataset:
 
     def feature_store(self) -> FeatureStore:
         """``x`` and ``y`` as the :class:`~graphengine.data.feature_store.FeatureStore` loaders
-        gather from; after ``advise("random")``, a memory-mapped ``x`` has each gather's rows
-        read ahead of it in one go (:meth:`FeatureStore.prefetch_`), which turning read-ahead
-        off needs to read a batch from disk quickly."""
+        gather from. ``x``'s rows come from disk through the dataset's one host row cache
+        when :meth:`disk_table` says so; otherwise, after ``advise("random")``, a
+        memory-mapped ``x`` has each gather's rows read ahead of it in one go
+        (:meth:`FeatureStore.prefetch_`), which turning read-ahead off needs to read a batch
+        from disk quickly."""
         store = FeatureStore({"x": self.x, "y": self.y})
-        if self.access == "random":
+        table = self.disk_table()
+        if table is not None:
+            store.read_from_disk_("x", table)
+        elif self.access == "random":
             store.prefetch_("x")
         return store
+
+    def read_from_disk(
+        self,
+        enabled: bool = True,
+        *,
+        cache_bytes: int | None = None,
+        policy: str = "sieve",
+        engine: str = "auto",
+        direct: str | bool = "auto",
+    ) -> None:
+        """Read ``x``'s rows from disk (``enabled``) through a host row cache seeded with
+        the highest in-degree rows, or (``enabled=False``) through the memory map, in every
+        :meth:`feature_store` made from now on; they all share one cache, made at the first.
+
+        Args:
+            cache_bytes: the cache's budget; ``None``: sized from the memory this process
+                may use (:func:`~graphengine.data.out_of_core.plan_features`).
+            policy: ``"sieve"`` (evicts what batches stop reading) or ``"static"``.
+            engine, direct: how rows are read (:class:`~graphengine.data.row_file.RowFile`).
+
+        Raises ``ValueError`` for an ``x`` that is not a memory-mapped file, or a bad
+        ``cache_bytes`` or ``policy``.
+        """
+        if enabled and memmap_source(self.x) is None:
+            raise ValueError(
+                f"'x' of dataset '{self.name}' is not a memory-mapped file (open the store "
+                "with load_dataset(path) or GraphDataset.load); only such features can be "
+                "read from disk"
+            )
+        if cache_bytes is not None and (
+            isinstance(cache_bytes, bool) or not isinstance(cache_bytes, int) or cache_bytes < 0
+        ):
+            raise ValueError(f"'cache_bytes' must be an int >= 0 or None (got {cache_bytes!r})")
+        if policy not in CACHE_POLICIES:
+            raise ValueError(f"'policy' must be one of {CACHE_POLICIES} (got {policy!r})")
+        self._disk_options = {
+            "enabled": enabled,
+            "cache_bytes": cache_bytes,
+            "policy": policy,
+            "engine": engine,
+            "direct": direct,
+        }
+        self._disk_table = None
+
+    def reads_from_disk(self) -> bool:
+        """Whether ``x``'s rows are read from disk: as :meth:`read_from_disk` chose, else
+        decided (once, logged with its reason) by the store's size against the memory this
+        process may use (:func:`~graphengine.data.out_of_core.plan_features`); a store read
+        from disk also has read-ahead turned off on the graph's memory maps, which the
+        sampler reads at random."""
+        if self._disk_options is None:
+            plan = plan_for_process(self._mapped_feature_bytes(), self._mapped_graph_bytes())
+            log.info("features of %s: %s", self.name, plan.reason)
+            if plan.from_disk:
+                self.read_from_disk(cache_bytes=plan.cache_bytes)
+                for array in (self.graph.indices, self.graph.indptr):
+                    advise(array, "random")
+            else:
+                self.read_from_disk(False)
+        return bool(self._disk_options["enabled"])
+
+    def disk_options(self) -> dict:
+        """How ``x`` is read (:meth:`read_from_disk`'s arguments, decided by
+        :meth:`reads_from_disk` when not given): ``enabled``, ``cache_bytes``, ``policy``,
+        ``engine``, ``direct``."""
+        self.reads_from_disk()
+        return dict(self._disk_options)
+
+    def disk_table(self) -> DiskTable | None:
+        """The :class:`~graphengine.data.disk_table.DiskTable` ``x``'s rows are read through
+        (made at the first call, its cache then seeded from disk), or ``None`` when
+        :meth:`reads_from_disk` is false."""
+        if not self.reads_from_disk():
+            return None
+        if self._disk_table is None:
+            options = self._disk_options
+            cache_bytes = options["cache_bytes"]
+            if cache_bytes is None:
+                plan = plan_for_process(self._mapped_feature_bytes(), self._mapped_graph_bytes())
+                cache_bytes = plan.cache_bytes
+            row_bytes = self.num_features * self.x.dtype.itemsize
+            self._disk_table = DiskTable(
+                memmap_source(self.x)[0],
+                cache_rows=min(cache_bytes // max(row_bytes, 1), self.num_nodes),
+                ranking=self.graph.in_degree(),
+                policy=options["policy"],
+                engine=options["engine"],
+                direct=options["direct"],
+            )
+            log.info(
+                "reading x of %s from disk (%s, %s) through a %s row cache of %d rows (%.2f GiB)",
+                self.name,
+                self._disk_table.file.engine,
+                "direct I/O" if self._disk_table.file.direct else "buffered",
+                options["policy"],
+                self._disk_table.cache.capacity,
+                self._disk_table.cache.nbytes / (1 << 30),
+            )
+        return self._disk_table
+
+    def __getstate__(self) -> dict:
+        # Another process makes its own disk table (and cache) from the same file.
+        return {**self.__dict__, "_disk_table": None}
+
+    def _mapped_feature_bytes(self) -> int:
+        return int(self.x.nbytes) if is_mapped(self.x) else 0
+
+    def _mapped_graph_bytes(self) -> int:
+        arrays = (self.graph.indices, self.graph.indptr)
+        return sum(int(a.nbytes) for a in arrays if is_mapped(a))
 
     def normalize_features(self) -> GraphDataset:
         """A copy whose feature rows each sum to one (all-zero rows stay zero), as PyG's
@@ -183,6 +314,20 @@ class GraphDataset:
             "val_idx": self.val_idx,
             "test_idx": self.test_idx,
         }
+
+
+def choose_feature_reads(dataset: GraphDataset, reads: str, policy: str) -> None:
+    """``reads`` (one of :data:`FEATURE_READS`) and the cache ``policy`` on ``dataset``:
+    ``"disk"`` and ``"mmap"`` force the choice that ``"auto"`` leaves to
+    :meth:`GraphDataset.reads_from_disk`."""
+    if reads not in FEATURE_READS:
+        raise ValueError(f"'reads' must be one of {FEATURE_READS} (got {reads!r})")
+    if reads == "disk":
+        dataset.read_from_disk(policy=policy)
+    elif reads == "mmap":
+        dataset.read_from_disk(False)
+    elif policy != "sieve" and dataset.reads_from_disk():
+        dataset.read_from_disk(policy=policy)
 
 
 def check_features(name: str, what: str, x: np.ndarray) -> None:

@@ -1,6 +1,7 @@
 """The feature store a GraphDataset's training batches are gathered from, on the CPU.
 
-Each choice is one module: a host cache of the hottest rows (:mod:`.cache`), a bfloat16
+Each choice is one module: a host cache of the hottest rows, or of the rows of a store read
+from disk (:mod:`.cache`), a bfloat16
 copy of ``x`` (:mod:`.bf16`), no ``x`` at all for a first layer that reads the table itself
 (:mod:`.from_store`), and no ``y``, the seeds' labels read from the dataset's table instead
 (:mod:`graphengine.train.labels`). :func:`training_features` applies them in that order.
@@ -18,7 +19,7 @@ from graphengine.datasets.dataset import GraphDataset
 from graphengine.nn.forward import SeedLogits
 from graphengine.train.config import TrainConfig
 from graphengine.train.features.bf16 import bf16_store
-from graphengine.train.features.cache import CacheCounter, cached_store
+from graphengine.train.features.cache import CacheCounter, cached_store, disk_store
 from graphengine.train.features.first_layer import casts_x_to_bf16
 from graphengine.train.features.from_store import store_without_x
 from graphengine.train.labels import without_labels
@@ -54,9 +55,13 @@ def training_features(
         return TrainingFeatures()
     store = None
     cache = None
-    if config.feature_cache is not None:
+    row_bytes = dataset.x.shape[1] * dataset.x.dtype.itemsize
+    if dataset.reads_from_disk():
+        store = disk_store(dataset, config.feature_cache)
+        cache = CacheCounter(store, row_bytes, dataset.disk_options()["policy"])
+    elif config.feature_cache is not None:
         store = cached_store(dataset, config.feature_cache)
-        cache = CacheCounter(store, dataset.x.shape[1] * dataset.x.dtype.itemsize)
+        cache = CacheCounter(store, row_bytes)
     elif config.bf16_features and config.precision == "bf16" and casts_x_to_bf16(seed_logits):
         store = bf16_store(dataset)
     if config.aggregate_from_store and config.feature_cache is None:

@@ -1,4 +1,5 @@
-"""A host cache of the feature rows that most training batches read (``feature_cache``)."""
+"""A host cache of the feature rows that most training batches read (``feature_cache``): the
+highest in-degree rows of a memory-mapped store, or the row cache of a store read from disk."""
 
 from __future__ import annotations
 
@@ -20,25 +21,51 @@ def cached_store(dataset: GraphDataset, size: int | str) -> FeatureStore:
     return store
 
 
-class CacheCounter:
-    """The cache's hits and lookups per epoch, from the store's running totals."""
+def disk_store(dataset: GraphDataset, size: int | str | None) -> FeatureStore:
+    """``dataset``'s feature store for a dataset whose rows are read from disk
+    (:meth:`GraphDataset.reads_from_disk`), its row cache ``size`` (rows, a share of the nodes
+    or bytes, as :func:`cached_store`'s) or, for ``None``, as large as the memory this process
+    may use allows."""
+    if size is not None:
+        row_bytes = dataset.x.shape[1] * dataset.x.dtype.itemsize
+        rows = cache_rows(size, row_bytes, dataset.num_nodes, "feature_cache")
+        options = dataset.disk_options()
+        dataset.read_from_disk(
+            cache_bytes=rows * row_bytes,
+            policy=options["policy"],
+            engine=options["engine"],
+            direct=options["direct"],
+        )
+    return dataset.feature_store()
 
-    def __init__(self, store: FeatureStore, row_bytes: int):
+
+#: Running totals of a store read from disk that an epoch's metrics give as the epoch's share.
+DISK_COUNTS = ("rows_read", "reads", "bytes_read", "read_s", "evicted")
+
+
+class CacheCounter:
+    """The cache's hits and lookups per epoch, from the store's running totals; for a store
+    read from disk, also the rows, reads and bytes read from disk and the seconds gathers
+    waited for them."""
+
+    def __init__(self, store: FeatureStore, row_bytes: int, policy: str = "in-degree"):
         self.store = store
         self.row_bytes = row_bytes
-        self._hits = self._lookups = 0
+        self.policy = policy
+        self._last: dict = {}
 
     def epoch_metrics(self) -> dict:
-        """The cache's rows and bytes, and this epoch's lookups, hits and hit rate."""
+        """The cache's rows and bytes, and this epoch's lookups, hits and hit rate (and, read
+        from disk, the counts of :data:`DISK_COUNTS`)."""
         stats = self.store.cache_stats("x")
-        hits = stats["hits"] - self._hits
-        lookups = stats["lookups"] - self._lookups
-        self._hits, self._lookups = stats["hits"], stats["lookups"]
+        counted = [key for key in ("hits", "lookups", *DISK_COUNTS) if key in stats]
+        epoch = {key: stats[key] - self._last.get(key, 0) for key in counted}
+        self._last = {key: stats[key] for key in counted}
+        lookups = epoch["lookups"]
         return {
             "rows": stats["rows"],
             "bytes": stats["rows"] * self.row_bytes,
-            "policy": "in-degree",
-            "lookups": lookups,
-            "hits": hits,
-            "hit_rate": hits / lookups if lookups else 0.0,
+            "policy": self.policy,
+            **epoch,
+            "hit_rate": epoch["hits"] / lookups if lookups else 0.0,
         }

@@ -23,8 +23,9 @@ def store_without_x(
     """``store`` (by default ``dataset``'s) with ``x`` removed, its table handed to
     ``seed_logits`` to read rows from by the batch's ``n_id``; ``None`` (nothing changed)
     unless the first layer is GraphSAGE's fused mean layer on blocks, reading a table in
-    memory (not ``access='random'``) in the dtype it computes in."""
-    if dataset.access == "random" or not fuses_sage_on_blocks(seed_logits):
+    memory (not ``access='random'``, not read from disk) in the dtype it computes in."""
+    larger_than_memory = dataset.access == "random" or dataset.reads_from_disk()
+    if larger_than_memory or not fuses_sage_on_blocks(seed_logits):
         return None
     store = dataset.feature_store() if store is None else store
     table = as_tensor(store["x"])

@@ -1,0 +1,96 @@
+"""Whether a store's features are read from disk, and how much memory their row cache gets.
+
+A store whose memory-mapped arrays fit well within the memory a process may use is read
+through its memory maps: the page cache holds it after the first epoch and a gather is a
+memory copy. A larger one is read from disk (:class:`~graphengine.data.disk_table.DiskTable`):
+the page cache would otherwise hold the feature rows and the graph's arrays in the same
+memory the process needs, evicting with no knowledge of which rows batches come back to. The
+graph's arrays stay memory-mapped (the sampler walks them in place) and are left the page
+cache they need; the row cache gets a share of what remains after the process's own memory,
+the rest is kept for training's buffers (batches in flight, activations, the model).
+"""
+
+from __future__ import annotations
+
+import resource
+from dataclasses import dataclass
+
+from graphengine.data.disk_io import proc_field
+from graphengine.data.memory import memory_limit
+
+#: A store whose memory-mapped arrays take at most this share of the memory limit is read
+#: through its memory maps (the kernel's page cache holds it beside the process).
+FITS_SHARE = 0.5
+#: The share of the memory left (after the process and the graph's arrays) kept for
+#: training's own buffers; the row cache gets the rest.
+TRAINING_SHARE = 0.5
+#: Never less than this kept for training's buffers.
+MIN_TRAINING_BYTES = 512 << 20
+
+
+@dataclass(frozen=True)
+class FeaturePlan:
+    """How a store's features are read.
+
+    Attributes:
+        from_disk: read rows from disk through a row cache (else through the memory map).
+        cache_bytes: the row cache's budget in bytes (0 when ``from_disk`` is false).
+        reason: why, in words, for the log.
+    """
+
+    from_disk: bool
+    cache_bytes: int
+    reason: str
+
+
+def plan_features(
+    feature_bytes: int,
+    graph_bytes: int,
+    limit: int | None,
+    in_use: int,
+) -> FeaturePlan:
+    """How to read ``feature_bytes`` of memory-mapped features beside ``graph_bytes`` of
+    memory-mapped graph arrays, for a process that may use ``limit`` bytes (``None``:
+    unknown) and uses ``in_use`` now (its own resident memory).
+
+    From disk when the mapped arrays take more than :data:`FITS_SHARE` of ``limit``; the
+    cache's budget is then what is left after ``in_use`` and the graph's arrays, less the
+    share kept for training (:data:`TRAINING_SHARE`, at least :data:`MIN_TRAINING_BYTES`),
+    never below 0.
+    """
+    gib = 1 << 30
+    mapped = feature_bytes + graph_bytes
+    if feature_bytes == 0:
+        return FeaturePlan(False, 0, "the features are in memory, not memory-mapped")
+    if limit is None:
+        return FeaturePlan(False, 0, "this process's memory limit is unknown")
+    sizes = (
+        f"the store's memory-mapped arrays take {mapped / gib:.2f} GiB of the "
+        f"{limit / gib:.2f} GiB this process may use"
+    )
+    if mapped <= FITS_SHARE * limit:
+        return FeaturePlan(False, 0, f"{sizes} (at most {FITS_SHARE:.0%}): memory-mapped")
+    left = max(0, limit - in_use - graph_bytes)
+    kept = max(MIN_TRAINING_BYTES, int(TRAINING_SHARE * left))
+    cache = min(max(0, left - kept), feature_bytes)
+    return FeaturePlan(
+        True,
+        cache,
+        f"{sizes} (more than {FITS_SHARE:.0%}): rows read from disk through a "
+        f"{cache / gib:.2f} GiB row cache",
+    )
+
+
+def plan_for_process(feature_bytes: int, graph_bytes: int) -> FeaturePlan:
+    """:func:`plan_features` for this process: its memory limit
+    (:func:`~graphengine.data.memory.memory_limit`) and its resident memory now."""
+    return plan_features(feature_bytes, graph_bytes, memory_limit(), resident_bytes())
+
+
+def resident_bytes() -> int:
+    """This process's own resident memory now (``RssAnon``: not the pages of files it maps,
+    which the page cache may drop), else its peak so far."""
+    kib = proc_field("/proc/self/status", "RssAnon")
+    if kib is None:
+        kib = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+    return kib * 1024
