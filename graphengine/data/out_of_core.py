@@ -7,11 +7,14 @@ the page cache would otherwise hold the feature rows and the graph's arrays in t
 memory the process needs, evicting with no knowledge of which rows batches come back to. The
 graph's arrays stay memory-mapped (the sampler walks them in place) and are left the page
 cache they need; the row cache gets a share of what remains after the process's own memory,
-the rest is kept for training's buffers (batches in flight, activations, the model).
+the rest is kept for training's buffers (batches in flight, activations, the model). Several
+worker processes on one machine (``LOCAL_WORLD_SIZE`` under torchrun) share the page cache of
+the graph's arrays but each hold a cache of their own, so each gets its share.
 """
 
 from __future__ import annotations
 
+import os
 import resource
 from dataclasses import dataclass
 
@@ -24,7 +27,7 @@ FITS_SHARE = 0.5
 #: The share of the memory left (after the process and the graph's arrays) kept for
 #: training's own buffers; the row cache gets the rest.
 TRAINING_SHARE = 0.5
-#: Never less than this kept for training's buffers.
+#: Never less than this kept for each worker's training buffers.
 MIN_TRAINING_BYTES = 512 << 20
 
 
@@ -48,15 +51,17 @@ def plan_features(
     graph_bytes: int,
     limit: int | None,
     in_use: int,
+    workers: int = 1,
 ) -> FeaturePlan:
     """How to read ``feature_bytes`` of memory-mapped features beside ``graph_bytes`` of
-    memory-mapped graph arrays, for a process that may use ``limit`` bytes (``None``:
-    unknown) and uses ``in_use`` now (its own resident memory).
+    memory-mapped graph arrays, for ``workers`` processes on one machine that may use
+    ``limit`` bytes together (``None``: unknown), each using ``in_use`` now (its own resident
+    memory).
 
-    From disk when the mapped arrays take more than :data:`FITS_SHARE` of ``limit``; the
-    cache's budget is then what is left after ``in_use`` and the graph's arrays, less the
-    share kept for training (:data:`TRAINING_SHARE`, at least :data:`MIN_TRAINING_BYTES`),
-    never below 0.
+    From disk when the mapped arrays take more than :data:`FITS_SHARE` of ``limit``; each
+    worker's cache budget is then its share of what is left after the workers' ``in_use``
+    and the graph's arrays, less the share kept for training (:data:`TRAINING_SHARE`, at
+    least :data:`MIN_TRAINING_BYTES` a worker), never below 0.
     """
     gib = 1 << 30
     mapped = feature_bytes + graph_bytes
@@ -70,21 +75,24 @@ def plan_features(
     )
     if mapped <= FITS_SHARE * limit:
         return FeaturePlan(False, 0, f"{sizes} (at most {FITS_SHARE:.0%}): memory-mapped")
-    left = max(0, limit - in_use - graph_bytes)
-    kept = max(MIN_TRAINING_BYTES, int(TRAINING_SHARE * left))
-    cache = min(max(0, left - kept), feature_bytes)
+    left = max(0, limit - workers * in_use - graph_bytes)
+    kept = max(workers * MIN_TRAINING_BYTES, int(TRAINING_SHARE * left))
+    cache = min(max(0, left - kept) // workers, feature_bytes)
     return FeaturePlan(
         True,
         cache,
         f"{sizes} (more than {FITS_SHARE:.0%}): rows read from disk through a "
-        f"{cache / gib:.2f} GiB row cache",
+        f"{cache / gib:.2f} GiB row cache"
+        + (f" in each of {workers} workers" if workers > 1 else ""),
     )
 
 
 def plan_for_process(feature_bytes: int, graph_bytes: int) -> FeaturePlan:
     """:func:`plan_features` for this process: its memory limit
-    (:func:`~graphengine.data.memory.memory_limit`) and its resident memory now."""
-    return plan_features(feature_bytes, graph_bytes, memory_limit(), resident_bytes())
+    (:func:`~graphengine.data.memory.memory_limit`), its resident memory now, and the
+    workers on this machine (torchrun's ``LOCAL_WORLD_SIZE``, else 1)."""
+    workers = max(1, int(os.environ.get("LOCAL_WORLD_SIZE", "1") or 1))
+    return plan_features(feature_bytes, graph_bytes, memory_limit(), resident_bytes(), workers)
 
 
 def resident_bytes() -> int:
