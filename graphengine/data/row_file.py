@@ -31,7 +31,7 @@ log = logging.getLogger("graphengine")
 ENGINES = ("auto", "io_uring", "pread", "python")
 #: The engine ``engine="auto"`` tries first (the faster one on the machine measured with
 #: ``graphengine bench disk``), then the other one.
-AUTO_ORDER = ("io_uring", "pread")
+AUTO_ORDER = ("pread", "io_uring")
 #: Overrides ``engine="auto"`` for the process (one of :data:`ENGINES`).
 ENGINE_ENV = "GRAPHENGINE_IO_ENGINE"
 DEFAULT_DIRECT_ALIGN = 4096
@@ -44,7 +44,8 @@ class RowFile:
     """The rows of a 2-D C-order ``.npy`` file at ``path``, read by id.
 
     ``engine``: one of :data:`ENGINES` (``"auto"``: ``$GRAPHENGINE_IO_ENGINE`` when set, else
-    io_uring where the kernel allows a ring, else the pread pool, else ``"python"`` (one
+    the first of :data:`AUTO_ORDER` that runs here (io_uring needs the kernel to allow a ring),
+    else ``"python"`` (one
     ``os.pread`` per row) where the extension is not built or the ops backend is ``"torch"``).
     ``direct``: ``True``, ``False`` or ``"auto"`` (``O_DIRECT`` where the filesystem accepts it,
     else buffered reads through the page cache). ``queue_depth``: reads in flight per call.
@@ -207,7 +208,7 @@ class RowFile:
                 ) from None
             self._fd = os.open(self.path, os.O_RDONLY)
             return "buffered (the filesystem refuses O_DIRECT)"
-        self._fd, self._align = fd, _direct_alignment(fd)
+        self._fd, self._align = fd, direct_alignment(fd)
         # Some filesystems accept O_DIRECT at open and refuse the reads: try one.
         try:
             if self.num_rows:
@@ -336,7 +337,7 @@ def _checked_ids(ids, num_rows: int) -> torch.Tensor:
     return ids
 
 
-def _direct_alignment(fd: int) -> int:
+def direct_alignment(fd: int) -> int:
     """The alignment O_DIRECT needs on ``fd``'s file (``statx``'s ``stx_dio_mem_align`` and
     ``stx_dio_offset_align``), or :data:`DEFAULT_DIRECT_ALIGN` where the kernel does not say."""
     try:
