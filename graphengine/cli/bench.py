@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from . import (
     bench_convert,
+    bench_disk,
     bench_gather,
     bench_modes,
     bench_partition,
@@ -22,6 +23,7 @@ BENCHES = (
     bench_partition,
     bench_convert,
     bench_gather,
+    bench_disk,
     bench_scaling,
     bench_plan,
 )

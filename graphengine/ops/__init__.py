@@ -4,9 +4,9 @@ torch fallbacks.
 The extension registers ``torch.ops.graphengine.*``: row gathers with a CPU and, when the
 installed torch has CUDA, a CUDA kernel, and CPU kernels for the fused layers; :mod:`.build`
 compiles it on first use. One module per op family holds its Python wrapper and fake kernel:
-:mod:`.gather` (``gather_rows``, ``cached_gather``), :mod:`.prefetch`, :mod:`.threads`,
-:mod:`.csr`, :mod:`.relu`, :mod:`.transpose`, :mod:`.gat`. Whether the extension computes is
-decided in one place, :mod:`.backend`:
+:mod:`.gather` (``gather_rows``, ``cached_gather``), :mod:`.prefetch`, :mod:`.read_rows`,
+:mod:`.threads`, :mod:`.csr`, :mod:`.relu`, :mod:`.transpose`, :mod:`.gat`. Whether the
+extension computes is decided in one place, :mod:`.backend`:
 
 - ``"auto"`` (the default): the extension when it builds, else ``torch.index_select`` with
   one ``RuntimeWarning``;
@@ -34,6 +34,7 @@ from graphengine.ops.build import (
 )
 from graphengine.ops.gather import cached_gather, check_index, gather_rows
 from graphengine.ops.prefetch import prefetch_rows
+from graphengine.ops.read_rows import io_uring_probe, read_rows
 from graphengine.ops.threads import set_intraop_threads
 
 __all__ = [
@@ -48,8 +49,10 @@ __all__ = [
     "gat",
     "gather_rows",
     "get_backend",
+    "io_uring_probe",
     "library_path",
     "prefetch_rows",
+    "read_rows",
     "relu",
     "set_backend",
     "set_intraop_threads",

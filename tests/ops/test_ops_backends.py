@@ -180,6 +180,7 @@ def test_every_op_that_takes_a_tensor_has_a_fake_kernel():
         "host_cache_open",
         "host_cache_close",
         "host_cache_state",
+        "io_uring_probe",
         "set_intraop_threads",
     }
     assert set(ops.build._fake_kernels) == with_tensors
