@@ -75,9 +75,7 @@ def plan_features(
     )
     if mapped <= FITS_SHARE * limit:
         return FeaturePlan(False, 0, f"{sizes} (at most {FITS_SHARE:.0%}): memory-mapped")
-    left = max(0, limit - workers * in_use - graph_bytes)
-    kept = max(workers * MIN_TRAINING_BYTES, int(TRAINING_SHARE * left))
-    cache = min(max(0, left - kept) // workers, feature_bytes)
+    cache = cache_budget(feature_bytes, graph_bytes, limit, in_use, workers)
     return FeaturePlan(
         True,
         cache,
@@ -87,12 +85,37 @@ def plan_features(
     )
 
 
+def cache_budget(
+    feature_bytes: int, graph_bytes: int, limit: int | None, in_use: int, workers: int = 1
+) -> int:
+    """Each worker's row cache budget in bytes, as :func:`plan_features` sizes it for rows
+    read from disk (0 for an unknown ``limit``), at most ``feature_bytes``."""
+    if limit is None:
+        return 0
+    left = max(0, limit - workers * in_use - graph_bytes)
+    kept = max(workers * MIN_TRAINING_BYTES, int(TRAINING_SHARE * left))
+    return min(max(0, left - kept) // workers, feature_bytes)
+
+
 def plan_for_process(feature_bytes: int, graph_bytes: int) -> FeaturePlan:
     """:func:`plan_features` for this process: its memory limit
     (:func:`~graphengine.data.memory.memory_limit`), its resident memory now, and the
-    workers on this machine (torchrun's ``LOCAL_WORLD_SIZE``, else 1)."""
-    workers = max(1, int(os.environ.get("LOCAL_WORLD_SIZE", "1") or 1))
-    return plan_features(feature_bytes, graph_bytes, memory_limit(), resident_bytes(), workers)
+    workers on this machine (:func:`local_workers`)."""
+    return plan_features(
+        feature_bytes, graph_bytes, memory_limit(), resident_bytes(), local_workers()
+    )
+
+
+def cache_budget_for_process(feature_bytes: int, graph_bytes: int) -> int:
+    """:func:`cache_budget` for this process, as :func:`plan_for_process` sees it."""
+    return cache_budget(
+        feature_bytes, graph_bytes, memory_limit(), resident_bytes(), local_workers()
+    )
+
+
+def local_workers() -> int:
+    """The worker processes on this machine: torchrun's ``LOCAL_WORLD_SIZE``, else 1."""
+    return max(1, int(os.environ.get("LOCAL_WORLD_SIZE", "1") or 1))
 
 
 def resident_bytes() -> int:

@@ -28,7 +28,7 @@ from graphengine.data.format import (
     write_manifest,
 )
 from graphengine.data.graph_store import Graph
-from graphengine.data.out_of_core import plan_for_process
+from graphengine.data.out_of_core import cache_budget_for_process, plan_for_process
 from samplers import check_node_ids
 
 log = logging.getLogger("graphengine")
@@ -142,7 +142,7 @@ class GraphDataset:
 
         Args:
             cache_bytes: the cache's budget; ``None``: sized from the memory this process
-                may use (:func:`~graphengine.data.out_of_core.plan_features`).
+                may use (:func:`~graphengine.data.out_of_core.cache_budget`).
             policy: ``"sieve"`` (evicts what batches stop reading) or ``"static"``.
             engine, direct: how rows are read (:class:`~graphengine.data.row_file.RowFile`).
 
@@ -204,8 +204,10 @@ class GraphDataset:
             options = self._disk_options
             cache_bytes = options["cache_bytes"]
             if cache_bytes is None:
-                plan = plan_for_process(self._mapped_feature_bytes(), self._mapped_graph_bytes())
-                cache_bytes = plan.cache_bytes
+                cache_bytes = cache_budget_for_process(
+                    self._mapped_feature_bytes(), self._mapped_graph_bytes()
+                )
+                options["cache_bytes"] = cache_bytes
             row_bytes = self.num_features * self.x.dtype.itemsize
             self._disk_table = DiskTable(
                 memmap_source(self.x)[0],

@@ -53,6 +53,7 @@ class CacheCounter:
         self.row_bytes = row_bytes
         self.policy = policy
         self._last: dict = {}
+        self.epoch_metrics()  # counts from here: not the reads that seeded the cache
 
     def epoch_metrics(self) -> dict:
         """The cache's rows and bytes, and this epoch's lookups, hits and hit rate (and, read
