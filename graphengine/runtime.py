@@ -14,7 +14,7 @@ the gathers' outputs come from graphengine's buffer pool (``csrc/cpu/buffer_pool
 ``csrc/cpu/host_cache_kernel.cpp``), and the cached buffers go back to the system when the
 last span ends; steps run about as fast as with the glibc setting. The trade-off: during the
 spans the process keeps freed large blocks for reuse (at most a quarter of the machine's
-memory), and those blocks are not reported to torch's CPU memory profiler. Opt out with
+memory, or of the process's cgroup limit where that is smaller), and those blocks are not reported to torch's CPU memory profiler. Opt out with
 ``GRAPHENGINE_HOST_CACHE=0`` in the environment or :func:`set_host_memory_cache` ``(False)``.
 """
 
@@ -29,6 +29,8 @@ from contextlib import contextmanager
 
 import torch
 
+from graphengine.data.disk_io import proc_field
+from graphengine.data.memory import memory_limit
 from graphengine.ops.backend import extension_loaded, extension_usable
 
 log = logging.getLogger(__name__)
@@ -39,7 +41,7 @@ _M_MMAP_THRESHOLD = -3
 _INT_MAX = 2**31 - 1
 
 HOST_CACHE_ENV = "GRAPHENGINE_HOST_CACHE"
-_host_cache: dict[str, bool] = {}  # "enabled": the switch, once read or set
+_host_cache: dict[str, bool] = {}  # "enabled": the switch; "pool_limit": the pool capped
 
 
 def tune_host_allocator() -> bool:
@@ -111,6 +113,7 @@ def host_memory_cache() -> Iterator[bool]:
     active = (
         host_memory_cache_enabled()
         and (extension_loaded() or extension_usable())
+        and _limit_pool()
         and bool(torch.ops.graphengine.host_cache_open())
     )
     try:
@@ -118,6 +121,20 @@ def host_memory_cache() -> Iterator[bool]:
     finally:
         if active:
             torch.ops.graphengine.host_cache_close()
+
+
+def _limit_pool() -> bool:
+    """Once per process, before the first span: under a memory limit smaller than the
+    machine's (a cgroup's), keep at most a quarter of it for reuse, not a quarter of the
+    machine's memory (the pool's default), which such a process cannot hold. Returns True."""
+    if "pool_limit" not in _host_cache:
+        limit = memory_limit()
+        total = proc_field("/proc/meminfo", "MemTotal")
+        limited = limit is not None and total is not None and limit < total * 1024
+        _host_cache["pool_limit"] = limited
+        if limited:
+            torch.ops.graphengine.host_cache_limit(limit // 4)
+    return True
 
 
 def host_memory_cache_state() -> tuple[int, int, int]:

@@ -18,10 +18,13 @@ constexpr size_t kPage = 4096;
 // Buffers come in size classes 2^e * (8 + m) / 8, m in [0, 8): at most 12.5% slack, so that
 // batches of slightly different sizes share buffers.
 constexpr int kClassSteps = 8;
-// Freed buffers kept for reuse, at most: a quarter of the machine's memory, and 2 GiB at
-// least; the rest go back to the system.
+// Freed buffers kept for reuse, at most: what pool_set_limit set (a process under a memory
+// limit smaller than the machine's sets a share of its own), else a quarter of the machine's
+// memory, and 2 GiB at least; the rest go back to the system.
+std::atomic<int64_t> set_limit{-1};
+
 size_t max_cached_bytes() {
-  static const size_t limit = [] {
+  static const size_t machine_limit = [] {
     const long pages = sysconf(_SC_PHYS_PAGES);
     const long page_size = sysconf(_SC_PAGESIZE);
     const size_t quarter = pages > 0 && page_size > 0
@@ -29,7 +32,8 @@ size_t max_cached_bytes() {
                                : 0;
     return std::max(quarter, size_t{2} << 30);
   }();
-  return limit;
+  const int64_t chosen = set_limit.load(std::memory_order_relaxed);
+  return chosen >= 0 ? static_cast<size_t>(chosen) : machine_limit;
 }
 // A cached buffer serves a request of at least this fraction of its size.
 constexpr double kMinFill = 0.5;
@@ -190,5 +194,7 @@ at::Tensor pooled_empty(at::IntArrayRef sizes, const at::TensorOptions& options)
       },
       options);
 }
+
+void pool_set_limit(int64_t bytes) { set_limit.store(bytes, std::memory_order_relaxed); }
 
 }  // namespace graphengine

@@ -35,6 +35,10 @@ void pool_open_span();
 void pool_close_span();
 int64_t pool_spans();
 
+// The most bytes of freed buffers kept for reuse from now on (-1: the default, a quarter of the
+// machine's memory and at least 2 GiB); buffers over it go back to the system as they are freed.
+void pool_set_limit(int64_t bytes);
+
 // Bytes of the buffers cached for reuse.
 size_t pool_cached_bytes();
 

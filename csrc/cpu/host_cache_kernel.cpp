@@ -119,6 +119,12 @@ bool host_cache_open() {
 
 void host_cache_close() { pool_close_span(); }
 
+void host_cache_limit(int64_t max_bytes) {
+  TORCH_CHECK(max_bytes >= -1, "host_cache_limit: 'max_bytes' must be >= -1 (got ", max_bytes,
+              ")");
+  pool_set_limit(max_bytes);
+}
+
 std::vector<int64_t> host_cache_state() {
   return {pool_spans(), static_cast<int64_t>(pool_cached_bytes()),
           static_cast<int64_t>(pool_fresh_bytes())};
@@ -132,6 +138,7 @@ TORCH_LIBRARY_IMPL(graphengine, CompositeImplicitAutograd, m) {
   m.impl("host_cache_open", &host_cache_open);
   m.impl("host_cache_close", &host_cache_close);
   m.impl("host_cache_state", &host_cache_state);
+  m.impl("host_cache_limit", &host_cache_limit);
 }
 
 }  // namespace graphengine
