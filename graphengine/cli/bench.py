@@ -4,6 +4,7 @@ table, then one JSON line."""
 from __future__ import annotations
 
 from . import (
+    bench_cache,
     bench_convert,
     bench_gather,
     bench_modes,
@@ -24,6 +25,7 @@ BENCHES = (
     bench_gather,
     bench_scaling,
     bench_plan,
+    bench_cache,
 )
 
 

@@ -123,7 +123,7 @@ def subcommands(parser: argparse.ArgumentParser, prefix: tuple = ()):
 
 def test_every_command_has_help_and_names_no_path_outside_the_project(capsys):
     commands = list(subcommands(cli.build_parser()))
-    assert len(commands) == 19  # graphengine, its 10 commands, bench's 8
+    assert len(commands) == 20  # graphengine, its 10 commands, bench's 9
     for prefix, _ in commands:
         with pytest.raises(SystemExit) as exit:
             main([*prefix, "--help"])
@@ -149,9 +149,10 @@ DATASET_COMMANDS = [
     ["bench", "modes"],
     ["bench", "train"],
     ["bench", "partition"],
+    ["bench", "cache"],
 ]
 FANOUT_COMMANDS = [["train"]] + [["bench", b] for b in ("sample", "modes", "train", "partition")]
-FANOUT_COMMANDS += [["bench", "scaling"]]
+FANOUT_COMMANDS += [["bench", "scaling"], ["bench", "cache"]]
 
 
 @pytest.mark.parametrize("command", DATASET_COMMANDS)
