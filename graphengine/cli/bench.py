@@ -4,6 +4,7 @@ table, then one JSON line."""
 from __future__ import annotations
 
 from . import (
+    bench_cache,
     bench_convert,
     bench_disk,
     bench_gather,
@@ -26,6 +27,7 @@ BENCHES = (
     bench_disk,
     bench_scaling,
     bench_plan,
+    bench_cache,
 )
 
 

@@ -136,7 +136,7 @@ class HostRowCache:
                     self._queue,
                 )
             )
-            self._rows[slots.long()] = rows[order]
+            _copy_rows(rows, order, self._rows, slots.long())
             self._admitted += int(order.numel())
         return int(order.numel())
 
@@ -157,7 +157,7 @@ class HostRowCache:
             hit = slots >= 0
             found = hit.nonzero().squeeze(1)
             found_slots = slots[found].long()
-            out[found] = self._rows[found_slots]
+            _copy_rows(self._rows, found_slots, out, found)
             if self.policy == "sieve":
                 self._visited_t[found_slots] = 1
             self._hits += int(found.numel())
@@ -188,7 +188,7 @@ class HostRowCache:
             )
             # Rows whose slot a later id of this call took again are not copied.
             kept = ((slots >= 0) & (self._slot_of_t[ids] == slots)).nonzero().squeeze(1)
-            self._rows[slots[kept].long()] = rows[kept]
+            _copy_rows(rows, kept, self._rows, slots[kept].long())
             self._admitted += int((slots >= 0).sum())
 
     def stats(self) -> dict:
@@ -247,6 +247,40 @@ class HostRowCache:
                 f"HostRowCache.{method}: '{name}' must be a {self.dtype} CPU tensor of shape "
                 f"{expected} (got {rows.dtype} of shape {tuple(rows.shape)} on {rows.device})"
             )
+
+
+def _copy_rows(
+    src: torch.Tensor, src_index: torch.Tensor, dst: torch.Tensor, dst_index: torch.Tensor
+) -> None:
+    """``dst[dst_index[i]] = src[src_index[i]]`` (int64 indices) without a temporary: copying
+    into fresh memory costs more than the copy (its pages fault in)."""
+    if not src_index.numel():
+        return
+    if not dst.is_contiguous():
+        dst[dst_index] = src[src_index]
+        return
+    # Rows as words of the widest integer type that divides them: any dtype copies alike.
+    row_bytes = dst.shape[1] * dst.element_size()
+    word = next(
+        w
+        for w in (torch.int64, torch.int32, torch.int16, torch.uint8)
+        if not row_bytes % w.itemsize
+    )
+    width = row_bytes // word.itemsize
+    _copy_word_rows(
+        src.contiguous().view(torch.uint8).view(word).numpy().reshape(src.shape[0], width),
+        src_index.numpy(),
+        dst.view(torch.uint8).view(word).numpy().reshape(dst.shape[0], width),
+        dst_index.numpy(),
+    )
+
+
+@numba.njit(nogil=True, cache=True)
+def _copy_word_rows(src, src_index, dst, dst_index):
+    for i in range(src_index.shape[0]):
+        to, of = dst_index[i], src_index[i]
+        for k in range(dst.shape[1]):
+            dst[to, k] = src[of, k]
 
 
 @numba.njit(nogil=True, cache=True)

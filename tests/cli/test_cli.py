@@ -149,9 +149,10 @@ DATASET_COMMANDS = [
     ["bench", "modes"],
     ["bench", "train"],
     ["bench", "partition"],
+    ["bench", "cache"],
 ]
 FANOUT_COMMANDS = [["train"]] + [["bench", b] for b in ("sample", "modes", "train", "partition")]
-FANOUT_COMMANDS += [["bench", "scaling"]]
+FANOUT_COMMANDS += [["bench", "scaling"], ["bench", "cache"]]
 
 
 @pytest.mark.parametrize("command", DATASET_COMMANDS)

@@ -286,3 +286,23 @@ def test_capacity_for_refuses_bad_sizes():
         capacity_for(100, 10, 0, torch.float32)
     with pytest.raises(TypeError, match=r"torch\.dtype"):
         capacity_for(100, 10, 4, "float32")
+
+
+@pytest.mark.parametrize("dtype", [torch.bfloat16, torch.float16, torch.uint8, torch.float64])
+@pytest.mark.parametrize("contiguous_out", [True, False])
+def test_rows_of_any_dtype_come_back_whole_into_any_out(dtype, contiguous_out):
+    num_rows, num_cols = 50, 5  # 5 columns: rows of an odd number of bytes for uint8
+    table = (torch.arange(num_rows * num_cols) % 251).reshape(num_rows, num_cols).to(dtype)
+    cache = HostRowCache(num_rows, 20, num_cols, dtype)
+    hottest = ids_tensor(range(49, 29, -1))
+    cache.fill(hottest, table[hottest])
+    cache.admit(ids_tensor([3, 7]), table[[3, 7]])
+    ids = ids_tensor([7, 40, 1, 3, 49])
+    wide = torch.zeros(len(ids), num_cols + 2, dtype=dtype)
+    out = torch.zeros(len(ids), num_cols, dtype=dtype) if contiguous_out else wide[:, 1:-1]
+    assert out.is_contiguous() == contiguous_out
+    assert cache.lookup(ids, out).tolist() == [2]
+    assert torch.equal(out[[0, 1, 3, 4]], table[[7, 40, 3, 49]])
+    assert bool((out[2] == 0).all())
+    if not contiguous_out:
+        assert bool((wide[:, [0, -1]] == 0).all())
