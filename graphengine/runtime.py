@@ -14,8 +14,9 @@ the gathers' outputs come from graphengine's buffer pool (``csrc/cpu/buffer_pool
 ``csrc/cpu/host_cache_kernel.cpp``), and the cached buffers go back to the system when the
 last span ends; steps run about as fast as with the glibc setting. The trade-off: during the
 spans the process keeps freed large blocks for reuse (at most a quarter of the machine's
-memory, or of the process's cgroup limit where that is smaller), and those blocks are not reported to torch's CPU memory profiler. Opt out with
-``GRAPHENGINE_HOST_CACHE=0`` in the environment or :func:`set_host_memory_cache` ``(False)``.
+memory, or of the process's cgroup limit where that is smaller), and those blocks are not
+reported to torch's CPU memory profiler. Opt out with ``GRAPHENGINE_HOST_CACHE=0`` in the
+environment or :func:`set_host_memory_cache` ``(False)``.
 """
 
 from __future__ import annotations

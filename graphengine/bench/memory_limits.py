@@ -31,6 +31,7 @@ from graphengine.bench.report import print_report
 from graphengine.bench.train import check_timed_steps
 from graphengine.data.sizes import BYTE_UNITS, parse_size
 from graphengine.datasets import load_dataset
+from graphengine.datasets.dataset import DEFAULT_CACHE_POLICY
 
 log = logging.getLogger(__name__)
 
@@ -177,7 +178,7 @@ def run(
         "access": config["access"],
         "feature_cache": config["feature_cache"],
         "feature_reads": config.get("feature_reads", "auto"),
-        "cache_policy": config.get("cache_policy", "sieve"),
+        "cache_policy": config.get("cache_policy", DEFAULT_CACHE_POLICY),
         "rows": rows,
     }
     print_table(rows, summary)

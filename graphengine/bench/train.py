@@ -48,7 +48,7 @@ from graphengine.bench.sample import set_threads
 from graphengine.bench.step_profile import CATEGORIES, profile_steps
 from graphengine.data.disk_io import IoCounters
 from graphengine.datasets import load_dataset
-from graphengine.datasets.dataset import choose_feature_reads
+from graphengine.datasets.dataset import DEFAULT_CACHE_POLICY, choose_feature_reads
 from graphengine.loader import NeighborLoader
 from graphengine.runtime import host_memory_cache, set_host_memory_cache, tune_host_allocator
 from graphengine.train.trainer import Trainer
@@ -110,7 +110,7 @@ def run(
     access: str | None = None,
     feature_cache: int | str | None = None,
     feature_reads: str = "auto",
-    cache_policy: str = "sieve",
+    cache_policy: str = DEFAULT_CACHE_POLICY,
     variants: str = "all",
     plot: str | Path | None = None,
 ) -> dict:
@@ -369,7 +369,9 @@ def process(config: dict) -> dict:
         if config["access"] is not None:
             dataset.advise(config["access"])
         choose_feature_reads(
-            dataset, config.get("feature_reads", "auto"), config.get("cache_policy", "sieve")
+            dataset,
+            config.get("feature_reads", "auto"),
+            config.get("cache_policy", DEFAULT_CACHE_POLICY),
         )
     seed = config["seed"]
     if library.startswith("graphengine"):

@@ -11,7 +11,7 @@ from pathlib import Path
 from graphengine.data.disk_io import ACCESS
 from graphengine.datasets import CATALOG
 from graphengine.datasets.catalog import PAPERS_SCALE, is_heterogeneous
-from graphengine.datasets.dataset import CACHE_POLICIES, FEATURE_READS
+from graphengine.datasets.dataset import CACHE_POLICIES, DEFAULT_CACHE_POLICY, FEATURE_READS
 from graphengine.parallel.select import PARALLEL_MODES
 
 from . import values
@@ -178,9 +178,10 @@ def add_out_of_core(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--cache-policy",
         choices=CACHE_POLICIES,
-        default="sieve",
-        help="the row cache's policy with --feature-reads disk: sieve (seeded with the "
-        "highest in-degree rows, evicts the rows batches stop reading) or static (keeps them)",
+        default=DEFAULT_CACHE_POLICY,
+        help="the row cache's policy for rows read from disk, both seeded with the highest "
+        "in-degree rows: static (keeps them; the default) or sieve (admits the rows batches "
+        "read, evicting by SIEVE)",
     )
     parser.add_argument(
         "--access",

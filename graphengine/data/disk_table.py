@@ -39,8 +39,8 @@ class DiskTable:
         cache_rows: rows the cache holds (0: none).
         ranking: ``[num_rows]`` scores (e.g. in-degree); the highest-ranked rows are read
             into the cache before the first gather. ``None``: the cache starts empty.
-        policy: the cache's eviction policy, ``"sieve"`` or ``"static"`` (keeps the seeded
-            rows).
+        policy: the cache's policy, ``"static"`` (keeps the seeded rows) or ``"sieve"``
+            (admits the rows it misses, evicting by SIEVE).
         engine, direct, queue_depth: how rows are read (:class:`RowFile`).
 
     Gathers may run in several threads at once. The file must not change while it is read: a
@@ -53,7 +53,7 @@ class DiskTable:
         *,
         cache_rows: int = 0,
         ranking: np.ndarray | torch.Tensor | None = None,
-        policy: str = "sieve",
+        policy: str = "static",
         engine: str = "auto",
         direct: str | bool = "auto",
         queue_depth: int = 64,

@@ -38,7 +38,11 @@ FORMAT_VERSION = 1
 MANIFEST = "dataset.json"
 SPLITS = ("train", "val", "test")
 ARRAYS = ("x", "y", *(f"{split}_idx" for split in SPLITS))  # the .npy files of a store
-CACHE_POLICIES = ("sieve", "static")
+CACHE_POLICIES = ("static", "sieve")
+#: The row cache's policy by default: for shuffled node-wise training, which reads each row at a
+#: steady rate, the in-degree seed kept for good missed fewer rows than SIEVE seeded with it
+#: (``graphengine bench cache``; figures in docs/benchmarks.md).
+DEFAULT_CACHE_POLICY = "static"
 #: How feature rows are read (``--feature-reads``): chosen by size, from disk, or by page faults.
 FEATURE_READS = ("auto", "disk", "mmap")
 
@@ -132,7 +136,7 @@ class GraphDataset:
         enabled: bool = True,
         *,
         cache_bytes: int | None = None,
-        policy: str = "sieve",
+        policy: str = DEFAULT_CACHE_POLICY,
         engine: str = "auto",
         direct: str | bool = "auto",
     ) -> None:
@@ -143,7 +147,8 @@ class GraphDataset:
         Args:
             cache_bytes: the cache's budget; ``None``: sized from the memory this process
                 may use (:func:`~graphengine.data.out_of_core.cache_budget`).
-            policy: ``"sieve"`` (evicts what batches stop reading) or ``"static"``.
+            policy: ``"static"`` (keeps the seeded rows) or ``"sieve"`` (admits the rows
+                batches read, evicting by SIEVE).
             engine, direct: how rows are read (:class:`~graphengine.data.row_file.RowFile`).
 
         Raises ``ValueError`` for an ``x`` that is not a memory-mapped file, or a bad
@@ -328,7 +333,7 @@ def choose_feature_reads(dataset: GraphDataset, reads: str, policy: str) -> None
         dataset.read_from_disk(policy=policy)
     elif reads == "mmap":
         dataset.read_from_disk(False)
-    elif policy != "sieve" and dataset.reads_from_disk():
+    elif policy != DEFAULT_CACHE_POLICY and dataset.reads_from_disk():
         dataset.read_from_disk(policy=policy)
 
 

@@ -47,7 +47,7 @@ def test_a_store_larger_than_memory_is_read_from_disk_with_no_flag(store, monkey
     limited_to(monkeypatch, store_bytes)  # the store takes all of it: more than half
     assert dataset.reads_from_disk()
     options = dataset.disk_options()
-    assert options["enabled"] and options["policy"] == "sieve" and options["cache_bytes"] >= 0
+    assert options["enabled"] and options["policy"] == "static" and options["cache_bytes"] >= 0
     table = dataset.disk_table()
     assert dataset.feature_store().reads_from_disk("x")
     assert dataset.disk_table() is table  # one cache for every store of the dataset
