@@ -28,7 +28,7 @@ FITS_SHARE = 0.5
 #: training's own buffers; the row cache gets the rest.
 TRAINING_SHARE = 0.5
 #: Never less than this kept for each worker's training buffers.
-MIN_TRAINING_BYTES = 512 << 20
+MIN_TRAINING_BYTES = 1 << 30
 
 
 @dataclass(frozen=True)
