@@ -14,8 +14,8 @@ the gathers' outputs come from graphengine's buffer pool (``csrc/cpu/buffer_pool
 ``csrc/cpu/host_cache_kernel.cpp``), and the cached buffers go back to the system when the
 last span ends; steps run about as fast as with the glibc setting. The trade-off: during the
 spans the process keeps freed large blocks for reuse (at most a quarter of the machine's
-memory, or of the process's cgroup limit where that is smaller), and those blocks are not
-reported to torch's CPU memory profiler. Opt out with ``GRAPHENGINE_HOST_CACHE=0`` in the
+memory, or a sixteenth of the process's cgroup limit where that is smaller), and those blocks
+are not reported to torch's CPU memory profiler. Opt out with ``GRAPHENGINE_HOST_CACHE=0`` in the
 environment or :func:`set_host_memory_cache` ``(False)``.
 """
 
@@ -42,6 +42,8 @@ _M_MMAP_THRESHOLD = -3
 _INT_MAX = 2**31 - 1
 
 HOST_CACHE_ENV = "GRAPHENGINE_HOST_CACHE"
+#: The share of a cgroup's memory limit the buffer pool keeps for reuse at most.
+LIMITED_POOL_SHARE = 1 / 16
 _host_cache: dict[str, bool] = {}  # "enabled": the switch; "pool_limit": the pool capped
 
 
@@ -126,15 +128,17 @@ def host_memory_cache() -> Iterator[bool]:
 
 def _limit_pool() -> bool:
     """Once per process, before the first span: under a memory limit smaller than the
-    machine's (a cgroup's), keep at most a quarter of it for reuse, not a quarter of the
-    machine's memory (the pool's default), which such a process cannot hold. Returns True."""
+    machine's (a cgroup's), keep at most :data:`LIMITED_POOL_SHARE` of it for reuse, not a
+    quarter of the machine's memory (the pool's default): such a process needs its memory for
+    its data (a store larger than its limit, whose graph pages the pool would evict). Returns
+    True."""
     if "pool_limit" not in _host_cache:
         limit = memory_limit()
         total = proc_field("/proc/meminfo", "MemTotal")
         limited = limit is not None and total is not None and limit < total * 1024
         _host_cache["pool_limit"] = limited
         if limited:
-            torch.ops.graphengine.host_cache_limit(limit // 4)
+            torch.ops.graphengine.host_cache_limit(int(limit * LIMITED_POOL_SHARE))
     return True
 
 
