@@ -25,7 +25,10 @@ from graphengine.data.output_files import replace_file
 
 log = logging.getLogger(__name__)
 
-FEATURE_DTYPE = "float32"  # what feature tables hold on disk and in batches
+FEATURE_DTYPE = "float32"  # what batches hand the model (loaders cast half tables' rows)
+# What a store's feature tables may hold on disk: float16 halves the bytes a row (disk reads,
+# cache rows) at about three significant digits. NumPy's .npy has no bfloat16.
+FEATURE_DTYPES = ("float32", "float16")
 # What an array file may hold: booleans, integers and floats (never objects or strings).
 _ARRAY_KINDS = "biuf"
 # What posix_fallocate answers on a file system that does not allocate (not ENOSPC: a full
@@ -239,14 +242,16 @@ def read_npz(path: Path, names: tuple[str, ...]) -> dict[str, np.ndarray]:
 
 
 def check_feature_dtype(path: Path, dtype: str, manifest: Path) -> None:
-    """Refuse a feature table ``path`` of another dtype than float32, which every model and
-    loader computes in (a float16 or int64 table would fail inside the first layer as
-    "mat1 and mat2 must have the same dtype", naming no file). Checked on the dtype the
-    manifest ``manifest`` lists, before the file is opened."""
-    if dtype != FEATURE_DTYPE:
+    """Refuse a feature table ``path`` of another dtype than those of
+    :data:`FEATURE_DTYPES` (float32, or float16, whose rows loaders hand over as float32):
+    an int64 or float64 table would fail inside the first layer as "mat1 and mat2 must have
+    the same dtype", naming no file. Checked on the dtype the manifest ``manifest`` lists,
+    before the file is opened."""
+    if dtype not in FEATURE_DTYPES:
         raise ValueError(
-            f"'{path}' holds {dtype} features ('{manifest}' lists them so), expected "
-            f"{FEATURE_DTYPE}: convert the table to {FEATURE_DTYPE} to train on it"
+            f"'{path}' holds {dtype} features ('{manifest}' lists them so), expected one of "
+            f"{', '.join(FEATURE_DTYPES)}: convert the table (graphengine compact "
+            "--feature-dtype) to train on it"
         )
 
 

@@ -411,9 +411,9 @@ def _check_part_features(
     x_path: Path, listed: tuple[str, tuple[int, ...]], part_path: Path, partition: dict
 ) -> None:
     """Refuse a part's features (``x.npy``, listed in ``part.json`` as ``listed``) that are
-    not float32 or not ``num_features`` wide as the partition's manifest says (every part's
-    are): another width would only fail later, inside the distributed model, naming no
-    file."""
+    neither float32 nor float16, or not ``num_features`` wide as the partition's manifest
+    says (every part's are): another width would only fail later, inside the distributed
+    model, naming no file."""
     dtype, shape = listed
     check_feature_dtype(x_path, dtype, part_path)
     expected = partition["num_features"]
