@@ -255,6 +255,31 @@ def check_feature_dtype(path: Path, dtype: str, manifest: Path) -> None:
         )
 
 
+def feature_rows(rows: np.ndarray, dtype: str, path: Path, first_row: int = 0) -> np.ndarray:
+    """``rows`` (the rows of the feature table ``path`` from ``first_row`` on) in ``dtype``,
+    one of :data:`FEATURE_DTYPES`, C-contiguous, as a store writer writes them.
+
+    Raises ``ValueError`` naming ``path``, the row, the column and the value when a finite
+    value lies beyond float16's largest (65504) and ``dtype`` is float16: it would become
+    infinity, a silent change no model trains through."""
+    if dtype not in FEATURE_DTYPES:
+        raise ValueError(
+            f"feature dtype must be one of {', '.join(FEATURE_DTYPES)} (got {dtype!r})"
+        )
+    if dtype == "float16" and rows.dtype != np.float16:
+        largest = float(np.finfo(np.float16).max)
+        beyond = np.isfinite(rows) & (np.abs(rows) > largest)
+        if beyond.any():
+            row, *column = np.unravel_index(int(np.argmax(beyond)), rows.shape)
+            where = f"row {first_row + int(row)}" + (f", column {int(column[0])}" if column else "")
+            raise ValueError(
+                f"'{path}' {where} holds {float(rows[(row, *column)])!r}, beyond float16's "
+                f"largest value {largest:g} (it would become inf): scale the features first, "
+                "or keep the store float32"
+            )
+    return np.ascontiguousarray(rows, dtype=dtype)
+
+
 def save_arrays(
     directory: Path, filename: str, fmt: str, version: int, arrays: dict, fields: dict
 ) -> None:

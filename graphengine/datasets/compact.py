@@ -30,6 +30,7 @@ import numpy as np
 from graphengine.data.format import (
     FEATURE_DTYPES,
     NpyWriter,
+    feature_rows,
     is_inside,
     manifest_file,
     write_manifest,
@@ -42,7 +43,6 @@ from graphengine.datasets.writing import writing_store
 log = logging.getLogger(__name__)
 
 CHUNK_BYTES = 64 << 20  # source bytes read per chunk: what the copy holds in memory
-FLOAT16_MAX = float(np.finfo(np.float16).max)  # 65504.0
 _GRAPH = "graph"
 _GRAPH_MANIFEST = "graph.json"
 
@@ -167,7 +167,7 @@ class _Copier:
         if str(table.dtype) == dtype:
             self.same(relative)
             return dtype
-        self._convert(relative, table, np.dtype(dtype), check_float16=dtype == "float16")
+        self._convert(relative, table, dtype)
         return dtype
 
     def graph(self, num_nodes: int) -> None:
@@ -179,16 +179,17 @@ class _Copier:
             fits = num_nodes <= np.iinfo(np.int32).max
             if name == "indices" and dtype == "int64" and fits:
                 table = np.load(self.source / relative, mmap_mode="r", allow_pickle=False)
-                self._convert(relative, table, np.dtype(np.int32), check_float16=False)
+                self._convert(relative, table, "int32")
                 graph_manifest["arrays"][name] = "int32"
                 log.info("'%s': int64 indices stored as int32 (%d nodes fit)", relative, num_nodes)
             else:
                 self.same(relative)
         _write_manifest_like(self.out / _GRAPH / _GRAPH_MANIFEST, graph_manifest)
 
-    def _convert(self, relative: str, table: np.ndarray, dtype: np.dtype, check_float16: bool):
+    def _convert(self, relative: str, table: np.ndarray, dtype: str):
         """``table`` (memory-mapped) written to ``out / relative`` as ``dtype``, a chunk of
-        whole rows at a time."""
+        whole rows at a time; a feature table's through
+        :func:`~graphengine.data.format.feature_rows` (float16's range checked)."""
         target = self.out / relative
         target.parent.mkdir(parents=True, exist_ok=True)
         row_bytes = max(1, table[:1].nbytes) if table.shape[0] else 1
@@ -196,25 +197,10 @@ class _Copier:
         with NpyWriter(target, dtype, tuple(table.shape)) as file:
             for first in range(0, table.shape[0], rows):
                 chunk = np.asarray(table[first : first + rows])
-                if check_float16:
-                    _check_float16_range(chunk, first, self.source / relative)
+                if dtype in FEATURE_DTYPES:
+                    chunk = feature_rows(chunk, dtype, self.source / relative, first)
                 file.write(np.ascontiguousarray(chunk, dtype=dtype).tobytes())
         self.report.converted[relative] = f"{table.dtype} -> {dtype}"
-
-
-def _check_float16_range(chunk: np.ndarray, first: int, path: Path) -> None:
-    """Refuse a finite value of ``chunk`` (rows ``first`` on of the table ``path``) beyond
-    float16's largest value, which would become infinity."""
-    beyond = np.isfinite(chunk) & (np.abs(chunk) > FLOAT16_MAX)
-    if beyond.any():
-        row, *column = np.unravel_index(int(np.argmax(beyond)), chunk.shape)
-        where = f"row {first + int(row)}" + (f", column {int(column[0])}" if column else "")
-        value = chunk[(row, *column)]
-        raise ValueError(
-            f"'{path}' {where} holds {float(value)!r}, beyond float16's largest value "
-            f"{FLOAT16_MAX:g} (it would become inf): scale the features first, or keep the "
-            "store float32"
-        )
 
 
 def _write_manifest_like(path: Path, manifest: dict) -> None:
