@@ -273,7 +273,7 @@ def feature_rows(rows: np.ndarray, dtype: str, path: Path, first_row: int = 0) -
             row, *column = np.unravel_index(int(np.argmax(beyond)), rows.shape)
             where = f"row {first_row + int(row)}" + (f", column {int(column[0])}" if column else "")
             raise ValueError(
-                f"'{path}' {where} holds {float(rows[(row, *column)])!r}, beyond float16's "
+                f"'{path}' {where} holds {rows[(row, *column)]!s}, beyond float16's "
                 f"largest value {largest:g} (it would become inf): scale the features first, "
                 "or keep the store float32"
             )
