@@ -27,6 +27,7 @@ from pathlib import Path
 
 import numpy as np
 
+from graphengine.data.columns import row_chunks
 from graphengine.data.format import (
     FEATURE_DTYPES,
     NpyWriter,
@@ -195,11 +196,11 @@ class _Copier:
         row_bytes = max(1, table[:1].nbytes) if table.shape[0] else 1
         rows = max(1, self.chunk_bytes // row_bytes)
         with NpyWriter(target, dtype, tuple(table.shape)) as file:
-            for first in range(0, table.shape[0], rows):
-                chunk = np.asarray(table[first : first + rows])
+            # Plain reads into one buffer: a 39 GB table's pages are never mapped here.
+            for first, chunk in row_chunks(table, rows):
                 if dtype in FEATURE_DTYPES:
                     chunk = feature_rows(chunk, dtype, self.source / relative, first)
-                file.write(np.ascontiguousarray(chunk, dtype=dtype).tobytes())
+                file.write(np.ascontiguousarray(chunk, dtype=dtype).data)
         self.report.converted[relative] = f"{table.dtype} -> {dtype}"
 
 
