@@ -102,16 +102,18 @@ def compact_store(
     chunk_bytes: int = CHUNK_BYTES,
 ) -> CompactReport:
     """Copy the store at ``source`` into the new folder ``out`` with its feature tables in
-    ``feature_dtype`` (one of :data:`~graphengine.data.format.FEATURE_DTYPES`) and an int64
-    ``indices`` as int32 when the node count fits; other arrays copied (hard-linked with
-    ``link``: the two stores then share those files, and writing one writes the other).
+    ``feature_dtype`` (``"float16"`` or ``"float32"``) and an int64 ``indices`` as int32 when
+    the node count fits; other arrays copied (hard-linked with ``link``: the two stores then
+    share those files, and writing one writes the other). ``chunk_bytes``: the source bytes
+    read at a time.
 
     Raises:
         FileNotFoundError: no store at ``source``.
         ValueError: ``out`` exists or lies inside ``source``; ``feature_dtype`` is not one of
             the feature dtypes; a feature value beyond float16's range (naming the file, row,
             column and value); or the source store is damaged (its reader's error).
-        WriteError: ``out`` cannot be written (a full disk); the partial copy is removed.
+        graphengine.data.WriteError: ``out`` cannot be written (a full disk); the partial
+            copy is removed.
     """
     source, out = Path(source), Path(out)
     if feature_dtype not in FEATURE_DTYPES:
