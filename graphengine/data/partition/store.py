@@ -293,8 +293,8 @@ def open_part(path: str | Path, part: int, verify: bool = True) -> Part:
         FileNotFoundError: no partition at ``path``, or a missing file (named).
         ValueError: ``part`` outside ``[0, num_parts)``, a malformed manifest (named, with
             the field), a part file the top-level manifest does not list, a truncated,
-            corrupted or mismatched file, features that are not float32 or of another width
-            than the partition's ``num_features``, or a part whose CSC arrays are malformed
+            corrupted or mismatched file, features neither float32 nor float16 or of another
+            width than the partition's ``num_features``, or a part whose CSC arrays are malformed
             (an ``indptr`` that decreases, a source outside the graph: the file and the value
             named).
     """
