@@ -55,7 +55,8 @@ class CompactReport:
     Attributes:
         source_bytes, out_bytes: the bytes of the files under each store's folder.
         converted: ``relative file -> "old dtype -> new dtype"`` for each array converted.
-        linked: whether unchanged arrays were hard-linked rather than copied.
+        linked: whether unchanged arrays were to be hard-linked rather than copied (each
+            is copied where the file system cannot link it).
     """
 
     source_bytes: int = 0
@@ -130,7 +131,8 @@ def compact_store(
     with writing_store(dataset.name, out):
         for name, entry in manifest["arrays"].items():
             if name == "x" or name.startswith("x."):
-                entry[0] = copier.features(f"{name}.npy", feature_dtype)
+                copier.features(f"{name}.npy", feature_dtype)
+                entry[0] = feature_dtype
             else:
                 copier.same(f"{name}.npy")
         extra = manifest.get("order")
@@ -164,14 +166,13 @@ class _Copier:
                 log.info("'%s' copied, not linked (%s)", target, error.strerror)
         shutil.copyfile(self.source / relative, target)
 
-    def features(self, relative: str, dtype: str) -> str:
-        """The feature table ``relative`` in ``dtype``; returns the dtype written."""
+    def features(self, relative: str, dtype: str) -> None:
+        """The feature table ``relative`` in ``dtype`` (copied when it holds that already)."""
         table = np.load(self.source / relative, mmap_mode="r", allow_pickle=False)
         if str(table.dtype) == dtype:
             self.same(relative)
-            return dtype
-        self._convert(relative, table, dtype)
-        return dtype
+        else:
+            self._convert(relative, table, dtype)
 
     def graph(self, num_nodes: int) -> None:
         """``graph/``: ``indices`` narrowed to int32 when int64 and ``num_nodes`` fits, the
