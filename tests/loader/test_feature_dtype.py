@@ -7,12 +7,12 @@ import numpy as np
 import pytest
 import torch
 
-from graphengine import FeatureStore, NeighborLoader
+from graphengine import FeatureStore, LinkNeighborLoader, NeighborLoader
 from graphengine.data.feature_dtype import as_batch_dtype
 from graphengine.datasets.synthetic import SyntheticSpec, generate
 from graphengine.loader.stages import GatherFeatures
 from samplers import SamplerOutput
-from tests.helpers.graphs import id_hetero
+from tests.helpers.graphs import id_graph, id_hetero
 
 
 @pytest.fixture(scope="module")
@@ -109,3 +109,15 @@ def test_a_bfloat16_table_stays_bfloat16_by_default():
 def test_a_feature_dtype_that_is_not_a_floating_torch_dtype_is_refused(single, value):
     with pytest.raises(TypeError, match=r"'feature_dtype' must be None .* \(got "):
         NeighborLoader(single, [2], batch_size=8, feature_dtype=value)
+
+
+@pytest.mark.parametrize("feature_dtype", [None, torch.float16])
+def test_link_batches_of_a_half_data_follow_feature_dtype(feature_dtype):
+    data = id_graph(num_nodes=100, num_edges=600)
+    data.x = data.x.half()
+    loader = LinkNeighborLoader(
+        data, [3, 2], batch_size=32, seed=2, num_workers=0, feature_dtype=feature_dtype
+    )
+    batch = next(iter(loader))
+    assert batch.x.dtype == (feature_dtype or torch.float32)
+    np.testing.assert_array_equal(batch.x[:, 0].numpy(), batch.n_id.numpy().astype(np.float16))
