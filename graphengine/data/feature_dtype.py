@@ -10,8 +10,10 @@ from __future__ import annotations
 
 import torch
 
+from graphengine.data.format import FEATURE_DTYPE
+
 # What a half table's rows become when the loader is not asked for another dtype.
-DEFAULT_BATCH_DTYPE = torch.float32
+DEFAULT_BATCH_DTYPE = getattr(torch, FEATURE_DTYPE)
 
 
 def check_batch_feature_dtype(value) -> torch.dtype | None:
