@@ -1,5 +1,5 @@
 """The ``graphengine`` command: ``train``, ``plan``, ``build``, ``partition``, ``generate``,
-``convert``, ``reorder``, ``datasets``, ``bench`` and ``plot``.
+``convert``, ``compact``, ``reorder``, ``datasets``, ``bench`` and ``plot``.
 
 One module per command declares its options (those several commands share come from
 :mod:`.options`, their value checks from :mod:`.values`) and runs it; :mod:`.errors` turns
@@ -14,7 +14,19 @@ import argparse
 import logging
 import sys
 
-from . import bench, build, convert, datasets, generate, partition, plan, plot, reorder, train
+from . import (
+    bench,
+    build,
+    compact,
+    convert,
+    datasets,
+    generate,
+    partition,
+    plan,
+    plot,
+    reorder,
+    train,
+)
 from .errors import run_command
 from .options import HelpFormatter, apply_scale, join_negative_values
 
@@ -27,7 +39,19 @@ extension (without it, gathers fall back to torch.index_select). 'graphengine CO
 --help' shows each command's options."""
 
 # In the order ``graphengine --help`` lists them.
-COMMANDS = (train, plan, build, partition, generate, convert, reorder, datasets, bench, plot)
+COMMANDS = (
+    train,
+    plan,
+    build,
+    partition,
+    generate,
+    convert,
+    compact,
+    reorder,
+    datasets,
+    bench,
+    plot,
+)
 
 
 def build_parser() -> argparse.ArgumentParser:

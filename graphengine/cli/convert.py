@@ -9,6 +9,7 @@ from pathlib import Path
 from graphengine.datasets import CATALOG
 from graphengine.datasets.ogb import OGB
 
+from .generate import add_feature_dtype
 from .options import add_command, add_root
 from .output import report_store
 
@@ -26,6 +27,7 @@ def add_parser(commands) -> None:
     convert.add_argument("dataset", choices=sorted(OGB), help="the OGB dataset")
     add_root(convert)
     convert.add_argument("--force", action="store_true", help="convert again over a store")
+    add_feature_dtype(convert)
     convert.set_defaults(run=run)
 
 
@@ -40,6 +42,6 @@ def run(args) -> int:
     if store.exists():
         shutil.rmtree(store)
     start = time.perf_counter()
-    dataset = load_ogb(args.dataset, root, progress=True)
+    dataset = load_ogb(args.dataset, root, progress=True, feature_dtype=args.feature_dtype)
     report_store(args.dataset, store, dataset, time.perf_counter() - start)
     return 0

@@ -75,7 +75,7 @@ class FeatureColumns:
         dtype = np.dtype(str(x.dtype).replace("torch.", ""))
         out = np.empty((num_rows, stop - start), dtype=dtype)
         chunk = max(1, chunk_bytes // max(1, num_columns * dtype.itemsize))
-        for first, rows in _row_chunks(x, chunk):
+        for first, rows in row_chunks(x, chunk):
             out[first : first + len(rows)] = rows[:, start:stop]
         return cls(torch.from_numpy(out), start, stop, num_columns)
 
@@ -100,7 +100,7 @@ class FeatureColumns:
         )
 
 
-def _row_chunks(x, rows_per_chunk: int):
+def row_chunks(x, rows_per_chunk: int):
     """``(first_row, rows)`` of ``x`` in chunks of ``rows_per_chunk`` rows. A C-contiguous
     memory map is read from its file with plain reads into one reused buffer (each chunk
     is valid until the next), so its pages are never mapped into this process."""

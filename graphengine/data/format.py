@@ -25,7 +25,10 @@ from graphengine.data.output_files import replace_file
 
 log = logging.getLogger(__name__)
 
-FEATURE_DTYPE = "float32"  # what feature tables hold on disk and in batches
+FEATURE_DTYPE = "float32"  # what batches hand the model (loaders cast half tables' rows)
+# What a store's feature tables may hold on disk: float16 halves the bytes a row (disk reads,
+# cache rows) at about three significant digits. NumPy's .npy has no bfloat16.
+FEATURE_DTYPES = ("float32", "float16")
 # What an array file may hold: booleans, integers and floats (never objects or strings).
 _ARRAY_KINDS = "biuf"
 # What posix_fallocate answers on a file system that does not allocate (not ENOSPC: a full
@@ -239,15 +242,42 @@ def read_npz(path: Path, names: tuple[str, ...]) -> dict[str, np.ndarray]:
 
 
 def check_feature_dtype(path: Path, dtype: str, manifest: Path) -> None:
-    """Refuse a feature table ``path`` of another dtype than float32, which every model and
-    loader computes in (a float16 or int64 table would fail inside the first layer as
-    "mat1 and mat2 must have the same dtype", naming no file). Checked on the dtype the
-    manifest ``manifest`` lists, before the file is opened."""
-    if dtype != FEATURE_DTYPE:
+    """Refuse a feature table ``path`` of another dtype than those of
+    :data:`FEATURE_DTYPES` (float32, or float16, whose rows loaders hand over as float32):
+    an int64 or float64 table would fail inside the first layer as "mat1 and mat2 must have
+    the same dtype", naming no file. Checked on the dtype the manifest ``manifest`` lists,
+    before the file is opened."""
+    if dtype not in FEATURE_DTYPES:
         raise ValueError(
-            f"'{path}' holds {dtype} features ('{manifest}' lists them so), expected "
-            f"{FEATURE_DTYPE}: convert the table to {FEATURE_DTYPE} to train on it"
+            f"'{path}' holds {dtype} features ('{manifest}' lists them so), expected one of "
+            f"{', '.join(FEATURE_DTYPES)}: convert the table (graphengine compact "
+            "--feature-dtype) to train on it"
         )
+
+
+def feature_rows(rows: np.ndarray, dtype: str, path: Path, first_row: int = 0) -> np.ndarray:
+    """``rows`` (the rows of the feature table ``path`` from ``first_row`` on) in ``dtype``,
+    one of :data:`FEATURE_DTYPES`, C-contiguous, as a store writer writes them.
+
+    Raises ``ValueError`` naming ``path``, the row, the column and the value when a finite
+    value lies beyond float16's largest (65504) and ``dtype`` is float16: it would become
+    infinity, a silent change no model trains through."""
+    if dtype not in FEATURE_DTYPES:
+        raise ValueError(
+            f"feature dtype must be one of {', '.join(FEATURE_DTYPES)} (got {dtype!r})"
+        )
+    if dtype == "float16" and rows.dtype != np.float16:
+        largest = float(np.finfo(np.float16).max)
+        beyond = np.isfinite(rows) & (np.abs(rows) > largest)
+        if beyond.any():
+            row, *column = np.unravel_index(int(np.argmax(beyond)), rows.shape)
+            where = f"row {first_row + int(row)}" + (f", column {int(column[0])}" if column else "")
+            raise ValueError(
+                f"'{path}' {where} holds {rows[(row, *column)]!s}, beyond float16's "
+                f"largest value {largest:g} (it would become inf): scale the features first, "
+                "or keep the store float32"
+            )
+    return np.ascontiguousarray(rows, dtype=dtype)
 
 
 def save_arrays(

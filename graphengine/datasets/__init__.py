@@ -8,6 +8,7 @@ from graphengine.datasets.catalog import (
     load_dataset,
     load_hetero_dataset,
 )
+from graphengine.datasets.compact import CompactReport, compact_store
 from graphengine.datasets.dataset import GraphDataset
 from graphengine.datasets.hetero import HeteroGraphDataset, HeteroSpec, generate_hetero
 from graphengine.datasets.npz import load_npz
@@ -16,10 +17,12 @@ from graphengine.datasets.synthetic import SyntheticSpec, generate
 
 __all__ = [
     "CATALOG",
+    "CompactReport",
     "GraphDataset",
     "HeteroGraphDataset",
     "HeteroSpec",
     "SyntheticSpec",
+    "compact_store",
     "default_root",
     "generate",
     "generate_hetero",

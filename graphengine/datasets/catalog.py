@@ -9,6 +9,7 @@ import re
 from dataclasses import dataclass
 from pathlib import Path
 
+from graphengine.data.format import feature_rows
 from graphengine.datasets import npz, planetoid
 from graphengine.datasets.dataset import GraphDataset
 from graphengine.datasets.hetero import HeteroGraphDataset, HeteroSpec, generate_hetero
@@ -218,16 +219,68 @@ def load_dataset(
     return GraphDataset.load(cache, mmap=mmap)
 
 
-def load_ogb(name: str, root: Path, progress: bool = False) -> GraphDataset:
+def load_ogb(
+    name: str, root: Path, progress: bool = False, feature_dtype: str | None = None
+) -> GraphDataset:
     """OGB dataset ``name`` from its store under ``root``, converted from the ``ogb``
-    package's files there on first use (:func:`~graphengine.datasets.ogb.convert_ogb`)."""
+    package's files there on first use (:func:`~graphengine.datasets.ogb.convert_ogb`) with
+    features in ``feature_dtype`` (float32 by default; an existing store of another dtype is
+    refused, :func:`check_store_features`)."""
     try:
-        return GraphDataset.load(CATALOG[name].location(root))
+        dataset = GraphDataset.load(CATALOG[name].location(root))
     except FileNotFoundError:
         pass
+    else:
+        return check_store_features(dataset, feature_dtype, CATALOG[name].location(root))
     log.info("converting %s from %s", name, root / OGB[name].folder)
     with writing_store(name, CATALOG[name].location(root)):
-        return convert_ogb(name, root, progress=progress)
+        return convert_ogb(name, root, progress, feature_dtype or "float32")
+
+
+def generate_store(
+    name: str, root: Path, scale: int | None = None, feature_dtype: str | None = None
+) -> GraphDataset | HeteroGraphDataset:
+    """Synthetic catalog dataset ``name`` (``synthetic-papers`` at ``scale`` when given) under
+    ``root``, generated unless there, with features in ``feature_dtype`` (float32 by default;
+    float16 halves the bytes a row). An existing store of another feature dtype is refused
+    (:func:`check_store_features`)."""
+    if scale is not None:
+        return load_papers(root, scale, progress=True, feature_dtype=feature_dtype)
+    cache = CATALOG[name].location(root)
+    hetero = is_heterogeneous(name)
+    try:
+        dataset = (HeteroGraphDataset if hetero else GraphDataset).load(cache)
+    except FileNotFoundError:
+        pass
+    else:
+        return check_store_features(dataset, feature_dtype, cache)
+    log.info("generating %s under %s", name, cache)
+    with writing_store(name, cache):
+        if hetero:
+            dataset = generate_hetero(name, HETERO[name])
+            dtype = feature_dtype or "float32"
+            x = {t: feature_rows(v, dtype, cache / f"x.{t}.npy") for t, v in dataset.x.items()}
+            dataclasses.replace(dataset, x=x).save(cache)
+        else:
+            dataset = generate(name, SYNTHETIC[name])
+            x = feature_rows(dataset.x, feature_dtype or "float32", cache / "x.npy")
+            dataclasses.replace(dataset, x=x).save(cache)
+    return (HeteroGraphDataset if hetero else GraphDataset).load(cache)
+
+
+def check_store_features(dataset, feature_dtype: str | None, path: Path):
+    """``dataset`` (the store at ``path``) when its features are in ``feature_dtype`` (any
+    for ``None``), else ``ValueError``: a command asked for another dtype than the store
+    on disk holds."""
+    tables = dataset.x.values() if isinstance(dataset.x, dict) else [dataset.x]
+    found = {str(x.dtype) for x in tables}
+    if feature_dtype is not None and found != {feature_dtype}:
+        raise ValueError(
+            f"'{path}' holds {', '.join(sorted(found))} features, not the {feature_dtype} "
+            f"asked for: make a {feature_dtype} copy with 'graphengine compact {path} --out "
+            f"DST --feature-dtype {feature_dtype}', or remove the store to write it again"
+        )
+    return dataset
 
 
 def papers_scale(name: str) -> int | None:
@@ -239,14 +292,20 @@ def papers_scale(name: str) -> int | None:
     return int(match.group(1)) if match else None
 
 
-def load_papers(root: Path, scale: int, progress: bool = False) -> GraphDataset:
-    """``synthetic-papers`` of ``2^scale`` nodes under ``root``, generated on first use."""
+def load_papers(
+    root: Path, scale: int, progress: bool = False, feature_dtype: str | None = None
+) -> GraphDataset:
+    """``synthetic-papers`` of ``2^scale`` nodes under ``root``, generated on first use with
+    features in ``feature_dtype`` (float32 by default; an existing store of another dtype is
+    refused, :func:`check_store_features`)."""
     spec = PapersSpec(scale)
     cache = root / store_name(scale)
     try:
-        return GraphDataset.load(cache)
+        dataset = GraphDataset.load(cache)
     except FileNotFoundError:
         pass
+    else:
+        return check_store_features(dataset, feature_dtype, cache)
     log.info(
         "generating synthetic-papers at scale %d under %s (about %.1f GB)",
         scale,
@@ -254,7 +313,7 @@ def load_papers(root: Path, scale: int, progress: bool = False) -> GraphDataset:
         spec.disk_bytes() / 1e9,
     )
     with writing_store(store_name(scale), cache):
-        return write_papers(spec, cache, progress=progress)
+        return write_papers(spec, cache, progress, feature_dtype or "float32")
 
 
 def is_heterogeneous(name: str) -> bool:

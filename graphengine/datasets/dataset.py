@@ -16,7 +16,7 @@ from graphengine.data.disk_io import advise, is_mapped
 from graphengine.data.disk_table import DiskTable
 from graphengine.data.feature_store import FeatureStore
 from graphengine.data.format import (
-    FEATURE_DTYPE,
+    FEATURE_DTYPES,
     array_listing,
     check_feature_dtype,
     is_inside,
@@ -54,7 +54,8 @@ class GraphDataset:
     Attributes:
         name: catalog name or file stem.
         graph: the CSC graph store.
-        x: float32 ``[num_nodes, num_features]`` (a numpy array or a read-only memmap).
+        x: float32 or float16 ``[num_nodes, num_features]`` (a numpy array or a read-only
+            memmap); loaders hand a float16 table's rows over as float32.
         y: int64 ``[num_nodes]`` class labels in ``[0, num_classes)``, or -1 for an
             unlabelled node outside the splits (papers100M has them); checked on construction
             (:func:`check_labels`).
@@ -288,7 +289,7 @@ class GraphDataset:
 
         Raises ``FileNotFoundError`` for a missing dataset or file, ``ValueError`` naming the
         manifest or file for a manifest of another format or with a malformed field, a file
-        name leading outside the store, features that are not float32, a split listing a
+        name leading outside the store, features neither float32 nor float16, a split listing a
         node twice, or a truncated or mismatched array.
         """
         path = Path(path)
@@ -338,14 +339,14 @@ def choose_feature_reads(dataset: GraphDataset, reads: str, policy: str) -> None
 
 
 def check_features(name: str, what: str, x: np.ndarray) -> None:
-    """Refuse the features ``what`` of dataset ``name`` unless they are float32, as a store's
-    manifest must list them (:func:`~graphengine.data.format.check_feature_dtype`): a dataset
-    built in memory with other features would train into torch's dtype mismatch inside the
-    first layer, or save a store that cannot be opened again."""
-    if str(x.dtype) != FEATURE_DTYPE:
+    """Refuse the features ``what`` of dataset ``name`` unless they are float32 or float16,
+    as a store's manifest must list them (:func:`~graphengine.data.format.check_feature_dtype`):
+    a dataset built in memory with other features would train into torch's dtype mismatch
+    inside the first layer, or save a store that cannot be opened again."""
+    if str(x.dtype) not in FEATURE_DTYPES:
         raise ValueError(
-            f"{what} of dataset '{name}' must be {FEATURE_DTYPE} (got {x.dtype}): convert it "
-            f"with x.astype(np.{FEATURE_DTYPE})"
+            f"{what} of dataset '{name}' must be one of {', '.join(FEATURE_DTYPES)} (got "
+            f"{x.dtype}): convert it with x.astype(np.float32)"
         )
 
 

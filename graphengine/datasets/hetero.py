@@ -258,7 +258,7 @@ class HeteroGraphDataset:
         Raises ``FileNotFoundError`` for a missing dataset or file, ``ValueError`` naming the
         manifest or file for a manifest of another format or with a malformed field (an edge
         type of a node type without nodes included), a file name leading outside the store,
-        features that are not float32, a split listing a node twice, or a truncated or
+        features neither float32 nor float16, a split listing a node twice, or a truncated or
         mismatched array.
         """
         path = Path(path)

@@ -32,7 +32,13 @@ import numpy as np
 from tqdm import tqdm
 
 from graphengine.data.files import check_regular_file
-from graphengine.data.format import NpyWriter, open_allocated_memmap, read_npz
+from graphengine.data.format import (
+    FEATURE_DTYPES,
+    NpyWriter,
+    feature_rows,
+    open_allocated_memmap,
+    read_npz,
+)
 from graphengine.data.graph_store import write_graph_manifest
 from graphengine.datasets.dataset import (
     GraphDataset,
@@ -82,10 +88,14 @@ def raw_files(name: str, root: Path) -> list[Path]:
     return files + [split / f"{s}.csv.gz" for s in ("train", "valid", "test")]
 
 
-def convert_ogb(name: str, root: str | Path, progress: bool = False) -> GraphDataset:
+def convert_ogb(
+    name: str, root: str | Path, progress: bool = False, feature_dtype: str = "float32"
+) -> GraphDataset:
     """Convert OGB dataset ``name`` (a key of :data:`OGB`) from its files under ``root`` into
     ``root / name`` and open it memory-mapped. The manifests are written last: an interrupted
-    conversion leaves a store that does not open.
+    conversion leaves a store that does not open. ``feature_dtype``: float32, or float16 for
+    half the bytes a row (:func:`~graphengine.data.format.feature_rows`: a value beyond
+    float16's range is refused).
 
     Raises:
         FileNotFoundError: a file is missing (its expected path, and where to get it).
@@ -95,6 +105,10 @@ def convert_ogb(name: str, root: str | Path, progress: bool = False) -> GraphDat
     """
     if name not in OGB:
         raise ValueError(f"unknown OGB dataset {name!r}: expected one of {sorted(OGB)}")
+    if feature_dtype not in FEATURE_DTYPES:
+        raise ValueError(
+            f"'feature_dtype' must be one of {', '.join(FEATURE_DTYPES)} (got {feature_dtype!r})"
+        )
     root = Path(root)
     files = raw_files(name, root)
     missing = []
@@ -114,7 +128,7 @@ def convert_ogb(name: str, root: str | Path, progress: bool = False) -> GraphDat
     log.info("%s: %d nodes; building the CSC", name, num_nodes)
     num_edges = _write_csc(source, num_nodes, info.add_inverse_edge, out / "graph", progress)
     log.info("%s: %d edges; writing the features", name, num_edges)
-    num_features = source.write_features(out / "x.npy", num_nodes)
+    num_features = source.write_features(out / "x.npy", num_nodes, feature_dtype)
     labels = _read_labels(files[1] if info.binary else files[3], info.binary, num_nodes)
     splits = {
         key: _ids(read_csv(path, np.int64, 1)[:, 0], num_nodes, path)
@@ -125,7 +139,11 @@ def convert_ogb(name: str, root: str | Path, progress: bool = False) -> GraphDat
     # Before the manifest: a store with bad labels would be complete, and refused at each load.
     check_labels(name, labels, info.num_classes, {k[: -len("_idx")]: v for k, v in splits.items()})
     write_dataset_manifest(
-        out, name, info.num_classes, {"y": labels, **splits}, ("float32", [num_nodes, num_features])
+        out,
+        name,
+        info.num_classes,
+        {"y": labels, **splits},
+        (feature_dtype, [num_nodes, num_features]),
     )
     return GraphDataset.load(out)
 
@@ -195,16 +213,16 @@ class _CsvSource:
         for block in tqdm(csv_blocks(self.edge_file, np.int64, 2), desc=what, disable=not progress):
             yield block[:, 0], block[:, 1]
 
-    def write_features(self, path: Path, num_nodes: int) -> int:
+    def write_features(self, path: Path, num_nodes: int, dtype: str) -> int:
         blocks = csv_blocks(self.feature_file, np.float32, None)
         first = next(blocks, np.zeros((0, 0), np.float32))
         rows = 0
-        with NpyWriter(path, np.float32, (num_nodes, first.shape[1])) as out:
+        with NpyWriter(path, dtype, (num_nodes, first.shape[1])) as out:
             for block in itertools.chain([first], blocks):
-                rows += block.shape[0]
-                if rows > num_nodes:
+                if rows + block.shape[0] > num_nodes:
                     raise ValueError(f"'{self.feature_file}' has more than {num_nodes} rows")
-                out.write(block.tobytes())
+                out.write(feature_rows(block, dtype, self.feature_file, rows).tobytes())
+                rows += block.shape[0]
             if rows != num_nodes:
                 raise ValueError(f"'{self.feature_file}' has {rows} rows, expected {num_nodes}")
         return first.shape[1]
@@ -258,18 +276,18 @@ class _BinarySource:
                     _read(targets, dtype, count, self.path),
                 )
 
-    def write_features(self, path: Path, num_nodes: int) -> int:
+    def write_features(self, path: Path, num_nodes: int, feature_dtype: str) -> int:
         with contextlib.ExitStack() as stack:
             member, shape, dtype = self._member("node_feat", stack)
             if len(shape) != 2 or shape[0] != num_nodes:
                 raise ValueError(f"'{self.path}': node_feat must be [{num_nodes}, F] (got {shape})")
             _check_kind("node_feat", shape, dtype, "biuf", "numbers", self.path)
             rows_per_block = max(1, BLOCK_BYTES // (shape[1] * dtype.itemsize))
-            with NpyWriter(path, np.float32, shape) as out:
+            with NpyWriter(path, feature_dtype, shape) as out:
                 for start in range(0, num_nodes, rows_per_block):
                     count = min(rows_per_block, num_nodes - start) * shape[1]
-                    rows = _read(member, dtype, count, self.path)
-                    out.write(rows.astype(np.float32).tobytes())
+                    rows = _read(member, dtype, count, self.path).reshape(-1, shape[1])
+                    out.write(feature_rows(rows, feature_dtype, self.path, start).tobytes())
         return shape[1]
 
 

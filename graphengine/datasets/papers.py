@@ -31,7 +31,7 @@ from pathlib import Path
 import numpy as np
 from tqdm import tqdm
 
-from graphengine.data.format import NpyWriter
+from graphengine.data.format import NpyWriter, feature_rows
 from graphengine.data.graph_store import write_graph_manifest
 from graphengine.data.output_files import WriteError
 from graphengine.datasets.dataset import GraphDataset, write_dataset_manifest
@@ -85,10 +85,13 @@ def store_name(scale: int) -> str:
     return f"synthetic-papers-s{scale}"
 
 
-def write_papers(spec: PapersSpec, path: str | Path, progress: bool = False) -> GraphDataset:
+def write_papers(
+    spec: PapersSpec, path: str | Path, progress: bool = False, feature_dtype: str = "float32"
+) -> GraphDataset:
     """Generate ``spec``'s graph into ``path`` (the layout :meth:`GraphDataset.load` opens) and
-    open it memory-mapped. The manifests are written last, so an interrupted run leaves a
-    folder that does not open and is generated again.
+    open it memory-mapped, its features in ``feature_dtype`` (float32, or float16: half the
+    bytes a row, drawn as float32 and rounded). The manifests are written last, so an
+    interrupted run leaves a folder that does not open and is generated again.
 
     Raises :class:`~graphengine.data.output_files.WriteError` (an ``OSError``) when the disk
     lacks :meth:`PapersSpec.disk_bytes` (checked first).
@@ -109,7 +112,7 @@ def write_papers(spec: PapersSpec, path: str | Path, progress: bool = False) -> 
     y = rng.choice(c, size=n, p=class_weight / class_weight.sum()).astype(np.int16)
     tables = _node_tables(rng, spec, y)
     centroid = rng.normal(size=(c, spec.num_features)).astype(np.float32)
-    _write_graph_and_features(spec, path, tables, centroid, progress)
+    _write_graph_and_features(spec, path, tables, centroid, progress, feature_dtype)
     del tables  # the splits below need the memory
 
     order = rng.permutation(n)
@@ -127,7 +130,7 @@ def write_papers(spec: PapersSpec, path: str | Path, progress: bool = False) -> 
         "synthetic-papers",
         c,
         {"y": y.astype(np.int64), **splits},
-        ("float32", [n, spec.num_features]),
+        (feature_dtype, [n, spec.num_features]),
     )
     return GraphDataset.load(path)
 
@@ -146,7 +149,12 @@ def _node_tables(rng, spec: PapersSpec, y: np.ndarray) -> _NodeTables:
 
 
 def _write_graph_and_features(
-    spec: PapersSpec, path: Path, tables: _NodeTables, centroid: np.ndarray, progress: bool
+    spec: PapersSpec,
+    path: Path,
+    tables: _NodeTables,
+    centroid: np.ndarray,
+    progress: bool,
+    feature_dtype: str,
 ) -> None:
     """Draw the chunks on a thread pool and write them in order: ``x.npy`` and the graph
     (``graph/``)."""
@@ -169,7 +177,7 @@ def _write_graph_and_features(
     workers = max(1, min(_WORKERS, os.cpu_count() or 1))
     with (
         open(raw_indices, "wb") as edges_file,
-        NpyWriter(path / "x.npy", np.float32, (n, spec.num_features)) as features,
+        NpyWriter(path / "x.npy", feature_dtype, (n, spec.num_features)) as features,
         ThreadPoolExecutor(workers) as pool,  # NumPy's sorts and draws release the GIL
     ):
 
@@ -188,7 +196,7 @@ def _write_graph_and_features(
             first, last = k * CHUNK_NODES, k * CHUNK_NODES + degree.shape[0]
             indptr[first + 1 : last + 1] = indptr[first] + np.cumsum(degree)
             edges_file.write(sources.tobytes())
-            features.write(x.tobytes())
+            features.write(feature_rows(x, feature_dtype, path / "x.npy", first).tobytes())
     num_edges = int(indptr[-1])
     with (
         open(raw_indices, "rb") as source,

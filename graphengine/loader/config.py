@@ -13,6 +13,7 @@ from typing import Any
 import torch
 from torch_geometric.sampler.base import NumNeighbors
 
+from graphengine.data.feature_dtype import check_batch_feature_dtype
 from graphengine.loader.seeds import check_seed
 from samplers import check_fanouts
 from samplers.neighbor import SUBGRAPH_TYPES, TEMPORAL_STRATEGIES
@@ -115,6 +116,9 @@ class LoadingConfig:
         device: where batches go (the CPU or a CUDA GPU), or ``None``; a CUDA device needs
             CUDA.
         pin_memory: gather features into pinned memory.
+        feature_dtype: the dtype gathered floating feature rows are handed over in; ``None``
+            hands a float16 table's rows over as float32
+            (:func:`graphengine.data.feature_dtype.as_batch_dtype`).
         rank, world_size: this rank's share of each epoch's seeds (data-parallel training).
         filter_per_worker: gather in the sampling threads (else in one thread of its own).
 
@@ -130,6 +134,7 @@ class LoadingConfig:
     prefetch: int = 2
     device: torch.device | None = None
     pin_memory: bool = False
+    feature_dtype: torch.dtype | None = None
     rank: int = 0
     world_size: int = 1
     filter_per_worker: bool = True
@@ -139,6 +144,7 @@ class LoadingConfig:
         _int_at_least("num_workers", self.num_workers, 0, "an int >= 0")
         _int_at_least("prefetch", self.prefetch, 1, "an int >= 1")
         object.__setattr__(self, "seed", check_seed(self.seed))
+        check_batch_feature_dtype(self.feature_dtype)
         if self.device is not None:
             object.__setattr__(self, "device", check_device(self.device))
 

@@ -19,6 +19,7 @@ import torch
 import torch.distributed as dist
 from torch_geometric.data import Data
 
+from graphengine.data.feature_dtype import as_batch_dtype
 from graphengine.distributed.data import DistData
 from graphengine.distributed.features import AccessCounter, cache_rows
 from graphengine.distributed.sampler import DistNeighborSampler
@@ -334,7 +335,8 @@ class DistNeighborLoader(StagedLoader):
 
     def _fetch(self, out: SamplerOutput) -> Data:
         """A sampled subgraph -> a ``Data`` with its nodes' rows from wherever they live."""
-        x, y = self.data.features.fetch(out.node)
+        x, y = self.data.features.fetch(out.node)  # a half table's rows travel half
+        x = as_batch_dtype(x, None)
         n_id = torch.from_numpy(out.node)
         if self.original_ids:
             n_id = torch.from_numpy(self.data.book.to_orig(out.node))

@@ -9,6 +9,7 @@ import numpy as np
 import torch
 from torch_geometric.data import HeteroData
 
+from graphengine.data.feature_dtype import as_batch_dtype, check_batch_feature_dtype
 from graphengine.data.graph_store import coo_to_csc
 from graphengine.loader.adapters import as_numpy, check_attribute_rows, seed_ids, select_rows
 from samplers import HeteroSamplerOutput, as_edge_index, check_node_ids
@@ -155,16 +156,22 @@ class GatherHeteroFeatures:
     Args:
         data: the ``HeteroData`` batches are cut from.
         graph: its :class:`HeteroGraph` (for the edges' original ids).
+        feature_dtype: the dtype the node and edge attributes' floating rows are handed
+            over in; ``None`` hands float16 rows over as float32
+            (:func:`graphengine.data.feature_dtype.as_batch_dtype`).
 
     Raises:
         ValueError: a node or edge type's attribute of the wrong row count
             (:func:`graphengine.loader.adapters.check_attribute_rows`).
     """
 
-    def __init__(self, data: HeteroData, graph: HeteroGraph):
+    def __init__(
+        self, data: HeteroData, graph: HeteroGraph, feature_dtype: torch.dtype | None = None
+    ):
         check_attribute_rows(data)
         self.data = data
         self.graph = graph
+        self.feature_dtype = check_batch_feature_dtype(feature_dtype)
 
     def __call__(self, out: HeteroSamplerOutput) -> HeteroData:
         batch = HeteroData()
@@ -179,7 +186,7 @@ class GatherHeteroFeatures:
                     target.num_nodes = n_id.numel()
                 elif store.is_node_attr(key):
                     dim = self.data.__cat_dim__(key, value, store)
-                    target[key] = select_rows(value, dim, n_id)
+                    target[key] = self._rows(select_rows(value, dim, n_id))
                 else:  # a type-level attribute, kept as PyG keeps it
                     target[key] = value
             target.n_id = n_id
@@ -202,7 +209,7 @@ class GatherHeteroFeatures:
                     target[key] = value
                 elif e_id is not None:
                     dim = self.data.__cat_dim__(key, value, store)
-                    target[key] = select_rows(value, dim, e_id)
+                    target[key] = self._rows(select_rows(value, dim, e_id))
         for name, values in (("batch", out.batch), ("num_sampled_nodes", out.num_sampled_nodes)):
             for node_type, value in (values or {}).items():
                 batch[node_type][name] = (
@@ -216,3 +223,10 @@ class GatherHeteroFeatures:
             seeds.seed_time = torch.from_numpy(out.seed_time)
         seeds.batch_size = out.batch_size
         return batch
+
+    def _rows(self, rows):
+        """Selected ``rows`` in the batch's feature dtype (tensors; other values as they
+        are)."""
+        if isinstance(rows, torch.Tensor):
+            return as_batch_dtype(rows, self.feature_dtype)
+        return rows

@@ -26,6 +26,7 @@ from torch_geometric.data import Data
 from graphengine.batch.blocks import Block
 from graphengine.batch.hybrid import HybridBatch
 from graphengine.data.columns import FeatureColumns
+from graphengine.data.feature_dtype import as_batch_dtype
 from graphengine.data.feature_store import FeatureStore
 from graphengine.datasets.dataset import GraphDataset
 from graphengine.distributed.exchange import Exchange
@@ -129,9 +130,10 @@ class GatherColumns:
         batch, layers = item
         ids = torch.cat([n_id for n_id, _ in layers])
         rows = self.columns.gather(ids)
+        nbytes = rows.numel() * rows.element_size()
+        rows = as_batch_dtype(rows, None)  # a float16 table's columns reach the model float32
         inputs = list(torch.split(rows, [block.num_src for _, block in layers]))
         blocks = [block for _, block in layers]
-        nbytes = rows.numel() * rows.element_size()
         return HybridBatch(batch, inputs, blocks, self.rank, nbytes)
 
 

@@ -524,6 +524,7 @@ class LinkNeighborLoader(StagedLoader):
                 loading.pin_memory,
                 loading.device,
                 custom_cls,
+                feature_dtype=loading.feature_dtype,
             )
             edges = graph_edges(data, source.graph)
             if edges.is_hetero and not isinstance(source.sampler, HeteroNeighborSampler):

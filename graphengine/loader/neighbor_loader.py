@@ -117,6 +117,11 @@ class NeighborLoader(StagedLoader):
             through the host; the batches equal the CPU's (see
             :mod:`graphengine.loader.device_sampling`).
         pin_memory: gather features into pinned memory (for fast host-to-device copies).
+        feature_dtype: the dtype the batch's gathered floating node and edge attributes come
+            in, cast after the gather on its device: ``None`` (the default) hands a float16
+            table's rows (a ``graphengine compact`` store) over as float32 and the others as
+            they are; a floating ``torch.dtype`` casts them to it (``torch.float16`` keeps
+            half rows half). A PyG store pair's batches are PyG's.
         rank, world_size: for data-parallel training: this rank loads only its equal,
             disjoint share of each epoch's seeds (see :class:`SeedBatches`); needs ``seed``.
         input_id: each seed's ``input_id`` (PyG's ``NodeLoader`` argument); positions by
@@ -153,6 +158,7 @@ class NeighborLoader(StagedLoader):
         prefetch: int = 2,
         device: str | torch.device | None = None,
         pin_memory: bool = False,
+        feature_dtype: torch.dtype | None = None,
         rank: int = 0,
         world_size: int = 1,
         input_id=None,
@@ -187,6 +193,7 @@ class NeighborLoader(StagedLoader):
                 "prefetch": prefetch,
                 "device": device,
                 "pin_memory": pin_memory,
+                "feature_dtype": feature_dtype,
                 "rank": rank,
                 "world_size": world_size,
                 "filter_per_worker": filter_per_worker,
@@ -254,6 +261,7 @@ class NeighborLoader(StagedLoader):
                 sampling_device(
                     sample_on, loading, sampling, homogeneous, sampling.weight_attr is not None
                 ),
+                feature_dtype=loading.feature_dtype,
             )
             sample = sample_nodes(source, input_nodes, input_time, input_id)
             gather = source.gather

@@ -85,6 +85,7 @@ def graph_source(
     device: torch.device | None = None,
     custom_cls: type | None = None,
     sample_device: torch.device | None = None,
+    feature_dtype: torch.dtype | None = None,
 ) -> GraphSource:
     """The :class:`GraphSource` of ``data``: its sampler built from ``sampling`` (with
     ``num_threads`` Numba threads per call) unless ``neighbor_sampler`` is given; batches
@@ -92,25 +93,41 @@ def graph_source(
     as ``custom_cls`` (PyG's argument). With ``sample_device`` (a GPU, for homogeneous data,
     see :func:`~graphengine.loader.device_sampling.sampling_device`) the sampler draws there
     and the feature tables are pinned, so that the GPU gathers them by zero-copy with the ids
-    it sampled."""
+    it sampled. ``feature_dtype``: the dtype gathered floating rows are handed over in
+    (:func:`graphengine.data.feature_dtype.as_batch_dtype`; a PyG store pair's batches are
+    PyG's, as they are)."""
     if neighbor_sampler is not None and not isinstance(neighbor_sampler, BaseSampler):
         raise TypeError(
             "'neighbor_sampler' must be a samplers.BaseSampler or a "
             f"torch_geometric.sampler.BaseSampler (got {type(neighbor_sampler).__name__})"
         )
     if isinstance(data, HeteroData):
-        return _heterogeneous(data, sampling, num_threads, neighbor_sampler)
+        return _heterogeneous(data, sampling, num_threads, neighbor_sampler, feature_dtype)
     if is_pyg_store_pair(data):
         return _remote(data, sampling, num_threads, neighbor_sampler, custom_cls)
     return _homogeneous(
-        data, sampling, num_threads, neighbor_sampler, pin_memory, device, sample_device
+        data,
+        sampling,
+        num_threads,
+        neighbor_sampler,
+        pin_memory,
+        device,
+        sample_device,
+        feature_dtype,
     )
 
 
 def _homogeneous(
-    data, sampling, num_threads, sampler, pin_memory, device, sample_device=None
+    data,
+    sampling,
+    num_threads,
+    sampler,
+    pin_memory,
+    device,
+    sample_device=None,
+    feature_dtype=None,
 ) -> GraphSource:
-    graph, gather = graph_and_gather(data, pin_memory, device)
+    graph, gather = graph_and_gather(data, pin_memory, device, feature_dtype)
     if sample_device is not None and device is not None and device.type == "cuda":
         gather.pin_tables()
     if sampler is not None:
@@ -165,12 +182,21 @@ def homogeneous_sampler(
 
 
 def graph_and_gather(
-    data, pin_memory: bool, device: torch.device | None = None
+    data,
+    pin_memory: bool,
+    device: torch.device | None = None,
+    feature_dtype: torch.dtype | None = None,
 ) -> tuple[Graph, GatherFeatures]:
     """The graph store and gathering stage of a ``Data``, a ``GraphDataset`` or a
-    ``(FeatureStore, Graph)`` pair, for batches that go to ``device``."""
+    ``(FeatureStore, Graph)`` pair, for batches that go to ``device`` with their floating
+    rows in ``feature_dtype`` (:class:`GatherFeatures`)."""
     if isinstance(data, GraphDataset):
-        gather = GatherFeatures(data.feature_store(), pin_memory=pin_memory, device=device)
+        gather = GatherFeatures(
+            data.feature_store(),
+            pin_memory=pin_memory,
+            device=device,
+            feature_dtype=feature_dtype,
+        )
         return data.graph, gather
     if isinstance(data, tuple) and len(data) == 2 and isinstance(data[1], Graph):
         store, graph = data
@@ -184,7 +210,11 @@ def graph_and_gather(
                 f"{store.num_nodes} rows, the Graph {graph.num_nodes} nodes"
             )
         gather = GatherFeatures(
-            store, edge_ids=graph.edge_ids, pin_memory=pin_memory, device=device
+            store,
+            edge_ids=graph.edge_ids,
+            pin_memory=pin_memory,
+            device=device,
+            feature_dtype=feature_dtype,
         )
         return graph, gather
     if not isinstance(data, Data):
@@ -194,7 +224,7 @@ def graph_and_gather(
             f"(got {type(data).__name__})"
         )
     graph = Graph.from_data(data)
-    return graph, GatherDataFeatures(data, graph, pin_memory, device)
+    return graph, GatherDataFeatures(data, graph, pin_memory, device, feature_dtype)
 
 
 class GatherDataFeatures(GatherFeatures):
@@ -206,11 +236,17 @@ class GatherDataFeatures(GatherFeatures):
     Args:
         data: the ``Data`` (its ``edge_index`` is ``graph``'s).
         graph: its graph store (for the original edge ids).
-        pin_memory, device: as :class:`GatherFeatures`.
+        pin_memory, device, feature_dtype: as :class:`GatherFeatures`.
     """
 
-    def __init__(self, data: Data, graph: Graph, pin_memory: bool, device=None):
-        super().__init__(None, edge_ids=graph.edge_ids, pin_memory=pin_memory, device=device)
+    def __init__(self, data: Data, graph: Graph, pin_memory: bool, device=None, feature_dtype=None):
+        super().__init__(
+            None,
+            edge_ids=graph.edge_ids,
+            pin_memory=pin_memory,
+            device=device,
+            feature_dtype=feature_dtype,
+        )
         self.data = data
         self._lock = threading.Lock()
         self._read_attributes()
@@ -360,10 +396,12 @@ def _refuse_labor(sampling: SamplingConfig, what: str) -> None:
         )
 
 
-def _heterogeneous(data: HeteroData, sampling, num_threads, sampler) -> GraphSource:
+def _heterogeneous(
+    data: HeteroData, sampling, num_threads, sampler, feature_dtype=None
+) -> GraphSource:
     _refuse_labor(sampling, "heterogeneous data")
     graph = HeteroGraph.from_data(data)
-    gather = GatherHeteroFeatures(data, graph)
+    gather = GatherHeteroFeatures(data, graph, feature_dtype)
     if sampler is not None:
         return GraphSource(graph, sampler, gather)
     attributes = hetero_sampling_attributes(data, graph, sampling.time_attr, sampling.weight_attr)

@@ -19,6 +19,7 @@ from torch_geometric.data import Data
 
 from graphengine import ops
 from graphengine.data.arrays import as_tensor
+from graphengine.data.feature_dtype import as_batch_dtype, check_batch_feature_dtype
 from graphengine.data.feature_store import FeatureStore
 from graphengine.data.memory import available_memory
 from graphengine.loader.device_sampling import as_device_tensor
@@ -166,6 +167,10 @@ class GatherFeatures:
             copies.
         device: where the batch goes (the loader's ``device``), or ``None``: pinned tables
             are gathered on the GPU only when this is a CUDA device.
+        feature_dtype: the dtype the node and edge tables' floating rows are handed over in,
+            cast after the gather on its device (so a float16 table's half bytes are what
+            is read): ``None`` hands float16 rows over as float32
+            (:func:`graphengine.data.feature_dtype.as_batch_dtype`).
     """
 
     def __init__(
@@ -177,6 +182,7 @@ class GatherFeatures:
         odd_attrs: dict | None = None,
         pin_memory: bool = False,
         device: torch.device | str | None = None,
+        feature_dtype: torch.dtype | None = None,
     ):
         self.nodes = nodes
         self.edges = edges
@@ -186,6 +192,7 @@ class GatherFeatures:
         self.odd_attrs = odd_attrs or {}
         self.pin_memory = pin_memory
         self.device = device
+        self.feature_dtype = check_batch_feature_dtype(feature_dtype)
         self.tables_pinned = False
 
     def pin_tables(self) -> None:
@@ -239,9 +246,10 @@ class GatherFeatures:
                     on_device[device] = index.to(device, non_blocking=device.type == "cuda")
                 ids = on_device[device]
                 if device.type == "cpu":
-                    data[key] = store.gather(key, ids, self._pinned(store[key], ids))
+                    rows = store.gather(key, ids, self._pinned(store[key], ids))
                 else:
-                    data[key] = store.gather(key, ids)
+                    rows = store.gather(key, ids)
+                data[key] = as_batch_dtype(rows, self.feature_dtype)
         for key, (value, dim, level) in self.odd_attrs.items():
             value = as_tensor(value)
             index = n_id if level == "node" else e_id

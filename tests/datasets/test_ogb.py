@@ -146,3 +146,37 @@ def test_convert_command(tmp_path, capsys):
     assert summary["path"] == str(tmp_path / "ogbn-arxiv") and summary["peak_rss_gb"] > 0
     assert main(["convert", "ogbn-arxiv", "--root", str(tmp_path)]) == 2  # exists
     assert main(["convert", "ogbn-arxiv", "--root", str(tmp_path), "--force"]) == 0
+
+
+def test_convert_feature_dtype_float16_writes_the_features_rounded(tmp_path, capsys):
+    """CSV features (read as float32) land as NumPy's astype(float16), the graph as with
+    float32; a value beyond float16's range is refused, naming the file and the row."""
+    edges, x, y, splits = random_ogb(3)
+    write_csv_ogb(tmp_path, "ogbn_arxiv", "time", edges, x, y, splits)
+    argv = ["convert", "ogbn-arxiv", "--root", str(tmp_path), "--feature-dtype", "float16"]
+    assert main(argv) == 0
+    dataset = load_dataset("ogbn-arxiv", root=tmp_path)
+    assert dataset.x.dtype == np.float16
+    assert_converted(dataset, edges.T, x.astype(np.float16), y, splits)
+    x[17, 2] = 1e5
+    write_csv_ogb(tmp_path / "big", "ogbn_arxiv", "time", edges, x, y, splits)
+    with pytest.raises(ValueError, match=r"node-feat\.csv\.gz' row 17, column 2 holds 100000"):
+        convert_ogb("ogbn-arxiv", tmp_path / "big", feature_dtype="float16")
+
+
+def test_papers100m_half_features_stay_half_with_feature_dtype_float16(tmp_path, small_blocks):
+    edges, x, y, splits = random_ogb(4)
+    raw = tmp_path / "ogbn_papers100M" / "raw"
+    raw.mkdir(parents=True)
+    np.savez_compressed(
+        raw / "data.npz",
+        edge_index=edges.T.copy(),
+        node_feat=x.astype(np.float16),
+        num_nodes_list=np.array([NUM_NODES]),
+        num_edges_list=np.array([len(edges)]),
+    )
+    np.savez_compressed(raw / "node-label.npz", node_label=y.astype(np.float64).reshape(-1, 1))
+    write_splits(tmp_path / "ogbn_papers100M", "time", splits)
+    dataset = convert_ogb("ogbn-papers100M", tmp_path, feature_dtype="float16")
+    assert dataset.x.dtype == np.float16
+    np.testing.assert_array_equal(dataset.x, x.astype(np.float16))

@@ -133,7 +133,7 @@ def test_dataset_checks_ids_and_shapes(tiny):
         HeteroGraphDataset(**{**fields, "edge_index": bad_edges})
     with pytest.raises(ValueError, match=r"'x' of 'author' must have shape \[1200"):
         HeteroGraphDataset(**{**fields, "x": {**tiny.x, "author": tiny.x["author"][:5]}})
-    with pytest.raises(ValueError, match=r"'x' of 'author' of dataset .* must be float32"):
+    with pytest.raises(ValueError, match=r"'x' of 'author' of dataset .* must be one of float32"):
         HeteroGraphDataset(**{**fields, "x": {**tiny.x, "author": tiny.x["author"].astype(int)}})
     with pytest.raises(ValueError, match="'test' holds node id 2000"):
         HeteroGraphDataset(**{**fields, "test_idx": np.array([2000])})

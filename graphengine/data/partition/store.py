@@ -293,8 +293,8 @@ def open_part(path: str | Path, part: int, verify: bool = True) -> Part:
         FileNotFoundError: no partition at ``path``, or a missing file (named).
         ValueError: ``part`` outside ``[0, num_parts)``, a malformed manifest (named, with
             the field), a part file the top-level manifest does not list, a truncated,
-            corrupted or mismatched file, features that are not float32 or of another width
-            than the partition's ``num_features``, or a part whose CSC arrays are malformed
+            corrupted or mismatched file, features neither float32 nor float16 or of another
+            width than the partition's ``num_features``, or a part whose CSC arrays are malformed
             (an ``indptr`` that decreases, a source outside the graph: the file and the value
             named).
     """
@@ -411,9 +411,9 @@ def _check_part_features(
     x_path: Path, listed: tuple[str, tuple[int, ...]], part_path: Path, partition: dict
 ) -> None:
     """Refuse a part's features (``x.npy``, listed in ``part.json`` as ``listed``) that are
-    not float32 or not ``num_features`` wide as the partition's manifest says (every part's
-    are): another width would only fail later, inside the distributed model, naming no
-    file."""
+    neither float32 nor float16, or not ``num_features`` wide as the partition's manifest
+    says (every part's are): another width would only fail later, inside the distributed
+    model, naming no file."""
     dtype, shape = listed
     check_feature_dtype(x_path, dtype, part_path)
     expected = partition["num_features"]

@@ -23,14 +23,16 @@ def store_without_x(
     """``store`` (by default ``dataset``'s) with ``x`` removed, its table handed to
     ``seed_logits`` to read rows from by the batch's ``n_id``; ``None`` (nothing changed)
     unless the first layer is GraphSAGE's fused mean layer on blocks, reading a table in
-    memory (not ``access='random'``, not read from disk) in the dtype it computes in."""
+    memory (not ``access='random'``, not read from disk) in the dtype it computes in (float32,
+    or bfloat16)."""
     larger_than_memory = dataset.access == "random" or dataset.reads_from_disk()
     if larger_than_memory or not fuses_sage_on_blocks(seed_logits):
         return None
     store = dataset.feature_store() if store is None else store
     table = as_tensor(store["x"])
-    computes_in_table_dtype = (precision == "bf16") == (table.dtype == torch.bfloat16)
-    if not uses_kernel(table) or not computes_in_table_dtype:
+    # A float16 table (a compact store) is neither: the loader hands its rows over as float32.
+    computes_in = torch.bfloat16 if precision == "bf16" else torch.float32
+    if not uses_kernel(table) or table.dtype != computes_in:
         return None  # the layer would cast the rows: gathering them costs nothing more
     del store["x"]
     seed_logits.features = table
