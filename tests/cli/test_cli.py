@@ -123,7 +123,7 @@ def subcommands(parser: argparse.ArgumentParser, prefix: tuple = ()):
 
 def test_every_command_has_help_and_names_no_path_outside_the_project(capsys):
     commands = list(subcommands(cli.build_parser()))
-    assert len(commands) == 20  # graphengine, its 10 commands, bench's 9
+    assert len(commands) == 22  # graphengine, its 11 commands, bench's 10
     for prefix, _ in commands:
         with pytest.raises(SystemExit) as exit:
             main([*prefix, "--help"])

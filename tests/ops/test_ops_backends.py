@@ -180,6 +180,7 @@ def test_every_op_that_takes_a_tensor_has_a_fake_kernel():
         "host_cache_open",
         "host_cache_close",
         "host_cache_state",
+        "host_cache_limit",
         "io_uring_probe",
         "set_intraop_threads",
     }
