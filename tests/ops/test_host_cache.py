@@ -157,3 +157,20 @@ def _allocate_and_exit() -> None:
     tensors = [torch.empty(BIG).fill_(float(i)) for i in range(3)]
     assert all(float(t[0]) == i and float(t[-1]) == i for i, t in enumerate(tensors))
     del tensors
+
+
+def test_under_a_cgroup_limit_the_pool_keeps_a_sixteenth_of_it():
+    # A fresh process whose memory limit is made 64 MiB: a 12 MB block freed in a span is over
+    # the pool's 4 MiB share and goes back to the system; unlimited, it is kept.
+    script = f"""
+import torch
+import graphengine.runtime as runtime
+runtime.memory_limit = lambda: {{limit}}
+with runtime.host_memory_cache() as active:
+    assert active
+    block = torch.ones({BIG})
+    del block
+    print(runtime.host_memory_cache_state()[1])
+"""
+    assert int(run_fresh(script.format(limit=64 << 20))) == 0
+    assert int(run_fresh(script.format(limit="None"))) >= BIG * 4
