@@ -52,8 +52,14 @@ def tune_host_allocator() -> bool:
 
     Large blocks come from the heap (mmap threshold at its maximum), the heap grows in
     steps of 1 GiB and is not trimmed. Returns ``False`` where the C library is not
-    glibc (nothing is changed there). The process then holds on to its peak memory.
+    glibc, or where the process runs under a memory limit smaller than the machine's (a
+    cgroup's): nothing is changed there. The process then holds on to its peak memory, which
+    under a limit starves the page cache its data is read through (and a heap that grows in
+    1 GiB steps may pass the limit).
     """
+    if _under_cgroup_limit():
+        log.info("under a memory limit: the host allocator keeps glibc's defaults")
+        return False
     name = ctypes.util.find_library("c")
     try:
         libc = ctypes.CDLL(name)
@@ -133,13 +139,18 @@ def _limit_pool() -> bool:
     its data (a store larger than its limit, whose graph pages the pool would evict). Returns
     True."""
     if "pool_limit" not in _host_cache:
-        limit = memory_limit()
-        total = proc_field("/proc/meminfo", "MemTotal")
-        limited = limit is not None and total is not None and limit < total * 1024
+        limited = _under_cgroup_limit()
         _host_cache["pool_limit"] = limited
         if limited:
-            torch.ops.graphengine.host_cache_limit(int(limit * LIMITED_POOL_SHARE))
+            torch.ops.graphengine.host_cache_limit(int(memory_limit() * LIMITED_POOL_SHARE))
     return True
+
+
+def _under_cgroup_limit() -> bool:
+    """Whether this process's memory limit is smaller than the machine's memory."""
+    limit = memory_limit()
+    total = proc_field("/proc/meminfo", "MemTotal")
+    return limit is not None and total is not None and limit < total * 1024
 
 
 def host_memory_cache_state() -> tuple[int, int, int]:
