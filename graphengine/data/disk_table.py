@@ -77,14 +77,16 @@ class DiskTable:
         return self.file.shape
 
     def gather(self, ids: torch.Tensor, out: torch.Tensor | None = None) -> torch.Tensor:
-        """Rows ``ids`` (int32 or int64 ``[n]``, any order, repeats allowed):
+        """Rows ``ids`` (int32 or int64 ``[n]`` CPU tensor, any order, repeats allowed):
         ``[n, num_cols]`` of the table's dtype, written into ``out`` when given.
 
         Cached rows are copied from the cache; the others are read from disk, each distinct
-        row once, and offered to the cache. Raises ``IndexError`` naming the first id outside
-        ``[0, num_rows)``, before anything is read.
+        row once, and offered to the cache. Raises ``TypeError`` naming ``ids`` for anything
+        but a 1-D int32/int64 CPU tensor (float ids are refused, not truncated), and
+        ``IndexError`` naming the first id outside ``[0, num_rows)``, before anything is read.
         """
         num_rows, num_cols = self.file.shape
+        _check_ids(ids)
         ops.check_index(ids, num_rows)
         if out is None:
             out = torch.empty((ids.shape[0], num_cols), dtype=self.dtype)
@@ -152,4 +154,17 @@ class DiskTable:
             wanted,
             self.file.path,
             time.perf_counter() - start,
+        )
+
+
+def _check_ids(ids) -> None:
+    """Refuse ids that ``long()`` would silently truncate (floats) or that no row is (2-D)."""
+    if not isinstance(ids, torch.Tensor):
+        raise TypeError(
+            f"DiskTable.gather: 'ids' must be a torch tensor (got {type(ids).__name__})"
+        )
+    if ids.dtype not in (torch.int32, torch.int64) or ids.dim() != 1 or ids.device.type != "cpu":
+        raise TypeError(
+            f"DiskTable.gather: 'ids' must be a 1-D int32 or int64 CPU tensor (got {ids.dtype} "
+            f"of shape {tuple(ids.shape)} on {ids.device})"
         )

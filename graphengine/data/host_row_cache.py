@@ -27,6 +27,8 @@ POLICIES = ("sieve", "static")
 _SLOT_BYTES = 8 + 1 + 4 + 4
 # Per row of the table: slot_of (int32).
 _ROW_BYTES = 4
+# Slots are int32 (slot_of and the queue's links): no more rows than that can address.
+_MAX_CAPACITY = 2**31 - 1
 
 # The queue's ends, the hand, the slots in use and the evictions, in one array that the
 # kernel updates in place.
@@ -37,7 +39,8 @@ def capacity_for(budget_bytes: int, num_rows: int, num_cols: int, dtype: torch.d
     """The most rows a :class:`HostRowCache` of ``num_rows`` x ``num_cols`` ``dtype`` rows
     holds within ``budget_bytes``: each row costs its bytes plus its slot's state, and a
     cache that holds any row also keeps ``slot_of``, 4 bytes for every row of the table.
-    Never more than ``num_rows``; 0 when the budget does not cover ``slot_of`` and one row."""
+    Never more than ``num_rows`` nor the ``2**31 - 1`` rows a cache's int32 slots address; 0
+    when the budget does not cover ``slot_of`` and one row."""
     for name, value in (("budget_bytes", budget_bytes), ("num_rows", num_rows)):
         if isinstance(value, bool) or not isinstance(value, int) or value < 0:
             raise ValueError(f"capacity_for: '{name}' must be an int >= 0 (got {value!r})")
@@ -47,7 +50,7 @@ def capacity_for(budget_bytes: int, num_rows: int, num_cols: int, dtype: torch.d
         raise TypeError(f"capacity_for: 'dtype' must be a torch.dtype (got {dtype!r})")
     row_bytes = num_cols * torch.empty((), dtype=dtype).element_size()
     rows = (budget_bytes - _ROW_BYTES * num_rows) // (row_bytes + _SLOT_BYTES)
-    return int(min(max(rows, 0), num_rows))
+    return int(min(max(rows, 0), num_rows, _MAX_CAPACITY))
 
 
 class HostRowCache:
@@ -73,6 +76,11 @@ class HostRowCache:
         for name, value in (("num_rows", num_rows), ("capacity", capacity)):
             if isinstance(value, bool) or not isinstance(value, int) or value < 0:
                 raise ValueError(f"HostRowCache: '{name}' must be an int >= 0 (got {value!r})")
+        if capacity > _MAX_CAPACITY:
+            raise ValueError(
+                f"HostRowCache: 'capacity' {capacity} is more than the {_MAX_CAPACITY} rows "
+                "its int32 slots can address"
+            )
         if capacity > num_rows:
             raise ValueError(
                 f"HostRowCache: 'capacity' {capacity} is more than the table's {num_rows} rows"

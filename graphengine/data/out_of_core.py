@@ -114,8 +114,20 @@ def cache_budget_for_process(feature_bytes: int, graph_bytes: int) -> int:
 
 
 def local_workers() -> int:
-    """The worker processes on this machine: torchrun's ``LOCAL_WORLD_SIZE``, else 1."""
-    return max(1, int(os.environ.get("LOCAL_WORLD_SIZE", "1") or 1))
+    """The worker processes on this machine: torchrun's ``LOCAL_WORLD_SIZE`` (unset or empty:
+    1). Raises ``ValueError`` naming the variable and its value when it is set to anything but
+    a positive integer: each worker's share of memory is divided by it, so a wrong count
+    would size every cache wrong."""
+    value = os.environ.get("LOCAL_WORLD_SIZE", "")
+    text = value.strip()
+    if not text:
+        return 1
+    if not text.isdecimal() or int(text) < 1:
+        raise ValueError(
+            "$LOCAL_WORLD_SIZE must be a positive integer, the worker processes on this "
+            f"machine (got {value!r})"
+        )
+    return int(text)
 
 
 def resident_bytes() -> int:

@@ -32,6 +32,8 @@ ENGINES = ("auto", "io_uring", "pread", "python")
 #: The engine ``engine="auto"`` tries first (the faster one on the machine measured with
 #: ``graphengine bench disk``), then the other one.
 AUTO_ORDER = ("pread", "io_uring")
+#: What ``direct=`` takes: ``O_DIRECT`` reads, buffered ones, or O_DIRECT where it works.
+DIRECT_MODES = (True, False, "auto")
 #: Overrides ``engine="auto"`` for the process (one of :data:`ENGINES`).
 ENGINE_ENV = "GRAPHENGINE_IO_ENGINE"
 DEFAULT_DIRECT_ALIGN = 4096
@@ -62,10 +64,7 @@ class RowFile:
     """
 
     def __init__(self, path, *, engine="auto", direct="auto", queue_depth=64):
-        if engine not in ENGINES:
-            raise ValueError(f"RowFile: 'engine' must be one of {ENGINES} (got {engine!r})")
-        if direct not in (True, False, "auto"):
-            raise ValueError(f"RowFile: 'direct' must be True, False or 'auto' (got {direct!r})")
+        check_read_options(engine, direct, "RowFile")
         if isinstance(queue_depth, bool) or not isinstance(queue_depth, int):
             raise TypeError(f"RowFile: 'queue_depth' must be an int (got {queue_depth!r})")
         if not 1 <= queue_depth <= 4096:
@@ -256,7 +255,15 @@ class RowFile:
         nbytes = 0
         for k, row in enumerate(distinct.tolist()):
             start = self.offset + row * self.row_bytes
-            data = os.pread(self._fd, self.row_bytes, start)
+            try:
+                data = os.pread(self._fd, self.row_bytes, start)
+            except OSError as err:
+                # Worded as the C++ engines word a failed read; errno kept for callers.
+                raise OSError(
+                    err.errno,
+                    f"'{self.path}': reading row {row} (byte offset {start} of the file) "
+                    f"failed: {err.strerror}",
+                ) from err
             nbytes += len(data)
             if len(data) != self.row_bytes:
                 raise OSError(
@@ -267,6 +274,17 @@ class RowFile:
             rows[k] = np.frombuffer(data, dtype=np.uint8)
         out_bytes[:] = rows[inverse.reshape(-1)]
         return {"reads": len(distinct), "bytes": nbytes}
+
+
+def check_read_options(engine, direct, caller: str) -> None:
+    """Raise ``ValueError`` naming ``caller`` and the option unless ``engine`` is one of
+    :data:`ENGINES` and ``direct`` one of :data:`DIRECT_MODES`, so that callers that open a
+    :class:`RowFile` later can refuse a bad option when it is given."""
+    if not isinstance(engine, str) or engine not in ENGINES:
+        raise ValueError(f"{caller}: 'engine' must be one of {ENGINES} (got {engine!r})")
+    # Not `in DIRECT_MODES`: 1 and 0 equal True and False, and only the bools are meant.
+    if not isinstance(direct, bool) and direct != "auto":
+        raise ValueError(f"{caller}: 'direct' must be one of {DIRECT_MODES} (got {direct!r})")
 
 
 def _reopen(path: str, engine, direct, queue_depth: int) -> RowFile:

@@ -29,6 +29,7 @@ from graphengine.data.format import (
 )
 from graphengine.data.graph_store import Graph
 from graphengine.data.out_of_core import cache_budget_for_process, plan_for_process
+from graphengine.data.row_file import check_read_options
 from samplers import check_node_ids
 
 log = logging.getLogger("graphengine")
@@ -152,9 +153,16 @@ class GraphDataset:
                 batches read, evicting by SIEVE).
             engine, direct: how rows are read (:class:`~graphengine.data.row_file.RowFile`).
 
-        Raises ``ValueError`` for an ``x`` that is not a memory-mapped file, or a bad
-        ``cache_bytes`` or ``policy``.
+        Raises ``TypeError`` for an ``enabled`` that is not a bool; ``ValueError`` for an
+        ``x`` that is not a memory-mapped file, or a bad ``cache_bytes``, ``policy``,
+        ``engine`` or ``direct`` (checked here, not at the first read of a row).
         """
+        if not isinstance(enabled, bool):
+            raise TypeError(
+                f"read_from_disk: 'enabled' must be True or False (got {enabled!r}); a truthy "
+                "value such as 'no' would turn disk reads on"
+            )
+        check_read_options(engine, direct, "read_from_disk")
         if enabled and memmap_source(self.x) is None:
             raise ValueError(
                 f"'x' of dataset '{self.name}' is not a memory-mapped file (open the store "

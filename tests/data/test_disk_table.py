@@ -13,7 +13,7 @@ from hypothesis import strategies as st
 
 from graphengine.data.disk_table import DiskTable
 from graphengine.data.feature_store import FeatureStore
-from graphengine.data.out_of_core import MIN_TRAINING_BYTES, plan_features
+from graphengine.data.out_of_core import MIN_TRAINING_BYTES, local_workers, plan_features
 
 NUM_ROWS, NUM_COLS = 500, 6
 GIB = 1 << 30
@@ -108,6 +108,26 @@ def test_an_id_out_of_range_is_an_index_error_before_any_read(table_file):
     assert table.stats()["rows_read"] == 0
 
 
+@pytest.mark.parametrize(
+    "ids",
+    [
+        torch.tensor([1.7]),
+        torch.tensor([1.0, 2.0], dtype=torch.float64),
+        torch.tensor([True]),
+        torch.tensor([[1, 2]]),
+        [1, 2],
+        np.array([1, 2]),
+    ],
+)
+def test_ids_that_are_not_a_1d_integer_tensor_are_a_type_error(table_file, ids):
+    table = DiskTable(table_file, cache_rows=10)
+    kind = ids.dtype if isinstance(ids, torch.Tensor) else type(ids).__name__
+    with pytest.raises(TypeError, match=rf"DiskTable\.gather: 'ids' must be .*got {kind}"):
+        table.gather(ids)
+    assert table.stats()["rows_read"] == 0
+    assert table.stats()["gathers"] == 0
+
+
 def test_a_store_gathers_a_table_read_from_disk_through_it(table_file, tmp_path):
     mapped = np.load(table_file, mmap_mode="r")
     store = FeatureStore({"x": mapped})
@@ -160,3 +180,21 @@ def test_the_cache_budget_leaves_training_its_share(feature, graph, limit, in_us
     if plan.cache_bytes:
         each = in_use + plan.cache_bytes + MIN_TRAINING_BYTES
         assert graph + workers * each <= limit
+
+
+@pytest.mark.parametrize(("value", "workers"), [(None, 1), ("", 1), ("1", 1), ("4", 4), (" 3 ", 3)])
+def test_local_workers_reads_local_world_size(monkeypatch, value, workers):
+    if value is None:
+        monkeypatch.delenv("LOCAL_WORLD_SIZE", raising=False)
+    else:
+        monkeypatch.setenv("LOCAL_WORLD_SIZE", value)
+    assert local_workers() == workers
+
+
+@pytest.mark.parametrize("value", ["0", "-2", "two", "1.5"])
+def test_a_local_world_size_not_a_positive_integer_is_refused(monkeypatch, value):
+    monkeypatch.setenv("LOCAL_WORLD_SIZE", value)
+    with pytest.raises(
+        ValueError, match=rf"\$LOCAL_WORLD_SIZE must be a positive integer.*'{value}'"
+    ):
+        local_workers()

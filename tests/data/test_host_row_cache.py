@@ -266,6 +266,10 @@ def test_bad_input_is_a_clear_error(call, error, words):
     [
         ({"capacity": 9}, ValueError, "more than the table's 8 rows"),
         ({"capacity": -1}, ValueError, "'capacity'"),
+        ({"capacity": 2**31, "num_rows": 2**31}, ValueError, "'capacity' 2147483648"),
+        ({"num_rows": -1}, ValueError, "'num_rows' must be an int >= 0 (got -1)"),
+        ({"num_rows": True}, ValueError, "'num_rows' must be an int >= 0 (got True)"),
+        ({"num_rows": 8.0}, ValueError, "'num_rows' must be an int >= 0 (got 8.0)"),
         ({"num_cols": 0}, ValueError, "'num_cols'"),
         ({"dtype": "float32"}, TypeError, "torch.dtype"),
         ({"policy": "lru"}, ValueError, "sieve, static"),
@@ -286,6 +290,12 @@ def test_capacity_for_refuses_bad_sizes():
         capacity_for(100, 10, 0, torch.float32)
     with pytest.raises(TypeError, match=r"torch\.dtype"):
         capacity_for(100, 10, 4, "float32")
+
+
+def test_capacity_for_never_exceeds_what_int32_slots_address():
+    # 2**32 one-byte rows and a budget for all of them: more rows than int32 slots address.
+    rows = 2**32
+    assert capacity_for(rows * (4 + 1 + 17), rows, 1, torch.uint8) == 2**31 - 1
 
 
 @pytest.mark.parametrize("dtype", [torch.bfloat16, torch.float16, torch.uint8, torch.float64])

@@ -129,6 +129,34 @@ def test_truncated_after_opening_names_the_file_and_row(tmp_path, engine, direct
             rows.read(torch.tensor([999, 3, 600]))
 
 
+def test_a_failed_python_pread_names_the_file_the_row_and_its_offset(tmp_path, monkeypatch):
+    path = saved(tmp_path / "x.npy", rows=10, cols=2)  # 8-byte rows
+
+    def failing_pread(fd, size, offset):
+        raise OSError(errno.EIO, os.strerror(errno.EIO))
+
+    with RowFile(path, engine="python") as rows:
+        monkeypatch.setattr(row_file.os, "pread", failing_pread)
+        with pytest.raises(OSError) as raised:
+            rows.read(torch.tensor([7]))
+    assert raised.value.errno == errno.EIO
+    offset = rows.offset + 7 * 8
+    assert f"'{path}': reading row 7 (byte offset {offset} of the file) failed" in str(raised.value)
+    assert os.strerror(errno.EIO) in str(raised.value)
+    assert isinstance(raised.value.__cause__, OSError)
+
+
+def test_an_out_of_another_dtype_or_kind_is_refused_before_reading(tmp_path):
+    path = saved(tmp_path / "x.npy", rows=10, cols=2)
+    with RowFile(path, engine="python") as rows:
+        for out in (torch.empty(1, 2, dtype=torch.float64), torch.empty(1, 2, dtype=torch.int32)):
+            with pytest.raises(ValueError, match=rf"'out' must be .*float32.*got {out.dtype}"):
+                rows.read(torch.tensor([1]), out)
+        with pytest.raises(TypeError, match="'out' must be a torch tensor"):
+            rows.read(torch.tensor([1]), np.empty((1, 2), dtype=np.float32))
+        assert rows.counters() == {"rows": 0, "reads": 0, "bytes": 0}
+
+
 @pytest.mark.parametrize(("engine", "direct"), MODES)
 def test_ids_out_of_range_raise_index_error_naming_id_and_position(tmp_path, engine, direct):
     path = saved(tmp_path / "x.npy", rows=10, cols=2)
@@ -204,6 +232,9 @@ def test_bad_options_are_refused(tmp_path):
         RowFile(path, engine="aio")
     with pytest.raises(ValueError, match="'direct'"):
         RowFile(path, direct="yes")
+    # 1 == True, but only the bools are modes: 1 is refused, not read as "auto".
+    with pytest.raises(ValueError, match=r"'direct' must be one of \(True, False, 'auto'\)"):
+        RowFile(path, direct=1)
     with pytest.raises(ValueError, match="'queue_depth'"):
         RowFile(path, queue_depth=0)
     with pytest.raises(FileNotFoundError, match="missing"):

@@ -104,6 +104,33 @@ def test_reading_from_disk_needs_a_memory_mapped_store(store):
         choose_feature_reads(GraphDataset.load(store), "page-faults", "sieve")
 
 
+@pytest.mark.parametrize(
+    ("kwargs", "error", "words"),
+    [
+        ({"enabled": "no"}, TypeError, "'enabled' must be True or False (got 'no')"),
+        ({"enabled": 1}, TypeError, "'enabled' must be True or False (got 1)"),
+        ({"enabled": None}, TypeError, "'enabled' must be True or False (got None)"),
+        ({"engine": "aio"}, ValueError, "'engine' must be one of ('auto', 'io_uring', 'pread'"),
+        (
+            {"direct": "yes"},
+            ValueError,
+            "'direct' must be one of (True, False, 'auto') (got 'yes')",
+        ),
+        ({"direct": 1}, ValueError, "'direct' must be one of (True, False, 'auto') (got 1)"),
+        ({"enabled": False, "engine": None}, ValueError, "'engine' must be one of"),
+    ],
+)
+def test_bad_read_options_are_refused_at_the_call(store, kwargs, error, words):
+    dataset = GraphDataset.load(store)
+    dataset.read_from_disk(False)
+    with pytest.raises(error) as raised:
+        dataset.read_from_disk(**kwargs)
+    assert words in str(raised.value)
+    # The refused call changed nothing: no row file was opened, the earlier choice stands.
+    assert dataset.disk_options()["enabled"] is False
+    assert dataset.disk_table() is None
+
+
 _CHILD = """
 import json, sys, torch
 from torch_geometric.nn import GraphSAGE
