@@ -133,20 +133,25 @@ class HostRowCache:
             free = self.capacity - int(self._queue[_USED])
             fresh = (self._slot_of_t[ids] < 0).nonzero().squeeze(1)[:free]
             order = fresh.flip(0)
-            slots = torch.from_numpy(
-                _sieve_admit(
-                    ids[order].numpy(),
-                    self._slot_of,
-                    self._owner,
-                    self._visited,
-                    self._newer,
-                    self._older,
-                    self._queue,
-                )
-            )
+            slots = self._sieve_slots(ids[order])
             _copy_rows(rows, order, self._rows, slots.long())
             self._admitted += int(order.numel())
         return int(order.numel())
+
+    def _sieve_slots(self, ids: torch.Tensor) -> torch.Tensor:
+        """Insert ``ids`` (int64 ``[m]``) into the SIEVE queue under the caller's lock; returns
+        each one's slot (int32 ``[m]``; -1 where it was already cached)."""
+        return torch.from_numpy(
+            _sieve_admit(
+                ids.numpy(),
+                self._slot_of,
+                self._owner,
+                self._visited,
+                self._newer,
+                self._older,
+                self._queue,
+            )
+        )
 
     def lookup(self, ids: torch.Tensor, out: torch.Tensor) -> torch.Tensor:
         """Copy the cached rows among ``ids`` (int64 ``[n]``, repeats allowed) into ``out[i]``
@@ -183,17 +188,7 @@ class HostRowCache:
         if self.policy == "static" or not self.capacity or not ids.numel():
             return
         with self._lock:
-            slots = torch.from_numpy(
-                _sieve_admit(
-                    ids.numpy(),
-                    self._slot_of,
-                    self._owner,
-                    self._visited,
-                    self._newer,
-                    self._older,
-                    self._queue,
-                )
-            )
+            slots = self._sieve_slots(ids)
             # Rows whose slot a later id of this call took again are not copied.
             kept = ((slots >= 0) & (self._slot_of_t[ids] == slots)).nonzero().squeeze(1)
             _copy_rows(rows, kept, self._rows, slots[kept].long())

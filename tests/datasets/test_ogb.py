@@ -48,6 +48,22 @@ def write_csv_ogb(root, folder, scheme, edges, x, y, splits):
     write_splits(root / folder, scheme, splits)
 
 
+def write_papers_ogb(root, edges, x, labels, splits):
+    """ogbn-papers100M's binary layout: ``data.npz`` (float16 features, as OGB ships them) and
+    ``node-label.npz`` (float64 labels, NaN for unlabelled nodes)."""
+    raw = root / "ogbn_papers100M" / "raw"
+    raw.mkdir(parents=True)
+    np.savez_compressed(
+        raw / "data.npz",
+        edge_index=edges.T.copy(),
+        node_feat=x.astype(np.float16),
+        num_nodes_list=np.array([NUM_NODES]),
+        num_edges_list=np.array([len(edges)]),
+    )
+    np.savez_compressed(raw / "node-label.npz", node_label=labels)
+    write_splits(root / "ogbn_papers100M", "time", splits)
+
+
 @pytest.fixture
 def small_blocks(monkeypatch):
     """Blocks of 64 bytes: lines split across blocks, many blocks per file."""
@@ -85,17 +101,7 @@ def test_papers100m_binary_layout(tmp_path, small_blocks):
     labels = y.astype(np.float64).reshape(-1, 1)
     # Unlabelled (as in OGB's file: only nodes of no split).
     labels[np.setdiff1d(np.arange(NUM_NODES), np.concatenate(list(splits.values())))] = np.nan
-    raw = tmp_path / "ogbn_papers100M" / "raw"
-    raw.mkdir(parents=True)
-    np.savez_compressed(
-        raw / "data.npz",
-        edge_index=edges.T.copy(),
-        node_feat=x.astype(np.float16),
-        num_nodes_list=np.array([NUM_NODES]),
-        num_edges_list=np.array([len(edges)]),
-    )
-    np.savez_compressed(raw / "node-label.npz", node_label=labels)
-    write_splits(tmp_path / "ogbn_papers100M", "time", splits)
+    write_papers_ogb(tmp_path, edges, x, labels, splits)
     dataset = convert_ogb("ogbn-papers100M", tmp_path)
     expected_y = np.where(np.isnan(labels[:, 0]), -1, y)
     x16 = x.astype(np.float16).astype(np.float32)
@@ -166,17 +172,7 @@ def test_convert_feature_dtype_float16_writes_the_features_rounded(tmp_path, cap
 
 def test_papers100m_half_features_stay_half_with_feature_dtype_float16(tmp_path, small_blocks):
     edges, x, y, splits = random_ogb(4)
-    raw = tmp_path / "ogbn_papers100M" / "raw"
-    raw.mkdir(parents=True)
-    np.savez_compressed(
-        raw / "data.npz",
-        edge_index=edges.T.copy(),
-        node_feat=x.astype(np.float16),
-        num_nodes_list=np.array([NUM_NODES]),
-        num_edges_list=np.array([len(edges)]),
-    )
-    np.savez_compressed(raw / "node-label.npz", node_label=y.astype(np.float64).reshape(-1, 1))
-    write_splits(tmp_path / "ogbn_papers100M", "time", splits)
+    write_papers_ogb(tmp_path, edges, x, y.astype(np.float64).reshape(-1, 1), splits)
     dataset = convert_ogb("ogbn-papers100M", tmp_path, feature_dtype="float16")
     assert dataset.x.dtype == np.float16
     np.testing.assert_array_equal(dataset.x, x.astype(np.float16))
