@@ -19,9 +19,9 @@ def add_parser(commands) -> None:
         "heterogeneous) into the new folder --out with its feature tables converted to "
         "--feature-dtype and an int64 graph 'indices' stored as int32 where the node count "
         "fits, streaming (bounded memory); the manifests are written last, so an interrupted "
-        "run leaves no store that opens. A feature value beyond float16's range (|x| > 65504) "
-        "is refused, naming its row and column. Loaders hand float16 rows to the model as "
-        "float32.",
+        "run leaves no store that opens. A feature value beyond float16's range (magnitude "
+        "above 65504) is refused, naming its row and column. Loaders hand float16 rows to the "
+        "model as float32.",
     )
     compact.add_argument("source", metavar="SRC", help="the store's folder")
     compact.add_argument("--out", required=True, help="the new store's folder (must not exist)")
